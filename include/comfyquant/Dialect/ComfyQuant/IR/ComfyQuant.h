@@ -1,0 +1,42 @@
+//===- ComfyQuant.h - comfyquant dialect ------------------------*- C++ -*-===//
+#ifndef COMFYQUANT_DIALECT_COMFYQUANT_IR_COMFYQUANT_H
+#define COMFYQUANT_DIALECT_COMFYQUANT_IR_COMFYQUANT_H
+
+#include "comfyquant/runtime/FormatRegistry.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantOpsDialect.h.inc"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantOps.h.inc"
+
+namespace mlir::comfyquant {
+
+/// The MLIR element type of a safetensors dtype (U8 -> ui8, F8_E4M3 ->
+/// f8E4M3FN, BOOL -> i1, ...).
+Type getElementType(MLIRContext *ctx, ::comfyquant::rt::DType dtype);
+/// The safetensors dtype of an MLIR element type, if it has one.
+std::optional<::comfyquant::rt::DType> getDType(Type elementType);
+
+/// Registry format <-> dialect enum (same case order).
+inline ::comfyquant::rt::Format toRegistry(FormatKind k) {
+  return static_cast<::comfyquant::rt::Format>(static_cast<uint32_t>(k));
+}
+inline FormatKind fromRegistry(::comfyquant::rt::Format f) {
+  return static_cast<FormatKind>(static_cast<uint32_t>(f));
+}
+
+} // namespace mlir::comfyquant
+
+#endif

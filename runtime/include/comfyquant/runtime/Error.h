@@ -1,0 +1,57 @@
+//===- Error.h - Diagnostics of the comfyquant runtime ----------*- C++ -*-===//
+//
+// Every malformed input is reported as an Error whose message names the file,
+// the subject (a tensor or a module) and the broken rule:
+//
+//   <file>: tensor 'blocks.0.qkv.weight': byte range [0, 96) overlaps ...
+//   <file>: module 'blocks.0.qkv': format 'nvfp4': weight_scale must have ...
+//
+// The runtime throws Error internally; the C API and the tools catch it and
+// turn it into a return code / exit status 1.
+//===----------------------------------------------------------------------===//
+#ifndef COMFYQUANT_RUNTIME_ERROR_H
+#define COMFYQUANT_RUNTIME_ERROR_H
+
+#include <stdexcept>
+#include <string>
+
+namespace comfyquant::rt {
+
+class Error : public std::runtime_error {
+public:
+  Error(const std::string &file, const std::string &subject,
+        const std::string &rule)
+      : std::runtime_error(format(file, subject, rule)), file_(file),
+        subject_(subject), rule_(rule) {}
+
+  const std::string &file() const { return file_; }
+  const std::string &subject() const { return subject_; }
+  const std::string &rule() const { return rule_; }
+
+  static std::string format(const std::string &file, const std::string &subject,
+                            const std::string &rule) {
+    std::string s = file.empty() ? std::string("<memory>") : file;
+    s += ": ";
+    if (!subject.empty()) {
+      s += subject;
+      s += ": ";
+    }
+    s += rule;
+    return s;
+  }
+
+private:
+  std::string file_, subject_, rule_;
+};
+
+/// "tensor 'name'" / "module 'name'": the subject strings used in messages.
+inline std::string tensorSubject(const std::string &name) {
+  return "tensor '" + name + "'";
+}
+inline std::string moduleSubject(const std::string &name) {
+  return "module '" + name + "'";
+}
+
+} // namespace comfyquant::rt
+
+#endif // COMFYQUANT_RUNTIME_ERROR_H

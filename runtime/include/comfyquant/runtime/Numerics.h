@@ -1,0 +1,57 @@
+//===- Numerics.h - Scalar decoders and rounding (reference path) -*- C++ -*-===//
+//
+// Plain, obviously-right scalar primitives of formats.md §4.0. They are the
+// oracle that compiled kernels are tested against, so they favour clarity:
+// table-free bit decoding, explicit RNE.
+//===----------------------------------------------------------------------===//
+#ifndef COMFYQUANT_RUNTIME_NUMERICS_H
+#define COMFYQUANT_RUNTIME_NUMERICS_H
+
+#include <cstdint>
+#include <vector>
+
+namespace comfyquant::rt {
+
+/// FP8 E4M3FN (bias 7, no inf, S.1111.111 = NaN, max 448). Exact.
+float decodeE4M3(uint8_t bits);
+/// FP8 E5M2 (bias 15, IEEE-like inf/NaN, max 57344). Exact.
+float decodeE5M2(uint8_t bits);
+/// E8M0: 2^(e-127); e == 255 -> NaN (formats.md recommends 2^(e-127) for 0).
+float decodeE8M0(uint8_t bits);
+/// E2M1 nibble (low 4 bits of `code`): 0,.5,1,1.5,2,3,4,6 and negatives.
+float decodeE2M1(uint8_t code);
+
+/// IEEE half / bfloat16 bit patterns to f32 (exact).
+float halfToFloat(uint16_t bits);
+float bfloat16ToFloat(uint16_t bits);
+/// f32 to half / bfloat16 with one round-to-nearest-even (NaN stays NaN,
+/// overflow to inf as IEEE RNE does).
+uint16_t floatToHalf(float f);
+uint16_t floatToBFloat16(float f);
+
+/// Encoders used by tests and activation quantization (RNE, saturating to
+/// the finite range; NaN -> NaN code).
+uint8_t encodeE4M3(float f);
+uint8_t encodeE5M2(float f);
+
+/// Swizzled ("cuBLAS blocked", SWIZZLE_32_4_4) block-scale offset of logical
+/// entry (r, c) for a scale matrix with `cols` logical columns (formats.md
+/// §4.0). Storage holds roundup(rows,128) * roundup(cols,4) entries.
+uint64_t swizzledScaleOffset(uint64_t r, uint64_t c, uint64_t cols);
+/// Number of stored entries of a swizzled scale matrix.
+uint64_t swizzledScaleCount(uint64_t rows, uint64_t cols);
+
+/// True if g is a power of 4 and >= 4.
+bool isPowerOf4(int64_t g);
+/// Entry (i, j) of the regular Hadamard matrix of size `g` (power of 4),
+/// normalised: (-1)^t / 2^(log4 g), t = #base-4 digit positions with
+/// i_d + j_d == 3. Exact in f32.
+float hadamardEntry(int64_t g, int64_t i, int64_t j);
+/// In-place rotation of one row of length k (k % g == 0) in f32: each group
+/// of g consecutive values x becomes x·H (dense sum over i in ascending order,
+/// accumulated in f32). Same operation rotates and un-rotates (H·H = I).
+void rotateRowF32(float *row, int64_t k, int64_t g);
+
+} // namespace comfyquant::rt
+
+#endif // COMFYQUANT_RUNTIME_NUMERICS_H

@@ -1,0 +1,31 @@
+# -*- Python -*- lit configuration for comfyquant.
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "comfyquant"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["fixtures", "hostile", "unit", "CMakeLists.txt",
+                   "lit.cfg.py", "lit.site.cfg.py.in"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.comfyquant_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+tool_dirs = [os.path.join(config.comfyquant_obj_root, "bin"),
+             config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(
+    ["comfyquant-opt", "comfyquant-translate", "comfyquant-run"], tool_dirs)
+
+src = config.comfyquant_src_root
+config.substitutions.append(("%fixtures", os.path.join(src, "test", "fixtures")))
+config.substitutions.append(("%hostile", os.path.join(src, "test", "hostile")))
+config.substitutions.append(("%python", config.python_executable))
+
+# GPU-executing tests need a CUDA driver (a lent GPU machine); everything
+# else runs on the CPU.
+if shutil.which("nvidia-smi"):
+    config.available_features.add("cuda-driver")

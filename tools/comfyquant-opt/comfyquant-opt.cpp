@@ -1,0 +1,24 @@
+//===- comfyquant-opt.cpp - comfyquant optimizer driver -------------------===//
+//
+// mlir-opt with the comfyquant dialect and passes: every upstream dialect,
+// extension and pass is registered too, so pipelines that lower comfyquant
+// IR to upstream dialects run in one tool.
+//===----------------------------------------------------------------------===//
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+#include "comfyquant/Dialect/ComfyQuant/Transforms/Passes.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<mlir::comfyquant::ComfyQuantDialect>();
+  mlir::registerAllPasses();
+  mlir::comfyquant::registerComfyQuantPasses();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "comfyquant optimizer driver\n", registry));
+}
