@@ -303,10 +303,13 @@ void rotateRowF32(float *row, int64_t k, int64_t g) {
   for (int64_t base = 0; base < k; base += g) {
     const float *x = row + base;
     for (int64_t j = 0; j < g; ++j) {
-      float acc = 0.0f;
-      for (int64_t i = 0; i < g; ++i) // ascending i, f32 accumulation
-        acc += x[i] * h[static_cast<size_t>(i * g + j)];
-      y[static_cast<size_t>(j)] = acc;
+      // Each product x·H is exact (H entries are powers of two); the double
+      // sum of at most a few thousand such terms is exact to far below an
+      // f32 ulp, so the one rounding below gives the correctly rounded sum.
+      double acc = 0.0;
+      for (int64_t i = 0; i < g; ++i)
+        acc += static_cast<double>(x[i]) * h[static_cast<size_t>(i * g + j)];
+      y[static_cast<size_t>(j)] = static_cast<float>(acc);
     }
     for (int64_t j = 0; j < g; ++j)
       row[base + j] = y[static_cast<size_t>(j)];

@@ -62,7 +62,7 @@ std::vector<int64_t> dequantizedShape(const ModuleDesc &m) {
 }
 
 void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
-                    int64_t rowEnd, float *out) {
+                    int64_t rowEnd, float *out, bool unrotate) {
   const ModuleDesc &d = m.desc;
   const FormatInfo &f = formatInfo(d.format);
   const int64_t N = d.outFeatures, K = d.inFeatures;
@@ -153,18 +153,19 @@ void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
       break;
     }
     }
-    if (d.rotationGroup)
+    if (d.rotationGroup && unrotate)
       rotateRowF32(o, K, d.rotationGroup);
   }
 }
 
-std::vector<float> dequantizeModule(const ResolvedModule &m) {
+std::vector<float> dequantizeModule(const ResolvedModule &m, bool unrotate) {
   const ModuleDesc &d = m.desc;
   const int64_t E = d.kind == ModuleKind::MoE ? d.experts : 1;
   const int64_t perExpert = d.outFeatures * d.inFeatures;
   std::vector<float> out(static_cast<size_t>(E * perExpert));
   for (int64_t e = 0; e < E; ++e)
-    dequantizeRows(m, e, 0, d.outFeatures, out.data() + e * perExpert);
+    dequantizeRows(m, e, 0, d.outFeatures, out.data() + e * perExpert,
+                   unrotate);
   return out;
 }
 

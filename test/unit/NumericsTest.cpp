@@ -681,8 +681,8 @@ TEST(Numerics, RotateTwiceIsIdentity) {
   }
 }
 
-TEST(Numerics, RotateAccumulatesInF32AscendingOrder) {
-  // Reproduce the exact f32 sum order on a cancellation-prone input.
+TEST(Numerics, RotateIsCorrectlyRounded) {
+  // A cancellation-prone input: the result is the exact sum rounded once.
   const int64_t g = 16;
   std::vector<float> x(g);
   for (int64_t i = 0; i < g; ++i)
@@ -690,9 +690,9 @@ TEST(Numerics, RotateAccumulatesInF32AscendingOrder) {
   std::vector<float> y = x;
   rotateRowF32(y.data(), g, g);
   for (int64_t j = 0; j < g; ++j) {
-    volatile float acc = 0.0f;
+    long double exact = 0; // every term is exact; 64-bit mantissa is ample
     for (int64_t i = 0; i < g; ++i)
-      acc = acc + x[static_cast<size_t>(i)] * hadamardEntry(g, i, j);
-    EXPECT_EQ(bitsOf(y[static_cast<size_t>(j)]), bitsOf(acc)) << j;
+      exact += static_cast<long double>(x[static_cast<size_t>(i)]) * hadamardEntry(g, i, j);
+    EXPECT_EQ(bitsOf(y[static_cast<size_t>(j)]), bitsOf(static_cast<float>(exact))) << j;
   }
 }

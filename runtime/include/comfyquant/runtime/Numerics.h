@@ -47,9 +47,12 @@ bool isPowerOf4(int64_t g);
 /// normalised: (-1)^t / 2^(log4 g), t = #base-4 digit positions with
 /// i_d + j_d == 3. Exact in f32.
 float hadamardEntry(int64_t g, int64_t i, int64_t j);
-/// In-place rotation of one row of length k (k % g == 0) in f32: each group
-/// of g consecutive values x becomes x·H (dense sum over i in ascending order,
-/// accumulated in f32). Same operation rotates and un-rotates (H·H = I).
+/// In-place rotation of one row of length k (k % g == 0): each group of g
+/// consecutive f32 values x becomes x·H, the dense sum formed in double and
+/// rounded once to f32: the correctly rounded sum (double's own error is far
+/// below an f32 ulp). formats.md leaves the f32 sum order unspecified;
+/// kitchen's f32 matmul lands within a few u·Σ|terms| (u = 2^-24) of this.
+/// The same operation rotates and un-rotates (H·H = I).
 void rotateRowF32(float *row, int64_t k, int64_t g);
 
 } // namespace comfyquant::rt

@@ -17,12 +17,15 @@ namespace comfyquant::rt {
 
 /// Dequantizes logical rows [rowBegin, rowEnd) of expert `expert` (0 unless
 /// MoE) into `out` (row-major, K columns). For embeddings this is the lookup
-/// of those rows. Throws Error on an out-of-range request.
+/// of those rows. With `unrotate` false, ConvRot weights stay in the rotated
+/// basis (Wrot, exactly defined by the file; formats.md §10). Throws Error on
+/// an out-of-range request.
 void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
-                    int64_t rowEnd, float *out);
+                    int64_t rowEnd, float *out, bool unrotate = true);
 
 /// The whole weight: [N, K], or [E, N, K] for MoE banks.
-std::vector<float> dequantizeModule(const ResolvedModule &m);
+std::vector<float> dequantizeModule(const ResolvedModule &m,
+                                    bool unrotate = true);
 /// Its logical shape.
 std::vector<int64_t> dequantizedShape(const ModuleDesc &m);
 
