@@ -12,7 +12,9 @@
 //
 //   clang++-22 -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined \
 //     -Iruntime/include runtime/src/DType.cpp runtime/src/Safetensors.cpp \
-//     fuzz/header_fuzzer.cpp -o /tmp/hf && /tmp/hf -max_total_time=20 fuzz/corpus
+//     fuzz/header_fuzzer.cpp -o /tmp/hf && mkdir -p /tmp/hf-work &&
+//     /tmp/hf -max_total_time=20 -dict=fuzz/header.dict /tmp/hf-work fuzz/corpus/header
+//   (a scratch directory first: libFuzzer writes new inputs to the first one)
 //===----------------------------------------------------------------------===//
 #include "comfyquant/runtime/DType.h"
 #include "comfyquant/runtime/Error.h"

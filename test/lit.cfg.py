@@ -24,6 +24,8 @@ src = config.comfyquant_src_root
 config.substitutions.append(("%fixtures", os.path.join(src, "test", "fixtures")))
 config.substitutions.append(("%hostile", os.path.join(src, "test", "hostile")))
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%comfyquant_bin",
+                             os.path.join(config.comfyquant_obj_root, "bin")))
 
 # GPU-executing tests need a CUDA driver (a lent GPU machine); everything
 # else runs on the CPU.

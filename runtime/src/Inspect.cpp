@@ -1,6 +1,7 @@
 //===- Inspect.cpp - checkpoint inspection report -------------------------===//
 #include "comfyquant/runtime/Inspect.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -29,7 +30,8 @@ std::string humanBytes(int64_t b) {
   return buf;
 }
 
-std::string optionsStr(const ModuleDesc &d) {
+std::string optionsStr(const ResolvedModule &m) {
+  const ModuleDesc &d = m.desc;
   std::string s;
   auto add = [&](const std::string &x) { s += (s.empty() ? "" : ",") + x; };
   if (d.fullPrecision)
@@ -38,6 +40,8 @@ std::string optionsStr(const ModuleDesc &d) {
     add("linear_dtype=" + d.linearDtype);
   if (d.groupSize)
     add("group_size=" + std::to_string(d.groupSize));
+  if (m.config.source != ConfigSource::Tensor)
+    add(std::string("from ") + configSourceName(m.config.source));
   return s.empty() ? "-" : s;
 }
 
@@ -117,10 +121,13 @@ std::string inspectText(const ResolvedCheckpoint &ckpt) {
      << humanBytes(static_cast<int64_t>(file.totalSize())) << ", "
      << file.tensors().size() << " tensors)\n\n";
   os << "quantized modules (" << ckpt.modules.size() << "):\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-40s %-9s %-16s %-16s %-7s %-8s %s\n",
-                "name", "kind", "format", "shape [E x] N x K", "convrot",
-                "bytes", "options");
+  int nameWidth = 4;
+  for (const ResolvedModule &m : ckpt.modules)
+    nameWidth = std::max(nameWidth, static_cast<int>(m.desc.name.size()));
+  char line[1024];
+  std::snprintf(line, sizeof line, "  %-*s  %-9s %-16s %-17s %-7s %-9s %s\n",
+                nameWidth, "name", "kind", "format", "shape [E x] N x K",
+                "convrot", "bytes", "options");
   os << line;
   std::map<std::string, std::pair<int64_t, int64_t>> totals;
   for (const ResolvedModule &m : ckpt.modules) {
@@ -131,12 +138,13 @@ std::string inspectText(const ResolvedCheckpoint &ckpt) {
                         std::to_string(d.outFeatures) + " x " +
                         std::to_string(d.inFeatures);
     int64_t bytes = moduleBytes(d);
-    std::snprintf(line, sizeof line, "  %-40s %-9s %-16s %-16s %-7s %-8s %s\n",
-                  d.name.c_str(), moduleKindName(d.kind), formatName(d.format),
+    std::snprintf(line, sizeof line, "  %-*s  %-9s %-16s %-17s %-7s %-9s %s\n",
+                  nameWidth, d.name.c_str(), moduleKindName(d.kind),
+                  formatName(d.format),
                   shape.c_str(),
                   d.rotationGroup ? std::to_string(d.rotationGroup).c_str()
                                   : "-",
-                  humanBytes(bytes).c_str(), optionsStr(d).c_str());
+                  humanBytes(bytes).c_str(), optionsStr(m).c_str());
     os << line;
     auto &t = totals[formatName(d.format)];
     t.first += 1;

@@ -7,6 +7,10 @@
 // tensors, nesting can never exceed three levels, and duplicate keys (which a
 // DOM parse would silently collapse, keeping the last) are detected at every
 // level.
+//
+// Mapping: O_RDONLY + mmap(PROT_READ, MAP_PRIVATE); the file is never written.
+// Like any mmap reader, a file truncated by another process while mapped can
+// raise SIGBUS on access to the vanished pages; that is outside our control.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/runtime/Safetensors.h"
 #include "comfyquant/runtime/Error.h"

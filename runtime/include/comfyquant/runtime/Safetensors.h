@@ -58,7 +58,9 @@ struct SafetensorsHeader {
 };
 
 /// Parses and validates a header JSON. `dataSize` is the size of the data
-/// section; `file` only labels error messages. Throws Error.
+/// section; `file` only labels error messages. Throws Error. The returned
+/// tensors have `data` and `file` null; `fileOffset` assumes `json` is the
+/// complete header (8 + json.size() + begin).
 SafetensorsHeader parseSafetensorsHeader(std::string_view json,
                                          uint64_t dataSize,
                                          const std::string &file);
