@@ -756,7 +756,9 @@ def check(bin_dir):
                     problems.append("%s: rc %d (want 1)" % (tool, r.returncode))
             r = results["inspect"]
             for what, needle in (("file path", path),
-                                 ("subject", "'" + subject + "'"),
+                                 ("subject", subject if
+                                  subject.startswith("__metadata__")
+                                  else "'" + subject + "'"),
                                  ("rule", rule)):
                 if needle not in r.stderr:
                     problems.append("inspect stderr lacks %s %r" % (what,

@@ -1,0 +1,544 @@
+// RUN: comfyquant-opt %s | comfyquant-opt | FileCheck %s
+// RUN: comfyquant-opt %s --mlir-print-op-generic | comfyquant-opt | FileCheck %s
+// RUN: comfyquant-opt %s --verify-roundtrip -o /dev/null
+
+// Round trip of every op and attribute of the comfyquant dialect. Shapes follow
+// formats.md §2.2 (single Linear), §7.1 (embeddings) and §7.2 (MoE banks).
+
+//===----------------------------------------------------------------------===//
+// Tensor element types: every safetensors dtype (and a 0-dim tensor).
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: comfyquant.checkpoint @dtypes path "all_dtypes.safetensors" size 4096 hash "fnv1a64:0123456789abcdef" {
+// CHECK-NEXT:    comfyquant.tensor @u8 : tensor<4xui8> at 0
+// CHECK-NEXT:    comfyquant.tensor @i8 : tensor<4xi8> at 4
+// CHECK-NEXT:    comfyquant.tensor @f8_e4m3 : tensor<4xf8E4M3FN> at 8
+// CHECK-NEXT:    comfyquant.tensor @f8_e5m2 : tensor<4xf8E5M2> at 12
+// CHECK-NEXT:    comfyquant.tensor @f8_e8m0 : tensor<4xf8E8M0FNU> at 16
+// CHECK-NEXT:    comfyquant.tensor @f16 : tensor<2x2xf16> at 20
+// CHECK-NEXT:    comfyquant.tensor @bf16 : tensor<2x2xbf16> at 28
+// CHECK-NEXT:    comfyquant.tensor @f32 : tensor<f32> at 36
+// CHECK-NEXT:    comfyquant.tensor @f64 : tensor<1xf64> at 40
+// CHECK-NEXT:    comfyquant.tensor @bool : tensor<3xi1> at 48
+// CHECK-NEXT:    comfyquant.tensor @i16 : tensor<2xi16> at 52
+// CHECK-NEXT:    comfyquant.tensor @i32 : tensor<2xi32> at 56
+// CHECK-NEXT:    comfyquant.tensor @i64 : tensor<2xi64> at 64
+// CHECK-NEXT:    comfyquant.tensor @u16 : tensor<2xui16> at 80
+// CHECK-NEXT:    comfyquant.tensor @u32 : tensor<2xui32> at 84
+// CHECK-NEXT:    comfyquant.tensor @u64 : tensor<2xui64> at 92
+// CHECK-NEXT:    comfyquant.tensor @empty : tensor<0x8xf32> at 108
+// CHECK-NEXT:    comfyquant.tensor @"blocks.0.attn.to_q.weight" : tensor<4x4xf8E4M3FN> at 108
+// CHECK-NEXT:  }
+comfyquant.checkpoint @dtypes path "all_dtypes.safetensors" size 4096 hash "fnv1a64:0123456789abcdef" {
+  comfyquant.tensor @u8 : tensor<4xui8> at 0
+  comfyquant.tensor @i8 : tensor<4xi8> at 4
+  comfyquant.tensor @f8_e4m3 : tensor<4xf8E4M3FN> at 8
+  comfyquant.tensor @f8_e5m2 : tensor<4xf8E5M2> at 12
+  comfyquant.tensor @f8_e8m0 : tensor<4xf8E8M0FNU> at 16
+  comfyquant.tensor @f16 : tensor<2x2xf16> at 20
+  comfyquant.tensor @bf16 : tensor<2x2xbf16> at 28
+  comfyquant.tensor @f32 : tensor<f32> at 36
+  comfyquant.tensor @f64 : tensor<1xf64> at 40
+  comfyquant.tensor @bool : tensor<3xi1> at 48
+  comfyquant.tensor @i16 : tensor<2xi16> at 52
+  comfyquant.tensor @i32 : tensor<2xi32> at 56
+  comfyquant.tensor @i64 : tensor<2xi64> at 64
+  comfyquant.tensor @u16 : tensor<2xui16> at 80
+  comfyquant.tensor @u32 : tensor<2xui32> at 84
+  comfyquant.tensor @u64 : tensor<2xui64> at 92
+  comfyquant.tensor @empty : tensor<0x8xf32> at 108
+  comfyquant.tensor @"blocks.0.attn.to_q.weight" : tensor<4x4xf8E4M3FN> at 108
+}
+
+// A sharded checkpoint (an index.json): tensors name their shard.
+// CHECK-LABEL: comfyquant.checkpoint @sharded path "model.safetensors.index.json" size 7591 hash "fnv1a64:36c7f627a764c672" {
+// CHECK-NEXT:    comfyquant.tensor @fc2.weight : tensor<32x64xi8> at 1252 in "model-00002-of-00002.safetensors"
+// CHECK-NEXT:    comfyquant.tensor @fc2.weight_scale : tensor<32x1xf32> at 564 in "model-00002-of-00002.safetensors"
+// CHECK-NEXT:    comfyquant.tensor @norm.weight : tensor<64xbf16> at 552 in "model-00001-of-00002.safetensors"
+// CHECK-NEXT:  }
+comfyquant.checkpoint @sharded path "model.safetensors.index.json" size 7591 hash "fnv1a64:36c7f627a764c672" {
+  comfyquant.tensor @fc2.weight : tensor<32x64xi8> at 1252 in "model-00002-of-00002.safetensors"
+  comfyquant.tensor @fc2.weight_scale : tensor<32x1xf32> at 564 in "model-00002-of-00002.safetensors"
+  comfyquant.tensor @norm.weight : tensor<64xbf16> at 552 in "model-00001-of-00002.safetensors"
+}
+// CHECK: comfyquant.linear @fc2 format <int8_tensorwise, granularity = row>[32, 64] tensors {weight = @sharded::@fc2.weight, weight_scale = @sharded::@fc2.weight_scale}
+comfyquant.linear @fc2 format <int8_tensorwise, granularity = row> [32, 64]
+    tensors {weight = @sharded::@fc2.weight, weight_scale = @sharded::@fc2.weight_scale}
+
+//===----------------------------------------------------------------------===//
+// The checkpoint the modules below bind to.
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: comfyquant.checkpoint @ckpt path "model.safetensors" size 1000000 hash "fnv1a64:fedcba9876543210" {
+comfyquant.checkpoint @ckpt path "model.safetensors" size 1000000 hash "fnv1a64:fedcba9876543210" {
+  // float8_e4m3fn [32, 64]: scalar scale, input_scale, bias.
+  comfyquant.tensor @fp8.weight : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @fp8.weight_scale : tensor<f32> at 2048
+  comfyquant.tensor @fp8.input_scale : tensor<f32> at 2052
+  comfyquant.tensor @fp8.bias : tensor<32xbf16> at 2056
+  // float8_e5m2 [32, 64]: a [1] scale is a scalar too.
+  comfyquant.tensor @e5m2.weight : tensor<32x64xf8E5M2> at 2120
+  comfyquant.tensor @e5m2.weight_scale : tensor<1xf32> at 4168
+  // nvfp4 [48, 80]: storage [48, 40] (Kp16 = 80), 128 x 8 swizzled scales,
+  // pre_quant_scale [K], input_scale, bias.
+  comfyquant.tensor @nvfp4.weight : tensor<48x40xui8> at 4172
+  comfyquant.tensor @nvfp4.weight_scale : tensor<128x8xf8E4M3FN> at 6092
+  comfyquant.tensor @nvfp4.weight_scale_2 : tensor<f32> at 7116
+  comfyquant.tensor @nvfp4.input_scale : tensor<f32> at 7120
+  comfyquant.tensor @nvfp4.pre_quant_scale : tensor<80xbf16> at 7124
+  comfyquant.tensor @nvfp4.bias : tensor<48xf32> at 7284
+  // nvfp4 [40, 24] padded to storage [48, 16]; U8 block scales stored flat.
+  comfyquant.tensor @nvfp4u8.weight : tensor<48x16xui8> at 7476
+  comfyquant.tensor @nvfp4u8.weight_scale : tensor<512xui8> at 8244
+  comfyquant.tensor @nvfp4u8.weight_scale_2 : tensor<1xf32> at 8756
+  // mxfp8 [64, 96]: E8M0 scales 128 x 4; input_scale is accepted (ignored).
+  comfyquant.tensor @mxfp8.weight : tensor<64x96xf8E4M3FN> at 8760
+  comfyquant.tensor @mxfp8.weight_scale : tensor<128x4xf8E8M0FNU> at 14904
+  comfyquant.tensor @mxfp8.input_scale : tensor<f32> at 15416
+  comfyquant.tensor @mxfp8.bias : tensor<64xbf16> at 15420
+  // mxfp8 [50, 40] padded to storage [64, 64]; U8 scales.
+  comfyquant.tensor @mxfp8u8.weight : tensor<64x64xf8E4M3FN> at 15548
+  comfyquant.tensor @mxfp8u8.weight_scale : tensor<128x4xui8> at 19644
+  // int8_tensorwise: scalar, per-row, per-row with ConvRot.
+  comfyquant.tensor @int8s.weight : tensor<64x96xi8> at 20156
+  comfyquant.tensor @int8s.weight_scale : tensor<f32> at 26300
+  comfyquant.tensor @int8r.weight : tensor<32x64xi8> at 26304
+  comfyquant.tensor @int8r.weight_scale : tensor<32x1xf32> at 28352
+  comfyquant.tensor @int8r.bias : tensor<32xbf16> at 28480
+  comfyquant.tensor @int8rot.weight : tensor<32x128xi8> at 28544
+  comfyquant.tensor @int8rot.weight_scale : tensor<32x1xf32> at 32640
+  comfyquant.tensor @int8rot.bias : tensor<32xbf16> at 32768
+  // convrot_w4a4: [16, 256] Gr 256 linear_dtype int8; [32, 64] Gr 16.
+  comfyquant.tensor @w4a4.weight : tensor<16x128xi8> at 32832
+  comfyquant.tensor @w4a4.weight_scale : tensor<16xf32> at 34880
+  comfyquant.tensor @w4a4g16.weight : tensor<32x32xi8> at 34944
+  comfyquant.tensor @w4a4g16.weight_scale : tensor<32xf32> at 35968
+  comfyquant.tensor @w4a4g16.bias : tensor<32xf16> at 36096
+  // asym_w4a8_int8: E4M3 s_rel + codebook (G 16, Gr 256); F32 s_rel without
+  // codebook (G 64, Gr 64); U8 s_rel (G 4, Gr 16).
+  comfyquant.tensor @w4a8cb.weight : tensor<64x128xi8> at 36160
+  comfyquant.tensor @w4a8cb.weight_s_rel : tensor<64x16xf8E4M3FN> at 44352
+  comfyquant.tensor @w4a8cb.weight_s_channel : tensor<64xf32> at 45376
+  comfyquant.tensor @w4a8cb.weight_codebook : tensor<16xf32> at 45632
+  comfyquant.tensor @w4a8cb.bias : tensor<64xbf16> at 45696
+  comfyquant.tensor @w4a8f32.weight : tensor<32x64xi8> at 45824
+  comfyquant.tensor @w4a8f32.weight_s_rel : tensor<32x2xf32> at 47872
+  comfyquant.tensor @w4a8f32.weight_s_channel : tensor<32xf32> at 48128
+  comfyquant.tensor @w4a8u8.weight : tensor<16x32xi8> at 48256
+  comfyquant.tensor @w4a8u8.weight_s_rel : tensor<16x16xui8> at 48768
+  comfyquant.tensor @w4a8u8.weight_s_channel : tensor<16xf32> at 49024
+  // w6a8_int8 [16, 128]: storage [N, 3K/4], G 32, Gr 64.
+  comfyquant.tensor @w6a8.weight : tensor<16x96xi8> at 49088
+  comfyquant.tensor @w6a8.weight_s_rel : tensor<16x4xf8E4M3FN> at 50624
+  comfyquant.tensor @w6a8.weight_s_channel : tensor<16xf32> at 50688
+  // Embeddings: fp8 with and without a scale, int8 per-row ± ConvRot.
+  comfyquant.tensor @emb_fp8.weight : tensor<64x32xf8E4M3FN> at 50752
+  comfyquant.tensor @emb_fp8.weight_scale : tensor<f32> at 52800
+  comfyquant.tensor @emb_e5m2.weight : tensor<64x32xf8E5M2> at 52804
+  comfyquant.tensor @emb_int8.weight : tensor<64x48xi8> at 54852
+  comfyquant.tensor @emb_int8.weight_scale : tensor<64x1xf32> at 57924
+  comfyquant.tensor @emb_rot.weight : tensor<48x128xi8> at 58180
+  comfyquant.tensor @emb_rot.weight_scale : tensor<48x1xf32> at 64324
+  // MoE 3-D banks.
+  comfyquant.tensor @moe_fp8.weight : tensor<3x32x64xf8E4M3FN> at 64516
+  comfyquant.tensor @moe_fp8.weight_scale : tensor<3xf32> at 70660
+  comfyquant.tensor @moe_fp8.bias : tensor<3x32xbf16> at 70672
+  comfyquant.tensor @moe_nvfp4.weight : tensor<2x48x24xui8> at 70864
+  comfyquant.tensor @moe_nvfp4.weight_scale : tensor<2x128x4xf8E4M3FN> at 73168
+  comfyquant.tensor @moe_nvfp4.weight_scale_2 : tensor<2xf32> at 74192
+  comfyquant.tensor @moe_mxfp8.weight : tensor<2x32x64xf8E4M3FN> at 74200
+  comfyquant.tensor @moe_mxfp8.weight_scale : tensor<2x128x4xui8> at 78296
+  comfyquant.tensor @moe_w4a4.weight : tensor<2x32x32xi8> at 79320
+  comfyquant.tensor @moe_w4a4.weight_scale : tensor<2x32xf32> at 81368
+  comfyquant.tensor @moe_int8s.weight : tensor<2x32x64xi8> at 81624
+  comfyquant.tensor @moe_int8s.weight_scale : tensor<f32> at 85720
+  comfyquant.tensor @moe_int8e.weight : tensor<3x32x64xi8> at 85724
+  comfyquant.tensor @moe_int8e.weight_scale : tensor<3xf32> at 91868
+  comfyquant.tensor @moe_int8r.weight : tensor<3x16x64xi8> at 91880
+  comfyquant.tensor @moe_int8r.weight_scale : tensor<3x16x1xf32> at 94952
+  comfyquant.tensor @moe_w6a8.weight : tensor<2x16x192xi8> at 95144
+  comfyquant.tensor @moe_w6a8.weight_s_rel : tensor<2x16x16xf8E4M3FN> at 101288
+  comfyquant.tensor @moe_w6a8.weight_s_channel : tensor<2x16xf32> at 101800
+  // MoE flattened banks: [E·N, ...].
+  comfyquant.tensor @flat_int8.weight : tensor<32x64xi8> at 101928
+  comfyquant.tensor @flat_int8.weight_scale : tensor<32x1xf32> at 103976
+  comfyquant.tensor @flat_w4a8.weight : tensor<32x128xi8> at 104104
+  comfyquant.tensor @flat_w4a8.weight_s_rel : tensor<32x16xf8E4M3FN> at 108200
+  comfyquant.tensor @flat_w4a8.weight_s_channel : tensor<32xf32> at 108712
+  comfyquant.tensor @flat_w4a8.weight_codebook : tensor<16xf32> at 108840
+  comfyquant.tensor @flat_w6a8.weight : tensor<32x48xi8> at 108904
+  comfyquant.tensor @flat_w6a8.weight_s_rel : tensor<32x4xf32> at 110440
+  comfyquant.tensor @flat_w6a8.weight_s_channel : tensor<32xf32> at 110952
+}
+// CHECK:        comfyquant.tensor @fp8.weight : tensor<32x64xf8E4M3FN> at 0
+// CHECK:        comfyquant.tensor @flat_w6a8.weight_s_channel : tensor<32xf32> at 110952
+// CHECK-NEXT:  }
+
+//===----------------------------------------------------------------------===//
+// Attention preferences (formats.md §7.3): one object or an array of objects.
+//===----------------------------------------------------------------------===//
+
+// CHECK: comfyquant.attention "transformer_blocks.0.attn" config "{\22attention\22: \22comfy_kitchen_int8\22}"
+comfyquant.attention "transformer_blocks.0.attn" config "{\"attention\": \"comfy_kitchen_int8\"}"
+// CHECK: comfyquant.attention "blocks.0.attn" config "[{\22attention\22: \22comfy_kitchen_sol\22, \22tau\22: 1.5}, {\22attention\22: \22comfy_kitchen_int8\22}]"
+comfyquant.attention "blocks.0.attn" config "[{\"attention\": \"comfy_kitchen_sol\", \"tau\": 1.5}, {\"attention\": \"comfy_kitchen_int8\"}]"
+// An unknown method is kept verbatim (ComfyUI skips it with a warning).
+// CHECK: comfyquant.attention "blocks.1.attn" config "[{\22attention\22: \22flash_v9\22}]"
+comfyquant.attention "blocks.1.attn" config "[{\"attention\": \"flash_v9\"}]"
+// CHECK: comfyquant.attention "blocks.2.attn" config "[]"
+comfyquant.attention "blocks.2.attn" config "[]"
+
+//===----------------------------------------------------------------------===//
+// Linear modules: every format.
+//===----------------------------------------------------------------------===//
+
+// CHECK: comfyquant.linear @fp8 format <float8_e4m3fn, granularity = tensor>[32, 64] options <full_precision_matrix_mult = true> tensors {bias = @ckpt::@fp8.bias, input_scale = @ckpt::@fp8.input_scale, weight = @ckpt::@fp8.weight, weight_scale = @ckpt::@fp8.weight_scale}
+comfyquant.linear @fp8 format <float8_e4m3fn, granularity = tensor> [32, 64]
+    options <full_precision_matrix_mult = true>
+    tensors {bias = @ckpt::@fp8.bias, input_scale = @ckpt::@fp8.input_scale,
+             weight = @ckpt::@fp8.weight, weight_scale = @ckpt::@fp8.weight_scale}
+
+// The default options print empty.
+// CHECK: comfyquant.linear @e5m2 format <float8_e5m2, granularity = tensor>[32, 64] options <> tensors {weight = @ckpt::@e5m2.weight, weight_scale = @ckpt::@e5m2.weight_scale}
+comfyquant.linear @e5m2 format <float8_e5m2, granularity = tensor> [32, 64]
+    options <full_precision_matrix_mult = false>
+    tensors {weight = @ckpt::@e5m2.weight, weight_scale = @ckpt::@e5m2.weight_scale}
+
+// CHECK: comfyquant.linear @nvfp4 format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first>[48, 80] tensors {bias = @ckpt::@nvfp4.bias, input_scale = @ckpt::@nvfp4.input_scale, pre_quant_scale = @ckpt::@nvfp4.pre_quant_scale, weight = @ckpt::@nvfp4.weight, weight_scale = @ckpt::@nvfp4.weight_scale, weight_scale_2 = @ckpt::@nvfp4.weight_scale_2}
+comfyquant.linear @nvfp4 format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {bias = @ckpt::@nvfp4.bias, input_scale = @ckpt::@nvfp4.input_scale,
+             pre_quant_scale = @ckpt::@nvfp4.pre_quant_scale,
+             weight = @ckpt::@nvfp4.weight, weight_scale = @ckpt::@nvfp4.weight_scale,
+             weight_scale_2 = @ckpt::@nvfp4.weight_scale_2}
+
+// struct() parameters parse in any order and print in declaration order.
+// CHECK: comfyquant.linear @nvfp4_padded format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first>[40, 24] tensors {weight = @ckpt::@nvfp4u8.weight, weight_scale = @ckpt::@nvfp4u8.weight_scale, weight_scale_2 = @ckpt::@nvfp4u8.weight_scale_2}
+comfyquant.linear @nvfp4_padded format <nvfp4, nibbles = high_first, scale = f8E4M3FN, group = 16, granularity = block> [40, 24]
+    tensors {weight = @ckpt::@nvfp4u8.weight, weight_scale = @ckpt::@nvfp4u8.weight_scale,
+             weight_scale_2 = @ckpt::@nvfp4u8.weight_scale_2}
+
+// CHECK: comfyquant.linear @mxfp8 format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU>[64, 96] tensors {bias = @ckpt::@mxfp8.bias, input_scale = @ckpt::@mxfp8.input_scale, weight = @ckpt::@mxfp8.weight, weight_scale = @ckpt::@mxfp8.weight_scale}
+comfyquant.linear @mxfp8 format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [64, 96]
+    tensors {bias = @ckpt::@mxfp8.bias, input_scale = @ckpt::@mxfp8.input_scale,
+             weight = @ckpt::@mxfp8.weight, weight_scale = @ckpt::@mxfp8.weight_scale}
+
+// CHECK: comfyquant.linear @mxfp8_padded format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU>[50, 40] tensors {weight = @ckpt::@mxfp8u8.weight, weight_scale = @ckpt::@mxfp8u8.weight_scale}
+comfyquant.linear @mxfp8_padded format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [50, 40]
+    tensors {weight = @ckpt::@mxfp8u8.weight, weight_scale = @ckpt::@mxfp8u8.weight_scale}
+
+// CHECK: comfyquant.linear @int8_scalar format <int8_tensorwise, granularity = tensor>[64, 96] tensors {weight = @ckpt::@int8s.weight, weight_scale = @ckpt::@int8s.weight_scale}
+comfyquant.linear @int8_scalar format <int8_tensorwise, granularity = tensor> [64, 96]
+    tensors {weight = @ckpt::@int8s.weight, weight_scale = @ckpt::@int8s.weight_scale}
+
+// An explicit f32 scale type is accepted for tensor / row scales.
+// CHECK: comfyquant.linear @int8_rows format <int8_tensorwise, granularity = row, scale = f32>[32, 64] tensors {bias = @ckpt::@int8r.bias, weight = @ckpt::@int8r.weight, weight_scale = @ckpt::@int8r.weight_scale}
+comfyquant.linear @int8_rows format <int8_tensorwise, granularity = row, scale = f32> [32, 64]
+    tensors {bias = @ckpt::@int8r.bias, weight = @ckpt::@int8r.weight,
+             weight_scale = @ckpt::@int8r.weight_scale}
+
+// CHECK: comfyquant.linear @int8_convrot format <int8_tensorwise, granularity = row>[32, 128] rotation <64> tensors {bias = @ckpt::@int8rot.bias, weight = @ckpt::@int8rot.weight, weight_scale = @ckpt::@int8rot.weight_scale}
+comfyquant.linear @int8_convrot format <int8_tensorwise, granularity = row> [32, 128] rotation <64>
+    tensors {bias = @ckpt::@int8rot.bias, weight = @ckpt::@int8rot.weight,
+             weight_scale = @ckpt::@int8rot.weight_scale}
+
+// CHECK: comfyquant.linear @w4a4 format <convrot_w4a4, granularity = row, nibbles = low_first>[16, 256] rotation <256> options <linear_dtype = int8> tensors {weight = @ckpt::@w4a4.weight, weight_scale = @ckpt::@w4a4.weight_scale}
+comfyquant.linear @w4a4 format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 256]
+    rotation <256> options <linear_dtype = int8>
+    tensors {weight = @ckpt::@w4a4.weight, weight_scale = @ckpt::@w4a4.weight_scale}
+
+// CHECK: comfyquant.linear @w4a4_g16 format <convrot_w4a4, granularity = row, nibbles = low_first>[32, 64] rotation <16> options <full_precision_matrix_mult = true, linear_dtype = int4> tensors {bias = @ckpt::@w4a4g16.bias, weight = @ckpt::@w4a4g16.weight, weight_scale = @ckpt::@w4a4g16.weight_scale}
+comfyquant.linear @w4a4_g16 format <convrot_w4a4, granularity = row, nibbles = low_first> [32, 64]
+    rotation <16> options <linear_dtype = int4, full_precision_matrix_mult = true>
+    tensors {bias = @ckpt::@w4a4g16.bias, weight = @ckpt::@w4a4g16.weight,
+             weight_scale = @ckpt::@w4a4g16.weight_scale}
+
+// CHECK: comfyquant.linear @w4a8_codebook format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>[64, 256] rotation <256> tensors {bias = @ckpt::@w4a8cb.bias, weight = @ckpt::@w4a8cb.weight, weight_codebook = @ckpt::@w4a8cb.weight_codebook, weight_s_channel = @ckpt::@w4a8cb.weight_s_channel, weight_s_rel = @ckpt::@w4a8cb.weight_s_rel}
+comfyquant.linear @w4a8_codebook format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [64, 256]
+    rotation <256>
+    tensors {bias = @ckpt::@w4a8cb.bias, weight = @ckpt::@w4a8cb.weight,
+             weight_codebook = @ckpt::@w4a8cb.weight_codebook,
+             weight_s_channel = @ckpt::@w4a8cb.weight_s_channel,
+             weight_s_rel = @ckpt::@w4a8cb.weight_s_rel}
+
+// CHECK: comfyquant.linear @w4a8_f32 format <asym_w4a8_int8, granularity = group, group = 64, scale = f32, nibbles = low_first>[32, 128] rotation <64> tensors {weight = @ckpt::@w4a8f32.weight, weight_s_channel = @ckpt::@w4a8f32.weight_s_channel, weight_s_rel = @ckpt::@w4a8f32.weight_s_rel}
+comfyquant.linear @w4a8_f32 format <asym_w4a8_int8, granularity = group, group = 64, scale = f32, nibbles = low_first> [32, 128]
+    rotation <64>
+    tensors {weight = @ckpt::@w4a8f32.weight, weight_s_channel = @ckpt::@w4a8f32.weight_s_channel,
+             weight_s_rel = @ckpt::@w4a8f32.weight_s_rel}
+
+// U8 s_rel holds E4M3 bits (formats.md §1.3 step 5).
+// CHECK: comfyquant.linear @w4a8_u8 format <asym_w4a8_int8, granularity = group, group = 4, scale = f8E4M3FN, nibbles = low_first>[16, 64] rotation <16> tensors {weight = @ckpt::@w4a8u8.weight, weight_s_channel = @ckpt::@w4a8u8.weight_s_channel, weight_s_rel = @ckpt::@w4a8u8.weight_s_rel}
+comfyquant.linear @w4a8_u8 format <asym_w4a8_int8, granularity = group, group = 4, scale = f8E4M3FN, nibbles = low_first> [16, 64]
+    rotation <16>
+    tensors {weight = @ckpt::@w4a8u8.weight, weight_s_channel = @ckpt::@w4a8u8.weight_s_channel,
+             weight_s_rel = @ckpt::@w4a8u8.weight_s_rel}
+
+// CHECK: comfyquant.linear @w6a8 format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first>[16, 128] rotation <64> tensors {weight = @ckpt::@w6a8.weight, weight_s_channel = @ckpt::@w6a8.weight_s_channel, weight_s_rel = @ckpt::@w6a8.weight_s_rel}
+comfyquant.linear @w6a8 format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> [16, 128]
+    rotation <64>
+    tensors {weight = @ckpt::@w6a8.weight, weight_s_channel = @ckpt::@w6a8.weight_s_channel,
+             weight_s_rel = @ckpt::@w6a8.weight_s_rel}
+
+// Extra attributes survive the round trip.
+// CHECK: comfyquant.linear @fp8_tagged format <float8_e4m3fn, granularity = tensor>[32, 64] tensors {weight = @ckpt::@fp8.weight, weight_scale = @ckpt::@fp8.weight_scale} {note = "shared"}
+comfyquant.linear @fp8_tagged format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @ckpt::@fp8.weight, weight_scale = @ckpt::@fp8.weight_scale} {note = "shared"}
+
+//===----------------------------------------------------------------------===//
+// Embeddings (formats.md §7.1).
+//===----------------------------------------------------------------------===//
+
+// CHECK: comfyquant.embedding @emb_fp8 format <float8_e4m3fn, granularity = tensor>[64, 32] tensors {weight = @ckpt::@emb_fp8.weight, weight_scale = @ckpt::@emb_fp8.weight_scale}
+comfyquant.embedding @emb_fp8 format <float8_e4m3fn, granularity = tensor> [64, 32]
+    tensors {weight = @ckpt::@emb_fp8.weight, weight_scale = @ckpt::@emb_fp8.weight_scale}
+// The scale is optional on embeddings (1.0).
+// CHECK: comfyquant.embedding @emb_e5m2 format <float8_e5m2, granularity = tensor>[64, 32] tensors {weight = @ckpt::@emb_e5m2.weight}
+comfyquant.embedding @emb_e5m2 format <float8_e5m2, granularity = tensor> [64, 32]
+    tensors {weight = @ckpt::@emb_e5m2.weight}
+// CHECK: comfyquant.embedding @emb_int8 format <int8_tensorwise, granularity = row>[64, 48] tensors {weight = @ckpt::@emb_int8.weight, weight_scale = @ckpt::@emb_int8.weight_scale}
+comfyquant.embedding @emb_int8 format <int8_tensorwise, granularity = row> [64, 48]
+    tensors {weight = @ckpt::@emb_int8.weight, weight_scale = @ckpt::@emb_int8.weight_scale}
+// CHECK: comfyquant.embedding @emb_rot format <int8_tensorwise, granularity = row>[48, 128] rotation <64> tensors {weight = @ckpt::@emb_rot.weight, weight_scale = @ckpt::@emb_rot.weight_scale}
+comfyquant.embedding @emb_rot format <int8_tensorwise, granularity = row> [48, 128] rotation <64>
+    tensors {weight = @ckpt::@emb_rot.weight, weight_scale = @ckpt::@emb_rot.weight_scale}
+
+//===----------------------------------------------------------------------===//
+// MoE banks (formats.md §7.2): 3-D and flattened.
+//===----------------------------------------------------------------------===//
+
+// CHECK: comfyquant.moe @moe_fp8 format <float8_e4m3fn, granularity = tensor>[3 x 32, 64] tensors {bias = @ckpt::@moe_fp8.bias, weight = @ckpt::@moe_fp8.weight, weight_scale = @ckpt::@moe_fp8.weight_scale}
+comfyquant.moe @moe_fp8 format <float8_e4m3fn, granularity = tensor> [3 x 32, 64]
+    tensors {bias = @ckpt::@moe_fp8.bias, weight = @ckpt::@moe_fp8.weight,
+             weight_scale = @ckpt::@moe_fp8.weight_scale}
+// CHECK: comfyquant.moe @moe_nvfp4 format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first>[2 x 48, 48] tensors {weight = @ckpt::@moe_nvfp4.weight, weight_scale = @ckpt::@moe_nvfp4.weight_scale, weight_scale_2 = @ckpt::@moe_nvfp4.weight_scale_2}
+comfyquant.moe @moe_nvfp4 format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [2 x 48, 48]
+    tensors {weight = @ckpt::@moe_nvfp4.weight, weight_scale = @ckpt::@moe_nvfp4.weight_scale,
+             weight_scale_2 = @ckpt::@moe_nvfp4.weight_scale_2}
+// CHECK: comfyquant.moe @moe_mxfp8 format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU>[2 x 32, 64] options <full_precision_matrix_mult = true> tensors {weight = @ckpt::@moe_mxfp8.weight, weight_scale = @ckpt::@moe_mxfp8.weight_scale}
+comfyquant.moe @moe_mxfp8 format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [2 x 32, 64]
+    options <full_precision_matrix_mult = true>
+    tensors {weight = @ckpt::@moe_mxfp8.weight, weight_scale = @ckpt::@moe_mxfp8.weight_scale}
+// CHECK: comfyquant.moe @moe_w4a4 format <convrot_w4a4, granularity = row, nibbles = low_first>[2 x 32, 64] rotation <64> tensors {weight = @ckpt::@moe_w4a4.weight, weight_scale = @ckpt::@moe_w4a4.weight_scale}
+comfyquant.moe @moe_w4a4 format <convrot_w4a4, granularity = row, nibbles = low_first> [2 x 32, 64]
+    rotation <64>
+    tensors {weight = @ckpt::@moe_w4a4.weight, weight_scale = @ckpt::@moe_w4a4.weight_scale}
+// CHECK: comfyquant.moe @moe_int8_scalar format <int8_tensorwise, granularity = tensor>[2 x 32, 64] tensors {weight = @ckpt::@moe_int8s.weight, weight_scale = @ckpt::@moe_int8s.weight_scale}
+comfyquant.moe @moe_int8_scalar format <int8_tensorwise, granularity = tensor> [2 x 32, 64]
+    tensors {weight = @ckpt::@moe_int8s.weight, weight_scale = @ckpt::@moe_int8s.weight_scale}
+// CHECK: comfyquant.moe @moe_int8_per_expert format <int8_tensorwise, granularity = tensor>[3 x 32, 64] tensors {weight = @ckpt::@moe_int8e.weight, weight_scale = @ckpt::@moe_int8e.weight_scale}
+comfyquant.moe @moe_int8_per_expert format <int8_tensorwise, granularity = tensor> [3 x 32, 64]
+    tensors {weight = @ckpt::@moe_int8e.weight, weight_scale = @ckpt::@moe_int8e.weight_scale}
+// CHECK: comfyquant.moe @moe_int8_rows format <int8_tensorwise, granularity = row>[3 x 16, 64] tensors {weight = @ckpt::@moe_int8r.weight, weight_scale = @ckpt::@moe_int8r.weight_scale}
+comfyquant.moe @moe_int8_rows format <int8_tensorwise, granularity = row> [3 x 16, 64]
+    tensors {weight = @ckpt::@moe_int8r.weight, weight_scale = @ckpt::@moe_int8r.weight_scale}
+// CHECK: comfyquant.moe @moe_w6a8 format <w6a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>[2 x 16, 256] rotation <256> tensors {weight = @ckpt::@moe_w6a8.weight, weight_s_channel = @ckpt::@moe_w6a8.weight_s_channel, weight_s_rel = @ckpt::@moe_w6a8.weight_s_rel}
+comfyquant.moe @moe_w6a8 format <w6a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [2 x 16, 256]
+    rotation <256>
+    tensors {weight = @ckpt::@moe_w6a8.weight, weight_s_channel = @ckpt::@moe_w6a8.weight_s_channel,
+             weight_s_rel = @ckpt::@moe_w6a8.weight_s_rel}
+// Flattened banks: weight [E·N, K], per-row scales [E·N, 1].
+// CHECK: comfyquant.moe @flat_int8 format <int8_tensorwise, granularity = row>[2 x 16, 64] rotation <16> tensors {weight = @ckpt::@flat_int8.weight, weight_scale = @ckpt::@flat_int8.weight_scale}
+comfyquant.moe @flat_int8 format <int8_tensorwise, granularity = row> [2 x 16, 64] rotation <16>
+    tensors {weight = @ckpt::@flat_int8.weight, weight_scale = @ckpt::@flat_int8.weight_scale}
+// CHECK: comfyquant.moe @flat_w4a8 format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>[2 x 16, 256] rotation <256> tensors {weight = @ckpt::@flat_w4a8.weight, weight_codebook = @ckpt::@flat_w4a8.weight_codebook, weight_s_channel = @ckpt::@flat_w4a8.weight_s_channel, weight_s_rel = @ckpt::@flat_w4a8.weight_s_rel}
+comfyquant.moe @flat_w4a8 format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [2 x 16, 256]
+    rotation <256>
+    tensors {weight = @ckpt::@flat_w4a8.weight, weight_codebook = @ckpt::@flat_w4a8.weight_codebook,
+             weight_s_channel = @ckpt::@flat_w4a8.weight_s_channel,
+             weight_s_rel = @ckpt::@flat_w4a8.weight_s_rel}
+// CHECK: comfyquant.moe @flat_w6a8 format <w6a8_int8, granularity = group, group = 16, scale = f32, nibbles = low_first>[2 x 16, 64] rotation <64> tensors {weight = @ckpt::@flat_w6a8.weight, weight_s_channel = @ckpt::@flat_w6a8.weight_s_channel, weight_s_rel = @ckpt::@flat_w6a8.weight_s_rel}
+comfyquant.moe @flat_w6a8 format <w6a8_int8, granularity = group, group = 16, scale = f32, nibbles = low_first> [2 x 16, 64]
+    rotation <64>
+    tensors {weight = @ckpt::@flat_w6a8.weight, weight_s_channel = @ckpt::@flat_w6a8.weight_s_channel,
+             weight_s_rel = @ckpt::@flat_w6a8.weight_s_rel}
+
+//===----------------------------------------------------------------------===//
+// Attributes on their own (generic attribute syntax).
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: func.func private @attrs()
+// CHECK-SAME: act_fp8 = #comfyquant.act<fp8_static, type = f8E4M3FN>
+// CHECK-SAME: act_i4 = #comfyquant.act<int4_row>
+// CHECK-SAME: act_i8 = #comfyquant.act<int8_row>
+// CHECK-SAME: act_mx = #comfyquant.act<mxfp8_block, block = 32>
+// CHECK-SAME: act_nv = #comfyquant.act<nvfp4_block, block = 16>
+// CHECK-SAME: fmt = #comfyquant.format<w6a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+// CHECK-SAME: opts = #comfyquant.options<full_precision_matrix_mult = true, linear_dtype = int4>
+// CHECK-SAME: rot = #comfyquant.convrot<1024>
+func.func private @attrs() attributes {
+  act_fp8 = #comfyquant.act<fp8_static, type = f8E4M3FN>,
+  act_i4 = #comfyquant.act<int4_row>,
+  act_i8 = #comfyquant.act<int8_row>,
+  act_mx = #comfyquant.act<mxfp8_block, block = 32>,
+  act_nv = #comfyquant.act<nvfp4_block, block = 16>,
+  fmt = #comfyquant.format<w6a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>,
+  opts = #comfyquant.options<full_precision_matrix_mult = true, linear_dtype = int4>,
+  rot = #comfyquant.convrot<1024>}
+
+//===----------------------------------------------------------------------===//
+// Computation level: weight / rotate / quantize / dequantize / qmatmul /
+// epilogue.
+//===----------------------------------------------------------------------===//
+
+// int8 ConvRot Linear (formats.md §5 step 5): rotate, per-row int8 quantize,
+// int32 GEMM, epilogue.
+// CHECK-LABEL: func.func @int8_convrot_linear(
+// CHECK-SAME:    %[[X:.*]]: tensor<8x128xbf16>)
+// CHECK:         %[[W:.*]] = comfyquant.weight @ckpt::@int8rot.weight : tensor<32x128xi8>
+// CHECK:         %[[WS:.*]] = comfyquant.weight @ckpt::@int8rot.weight_scale : tensor<32x1xf32>
+// CHECK:         %[[B:.*]] = comfyquant.weight @ckpt::@int8rot.bias : tensor<32xbf16>
+// CHECK:         %[[XR:.*]] = comfyquant.rotate %[[X]] <64> : tensor<8x128xbf16>
+// CHECK:         %[[XQ:.*]], %[[XS:.*]] = comfyquant.quantize %[[XR]] <int8_row> : tensor<8x128xbf16> -> tensor<8x128xi8>, tensor<8x1xf32>
+// CHECK:         %[[ACC:.*]] = comfyquant.qmatmul %[[XQ]], %[[W]] : tensor<8x128xi8>, tensor<32x128xi8> -> tensor<8x32xi32>
+// CHECK:         %[[Y:.*]] = comfyquant.epilogue %[[ACC]] row_scale %[[XS]] : tensor<8x1xf32> col_scale %[[WS]] : tensor<32x1xf32> bias %[[B]] : tensor<32xbf16> : tensor<8x32xi32> -> tensor<8x32xbf16>
+// CHECK:         return %[[Y]]
+func.func @int8_convrot_linear(%x: tensor<8x128xbf16>) -> tensor<8x32xbf16> {
+  %w = comfyquant.weight @ckpt::@int8rot.weight : tensor<32x128xi8>
+  %ws = comfyquant.weight @ckpt::@int8rot.weight_scale : tensor<32x1xf32>
+  %b = comfyquant.weight @ckpt::@int8rot.bias : tensor<32xbf16>
+  %xr = comfyquant.rotate %x <64> : tensor<8x128xbf16>
+  %xq, %xs = comfyquant.quantize %xr <int8_row> : tensor<8x128xbf16> -> tensor<8x128xi8>, tensor<8x1xf32>
+  %acc = comfyquant.qmatmul %xq, %w : tensor<8x128xi8>, tensor<32x128xi8> -> tensor<8x32xi32>
+  %y = comfyquant.epilogue %acc row_scale %xs : tensor<8x1xf32> col_scale %ws : tensor<32x1xf32> bias %b : tensor<32xbf16> : tensor<8x32xi32> -> tensor<8x32xbf16>
+  return %y : tensor<8x32xbf16>
+}
+
+// FP8 static activation quantization with and without input_scale; scalar
+// scales in the epilogue; dynamic M.
+// CHECK-LABEL: func.func @fp8_linear(
+// CHECK-SAME:    %[[X:.*]]: tensor<?x64xbf16>, %[[IS:.*]]: tensor<f32>)
+// CHECK:         %[[W:.*]] = comfyquant.weight @ckpt::@fp8.weight : tensor<32x64xf8E4M3FN>
+// CHECK:         %[[WS:.*]] = comfyquant.weight @ckpt::@fp8.weight_scale : tensor<f32>
+// CHECK:         %[[XQ:.*]], %[[XS:.*]] = comfyquant.quantize %[[X]] <fp8_static, type = f8E4M3FN> scale %[[IS]] : tensor<f32> : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<f32>
+// CHECK:         %[[ACC:.*]] = comfyquant.qmatmul %[[XQ]], %[[W]] : tensor<?x64xf8E4M3FN>, tensor<32x64xf8E4M3FN> -> tensor<?x32xf32>
+// CHECK:         comfyquant.epilogue %[[ACC]] row_scale %[[XS]] : tensor<f32> col_scale %[[WS]] : tensor<f32> : tensor<?x32xf32> -> tensor<?x32xbf16>
+// CHECK:         %[[XQ2:.*]], %[[XS2:.*]] = comfyquant.quantize %[[X]] <fp8_static, type = f8E5M2> : tensor<?x64xbf16> -> tensor<?x64xf8E5M2>, tensor<1xf32>
+// CHECK:         comfyquant.epilogue %{{.*}} : tensor<?x32xf32> -> tensor<?x32xf16>
+func.func @fp8_linear(%x: tensor<?x64xbf16>, %is: tensor<f32>) -> (tensor<?x32xbf16>, tensor<?x32xf16>) {
+  %w = comfyquant.weight @ckpt::@fp8.weight : tensor<32x64xf8E4M3FN>
+  %ws = comfyquant.weight @ckpt::@fp8.weight_scale : tensor<f32>
+  %xq, %xs = comfyquant.quantize %x <fp8_static, type = f8E4M3FN> scale %is : tensor<f32> : tensor<?x64xbf16> -> tensor<?x64xf8E4M3FN>, tensor<f32>
+  %acc = comfyquant.qmatmul %xq, %w : tensor<?x64xf8E4M3FN>, tensor<32x64xf8E4M3FN> -> tensor<?x32xf32>
+  %y = comfyquant.epilogue %acc row_scale %xs : tensor<f32> col_scale %ws : tensor<f32> : tensor<?x32xf32> -> tensor<?x32xbf16>
+  %w2 = comfyquant.weight @ckpt::@e5m2.weight : tensor<32x64xf8E5M2>
+  %xq2, %xs2 = comfyquant.quantize %x <fp8_static, type = f8E5M2> : tensor<?x64xbf16> -> tensor<?x64xf8E5M2>, tensor<1xf32>
+  %acc2 = comfyquant.qmatmul %xq2, %w2 : tensor<?x64xf8E5M2>, tensor<32x64xf8E5M2> -> tensor<?x32xf32>
+  %y2 = comfyquant.epilogue %acc2 : tensor<?x32xf32> -> tensor<?x32xf16>
+  return %y, %y2 : tensor<?x32xbf16>, tensor<?x32xf16>
+}
+
+// Block schemes: nvfp4 (static and dynamic global scale), mxfp8; int4 rows
+// with an i4 x i4 matmul; a float (bf16) matmul of dequantized weights.
+// CHECK-LABEL: func.func @block_and_int4_schemes(
+// CHECK-SAME:    %[[X:.*]]: tensor<4x80xbf16>, %[[Y:.*]]: tensor<4x96xf16>, %[[Z:.*]]: tensor<4x256xf32>, %[[GS:.*]]: tensor<f32>)
+// CHECK:         comfyquant.quantize %[[X]] <nvfp4_block, block = 16> scale %[[GS]] : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+// CHECK:         comfyquant.quantize %[[X]] <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+// CHECK:         comfyquant.quantize %[[Y]] <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
+// CHECK:         %[[XR:.*]] = comfyquant.rotate %[[Z]] <256> : tensor<4x256xf32>
+// CHECK:         %[[XQ:.*]], %{{.*}} = comfyquant.quantize %[[XR]] <int4_row> : tensor<4x256xf32> -> tensor<4x256xi4>, tensor<4x1xf32>
+// CHECK:         comfyquant.qmatmul %[[XQ]], %{{.*}} : tensor<4x256xi4>, tensor<16x256xi4> -> tensor<4x16xi32>
+// CHECK:         comfyquant.qmatmul %{{.*}}, %{{.*}} : tensor<4x256xi8>, tensor<16x256xi4> -> tensor<4x16xi32>
+// CHECK:         comfyquant.qmatmul %{{.*}}, %{{.*}} : tensor<4x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<4x48xf32>
+// CHECK:         comfyquant.qmatmul %{{.*}}, %{{.*}} : tensor<4x96xbf16>, tensor<64x96xbf16> -> tensor<4x64xf32>
+func.func @block_and_int4_schemes(%x: tensor<4x80xbf16>, %y: tensor<4x96xf16>, %z: tensor<4x256xf32>, %gs: tensor<f32>,
+                                  %w4: tensor<16x256xi4>, %a8: tensor<4x256xi8>, %wf4: tensor<48x80xf4E2M1FN>,
+                                  %wbf: tensor<64x96xbf16>, %abf: tensor<4x96xbf16>) {
+  %c0, %s0 = comfyquant.quantize %x <nvfp4_block, block = 16> scale %gs : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+  %c2, %s2 = comfyquant.quantize %y <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
+  %zr = comfyquant.rotate %z <256> : tensor<4x256xf32>
+  %c3, %s3 = comfyquant.quantize %zr <int4_row> : tensor<4x256xf32> -> tensor<4x256xi4>, tensor<4x1xf32>
+  %a0 = comfyquant.qmatmul %c3, %w4 : tensor<4x256xi4>, tensor<16x256xi4> -> tensor<4x16xi32>
+  %a1 = comfyquant.qmatmul %a8, %w4 : tensor<4x256xi8>, tensor<16x256xi4> -> tensor<4x16xi32>
+  %a2 = comfyquant.qmatmul %c0, %wf4 : tensor<4x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<4x48xf32>
+  %a3 = comfyquant.qmatmul %abf, %wbf : tensor<4x96xbf16>, tensor<64x96xbf16> -> tensor<4x64xf32>
+  return
+}
+
+// Dequantize every format (formats.md §4), including a MoE bank ([E, N, K])
+// and the un-rotation of ConvRot formats.
+// CHECK-LABEL: func.func @dequantize_all(
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}} roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor> : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<32x64xbf16>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}} roles ["weight_scale"] format <float8_e5m2, granularity = tensor> : (tensor<32x64xf8E5M2>, tensor<1xf32>) -> tensor<32x64xf32>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}}, %{{.*}} roles ["weight_scale", "weight_scale_2"] format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> : (tensor<48x40xui8>, tensor<128x8xf8E4M3FN>, tensor<f32>) -> tensor<48x80xf16>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}} roles ["weight_scale"] format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> : (tensor<64x96xf8E4M3FN>, tensor<128x4xf8E8M0FNU>) -> tensor<64x96xbf16>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}} roles ["weight_scale"] format <int8_tensorwise, granularity = tensor> : (tensor<64x96xi8>, tensor<f32>) -> tensor<64x96xf32>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}} roles ["weight_scale"] format <int8_tensorwise, granularity = row> rotation <64> : (tensor<32x128xi8>, tensor<32x1xf32>) -> tensor<32x128xbf16>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}} roles ["weight_scale"] format <convrot_w4a4, granularity = row, nibbles = low_first> rotation <256> : (tensor<16x128xi8>, tensor<16xf32>) -> tensor<16x256xbf16>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} roles ["weight_s_rel", "weight_s_channel", "weight_codebook"] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> rotation <256> : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>, tensor<64xf32>, tensor<16xf32>) -> tensor<64x256xbf16>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}}, %{{.*}} roles ["weight_s_rel", "weight_s_channel"] format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> rotation <64> : (tensor<16x96xi8>, tensor<16x4xf8E4M3FN>, tensor<16xf32>) -> tensor<16x128xf16>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}}, %{{.*}} roles ["weight_scale", "weight_scale_2"] format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> : (tensor<2x48x24xui8>, tensor<2x128x4xf8E4M3FN>, tensor<2xf32>) -> tensor<2x48x48xbf16>
+// CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}} roles ["weight_scale"] format <int8_tensorwise, granularity = row> rotation <16> : (tensor<32x64xi8>, tensor<32x1xf32>) -> tensor<2x16x64xf32>
+func.func @dequantize_all() {
+  %fp8 = comfyquant.weight @ckpt::@fp8.weight : tensor<32x64xf8E4M3FN>
+  %fp8s = comfyquant.weight @ckpt::@fp8.weight_scale : tensor<f32>
+  %0 = comfyquant.dequantize %fp8, %fp8s roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<32x64xbf16>
+  %e5 = comfyquant.weight @ckpt::@e5m2.weight : tensor<32x64xf8E5M2>
+  %e5s = comfyquant.weight @ckpt::@e5m2.weight_scale : tensor<1xf32>
+  %1 = comfyquant.dequantize %e5, %e5s roles ["weight_scale"] format <float8_e5m2, granularity = tensor>
+         : (tensor<32x64xf8E5M2>, tensor<1xf32>) -> tensor<32x64xf32>
+  %nv = comfyquant.weight @ckpt::@nvfp4.weight : tensor<48x40xui8>
+  %nvs = comfyquant.weight @ckpt::@nvfp4.weight_scale : tensor<128x8xf8E4M3FN>
+  %nvs2 = comfyquant.weight @ckpt::@nvfp4.weight_scale_2 : tensor<f32>
+  %2 = comfyquant.dequantize %nv, %nvs, %nvs2 roles ["weight_scale", "weight_scale_2"]
+         format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first>
+         : (tensor<48x40xui8>, tensor<128x8xf8E4M3FN>, tensor<f32>) -> tensor<48x80xf16>
+  %mx = comfyquant.weight @ckpt::@mxfp8.weight : tensor<64x96xf8E4M3FN>
+  %mxs = comfyquant.weight @ckpt::@mxfp8.weight_scale : tensor<128x4xf8E8M0FNU>
+  %3 = comfyquant.dequantize %mx, %mxs roles ["weight_scale"]
+         format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU>
+         : (tensor<64x96xf8E4M3FN>, tensor<128x4xf8E8M0FNU>) -> tensor<64x96xbf16>
+  %i8 = comfyquant.weight @ckpt::@int8s.weight : tensor<64x96xi8>
+  %i8s = comfyquant.weight @ckpt::@int8s.weight_scale : tensor<f32>
+  %4 = comfyquant.dequantize %i8, %i8s roles ["weight_scale"] format <int8_tensorwise, granularity = tensor>
+         : (tensor<64x96xi8>, tensor<f32>) -> tensor<64x96xf32>
+  %ir = comfyquant.weight @ckpt::@int8rot.weight : tensor<32x128xi8>
+  %irs = comfyquant.weight @ckpt::@int8rot.weight_scale : tensor<32x1xf32>
+  %5 = comfyquant.dequantize %ir, %irs roles ["weight_scale"] format <int8_tensorwise, granularity = row>
+         rotation <64> : (tensor<32x128xi8>, tensor<32x1xf32>) -> tensor<32x128xbf16>
+  %w4 = comfyquant.weight @ckpt::@w4a4.weight : tensor<16x128xi8>
+  %w4s = comfyquant.weight @ckpt::@w4a4.weight_scale : tensor<16xf32>
+  %6 = comfyquant.dequantize %w4, %w4s roles ["weight_scale"]
+         format <convrot_w4a4, granularity = row, nibbles = low_first> rotation <256>
+         : (tensor<16x128xi8>, tensor<16xf32>) -> tensor<16x256xbf16>
+  %a = comfyquant.weight @ckpt::@w4a8cb.weight : tensor<64x128xi8>
+  %ar = comfyquant.weight @ckpt::@w4a8cb.weight_s_rel : tensor<64x16xf8E4M3FN>
+  %ac = comfyquant.weight @ckpt::@w4a8cb.weight_s_channel : tensor<64xf32>
+  %acb = comfyquant.weight @ckpt::@w4a8cb.weight_codebook : tensor<16xf32>
+  %7 = comfyquant.dequantize %a, %ar, %ac, %acb roles ["weight_s_rel", "weight_s_channel", "weight_codebook"]
+         format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         rotation <256>
+         : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>, tensor<64xf32>, tensor<16xf32>) -> tensor<64x256xbf16>
+  %s6 = comfyquant.weight @ckpt::@w6a8.weight : tensor<16x96xi8>
+  %s6r = comfyquant.weight @ckpt::@w6a8.weight_s_rel : tensor<16x4xf8E4M3FN>
+  %s6c = comfyquant.weight @ckpt::@w6a8.weight_s_channel : tensor<16xf32>
+  %8 = comfyquant.dequantize %s6, %s6r, %s6c roles ["weight_s_rel", "weight_s_channel"]
+         format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first>
+         rotation <64>
+         : (tensor<16x96xi8>, tensor<16x4xf8E4M3FN>, tensor<16xf32>) -> tensor<16x128xf16>
+  %mn = comfyquant.weight @ckpt::@moe_nvfp4.weight : tensor<2x48x24xui8>
+  %mns = comfyquant.weight @ckpt::@moe_nvfp4.weight_scale : tensor<2x128x4xf8E4M3FN>
+  %mns2 = comfyquant.weight @ckpt::@moe_nvfp4.weight_scale_2 : tensor<2xf32>
+  %9 = comfyquant.dequantize %mn, %mns, %mns2 roles ["weight_scale", "weight_scale_2"]
+         format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first>
+         : (tensor<2x48x24xui8>, tensor<2x128x4xf8E4M3FN>, tensor<2xf32>) -> tensor<2x48x48xbf16>
+  %fi = comfyquant.weight @ckpt::@flat_int8.weight : tensor<32x64xi8>
+  %fis = comfyquant.weight @ckpt::@flat_int8.weight_scale : tensor<32x1xf32>
+  %10 = comfyquant.dequantize %fi, %fis roles ["weight_scale"] format <int8_tensorwise, granularity = row>
+         rotation <16> : (tensor<32x64xi8>, tensor<32x1xf32>) -> tensor<2x16x64xf32>
+  return
+}
+
+// Epilogue scale shapes: row [M, 1], col [N] / [N, 1] / scalar; no bias.
+// CHECK-LABEL: func.func @epilogue_shapes(
+// CHECK-SAME:    %[[ACC:.*]]: tensor<4x16xi32>, %[[RS:.*]]: tensor<4x1xf32>, %[[CS:.*]]: tensor<16xf32>, %[[B:.*]]: tensor<16xf16>)
+// CHECK:         comfyquant.epilogue %[[ACC]] row_scale %[[RS]] : tensor<4x1xf32> col_scale %[[CS]] : tensor<16xf32> : tensor<4x16xi32> -> tensor<4x16xf16>
+// CHECK:         comfyquant.epilogue %[[ACC]] col_scale %[[CS]] : tensor<16xf32> bias %[[B]] : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xf32>
+// CHECK:         comfyquant.epilogue %[[ACC]] bias %[[B]] : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
+func.func @epilogue_shapes(%acc: tensor<4x16xi32>, %rs: tensor<4x1xf32>, %cs: tensor<16xf32>, %b: tensor<16xf16>) {
+  %0 = comfyquant.epilogue %acc row_scale %rs : tensor<4x1xf32> col_scale %cs : tensor<16xf32> : tensor<4x16xi32> -> tensor<4x16xf16>
+  %1 = comfyquant.epilogue %acc col_scale %cs : tensor<16xf32> bias %b : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xf32>
+  %2 = comfyquant.epilogue %acc bias %b : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
