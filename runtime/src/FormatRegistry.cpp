@@ -87,6 +87,40 @@ std::string descStr(const TensorDesc &t) {
 
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+/// Sizes far beyond any real checkpoint, chosen so that every product the
+/// rules form (N·K, E·N·K, swizzled scale counts) fits in int64. The rule
+/// checkers run on arbitrary IR, not only on files the reader bounded.
+constexpr int64_t kMaxDim = int64_t(1) << 31;
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+
+std::optional<std::string> checkLimits(const ModuleDesc &m) {
+  auto bad = [](int64_t v) { return v < 0 || v > kMaxDim; };
+  const std::pair<const char *, int64_t> sizes[] = {
+      {"out_features", m.outFeatures}, {"in_features", m.inFeatures},
+      {"experts", m.experts},          {"group_size", m.groupSize},
+      {"convrot_groupsize", m.rotationGroup}};
+  for (const auto &[name, v] : sizes)
+    if (bad(v))
+      return std::string(name) + " " + std::to_string(v) +
+             " is out of range [0, 2^31]";
+  int64_t perExpert = 0, all = 0;
+  if (__builtin_mul_overflow(m.outFeatures, m.inFeatures, &perExpert) ||
+      __builtin_mul_overflow(perExpert, std::max<int64_t>(m.experts, 1), &all) ||
+      all > kMaxElements)
+    return "logical weight of " + std::to_string(m.experts) + " x " +
+           std::to_string(m.outFeatures) + " x " +
+           std::to_string(m.inFeatures) + " elements is too large";
+  for (const auto &[key, t] : m.tensors) {
+    if (t.shape.size() > 4)
+      return key + " has rank " + std::to_string(t.shape.size()) + " > 4";
+    int64_t n = 1;
+    for (int64_t d : t.shape)
+      if (bad(d) || __builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+        return key + " " + shapeStr(t.shape) + " is too large";
+  }
+  return std::nullopt;
+}
+
 /// Rule checking for one module; `fail` records the first violation.
 class Checker {
 public:
@@ -149,7 +183,7 @@ private:
     const TensorDesc *t = get(role);
     if (!t)
       return true;
-    if (t->numel() == 1 && t->shape.size() <= 1)
+    if (t->numel() == 1) // any shape that broadcasts as a scalar
       return true;
     if (moe() && t->shape == std::vector<int64_t>{E()})
       return true;
@@ -222,6 +256,8 @@ private:
 };
 
 std::optional<std::string> Checker::run() {
+  if (auto e = checkLimits(m))
+    return e;
   const int64_t N = m.outFeatures, K = m.inFeatures;
   if (N <= 0 || K <= 0)
     return "logical shape N = " + std::to_string(N) + ", K = " +
@@ -286,11 +322,16 @@ std::optional<std::string> Checker::run() {
     const TensorDesc *s = get("weight_scale");
     if (!s)
       break;
-    bool scalar = s->numel() == 1 && s->shape.size() <= 1;
+    bool scalar = s->numel() == 1;
     bool perRow = s->shape == std::vector<int64_t>{N, 1};
     if (moe()) {
+      // A 3-D [E, N, 1] scale makes the bank flattened (formats.md §7.2);
+      // [E·N, 1] only fits storage that is already flat. A 3-D bank with
+      // a 2-D scale would give expert i the single value scale[i].
+      const TensorDesc *w = get("weight");
+      bool flatWeight = w && w->shape.size() == 2;
       perRow = s->shape == std::vector<int64_t>{E(), N, 1} ||
-               s->shape == std::vector<int64_t>{E() * N, 1};
+               (flatWeight && s->shape == std::vector<int64_t>{E() * N, 1});
       scalar |= s->shape == std::vector<int64_t>{E()};
     }
     if (m.rotationGroup && !perRow)
@@ -302,8 +343,10 @@ std::optional<std::string> Checker::run() {
            std::string(moe() ? "[E] / [E, N, 1] = [" + std::to_string(E()) +
                                    ", " + std::to_string(N) + ", 1]"
                              : "[N, 1] = [" + std::to_string(N) + ", 1]") +
-           " (a 1-D [N] scale broadcasts along K in ComfyUI's dequant), got " +
-           descStr(*s));
+           (s->shape.size() == 1 && !moe()
+                ? " (a 1-D [N] scale broadcasts along K in ComfyUI's dequant)"
+                : "") +
+           ", got " + descStr(*s));
     break;
   }
   case Format::ConvRotW4A4:
@@ -481,6 +524,8 @@ std::optional<std::string> verifyModule(const ModuleDesc &m) {
 
 std::optional<std::string> inferLogicalShape(ModuleDesc &m) {
   const FormatInfo &f = formatInfo(m.format);
+  if (auto e = checkLimits(m))
+    return e;
   auto w = m.tensors.find("weight");
   if (w == m.tensors.end())
     return std::string("missing required tensor weight ") + f.roles[0].shape;
@@ -542,10 +587,16 @@ std::optional<std::string> inferLogicalShape(ModuleDesc &m) {
   if (k <= 0)
     k = f.pad > 1 && fromVec("pre_quant_scale") ? fromVec("pre_quant_scale")
                                                  : ks;
-  if (storageRows(f, n) != rows || (f.pad > 1 ? roundUp(k, f.pad) : k) != ks)
+  if (storageRows(f, n) != rows || (f.pad > 1 ? roundUp(k, f.pad) : k) != ks) {
+    std::string from;
+    if (m.outFeatures <= 0 && n != rows)
+      from += ", N from bias";
+    if (m.inFeatures <= 0 && k != ks)
+      from += ", K from pre_quant_scale";
     return "logical shape [" + std::to_string(n) + ", " + std::to_string(k) +
            "] does not match weight storage " + descStr(w->second) + " (" +
-           f.roles[0].shape + ")";
+           f.roles[0].shape + from + ")";
+  }
   m.outFeatures = n;
   m.inFeatures = k;
   return std::nullopt;

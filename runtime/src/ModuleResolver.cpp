@@ -37,6 +37,20 @@ std::string fileOf(const Checkpoint &ckpt, const TensorInfo *t) {
   return t && t->file ? *t->file : ckpt.path();
 }
 
+/// Rules on stored values rather than shapes. E8M0 block scales: 255 is NaN
+/// and no producer writes it (formats.md §4.0); the scan touches only the
+/// scale tensor (1/32 of the weight).
+void checkValues(const ResolvedModule &r) {
+  if (r.desc.format != Format::MXFP8)
+    return;
+  const TensorInfo &s = *r.tensor("weight_scale");
+  for (int64_t i = 0; i < s.numel(); ++i)
+    if (s.data[i] == 0xFF)
+      throw Error(*s.file, moduleSubject(r.desc.name),
+                  "format 'mxfp8': weight_scale entry " + std::to_string(i) +
+                      " is E8M0 255 (NaN), which is invalid");
+}
+
 ResolvedModule resolveOne(const Checkpoint &ckpt, const QuantConfig &config,
                           const ResolveOptions &opts,
                           std::set<std::string> &consumed) {
@@ -113,20 +127,36 @@ ResolvedModule resolveOne(const Checkpoint &ckpt, const QuantConfig &config,
                       "' (asymmetric / AWQ variant); dequantizing without it "
                       "would be wrong");
 
-  // Options (formats.md §3).
-  if (f.granularity == ScaleGranularity::Group)
+  // Options (formats.md §3). A mistyped option only matters to a format
+  // that reads it.
+  auto optionError = [&](const char *key) {
+    if (auto e = config.optionErrors.find(key); e != config.optionErrors.end())
+      throw Error(file, subject,
+                  "format '" + std::string(f.name) + "': " + e->second);
+  };
+  if (f.granularity == ScaleGranularity::Group) {
+    optionError("group_size");
     d.groupSize = config.groupSize.value_or(f.defaultGroupSize);
+  }
   const bool embedding = d.kind == ModuleKind::Embedding;
+  auto rotationGroup = [&](std::optional<int64_t> gr) {
+    optionError("convrot_groupsize");
+    int64_t g = gr.value_or(kDefaultRotationGroup);
+    if (g < 4) // 0 would read as "no rotation" further on
+      throw Error(file, subject,
+                  "format '" + std::string(f.name) + "': convrot_groupsize " +
+                      std::to_string(g) + " must be a power of 4 >= 4");
+    return g;
+  };
   switch (f.rotation) {
   case RotationUse::Always:
-    d.rotationGroup = config.convrotGroupSize.value_or(kDefaultRotationGroup);
+    d.rotationGroup = rotationGroup(config.convrotGroupSize);
     break;
   case RotationUse::Optional: {
     bool on = embedding ? config.convrotTopLevel : config.convrot;
-    auto gr = embedding ? config.convrotGroupSizeTopLevel
-                        : config.convrotGroupSize;
     if (on)
-      d.rotationGroup = gr.value_or(kDefaultRotationGroup);
+      d.rotationGroup = rotationGroup(embedding ? config.convrotGroupSizeTopLevel
+                                                : config.convrotGroupSize);
     break;
   }
   case RotationUse::Never:
@@ -135,8 +165,10 @@ ResolvedModule resolveOne(const Checkpoint &ckpt, const QuantConfig &config,
                            f.name + "'");
     break;
   }
-  if (d.format == Format::ConvRotW4A4)
+  if (d.format == Format::ConvRotW4A4) {
+    optionError("linear_dtype");
     d.linearDtype = config.linearDtype.value_or("int4");
+  }
   d.fullPrecision = config.fullPrecisionMatrixMult;
   if (d.format == Format::MXFP8 && d.tensors.count("input_scale"))
     r.warnings.push_back(subject +
@@ -146,10 +178,19 @@ ResolvedModule resolveOne(const Checkpoint &ckpt, const QuantConfig &config,
     d.outFeatures = s->second.first;
     d.inFeatures = s->second.second;
   }
+  const int64_t expertsDeclared = d.experts;
   if (auto err = inferLogicalShape(d))
     throw Error(file, subject, "format '" + std::string(f.name) + "': " + *err);
+  if (config.numExperts && d.kind == ModuleKind::MoE &&
+      *config.numExperts != d.experts && !expertsDeclared)
+    r.warnings.push_back(subject + ": num_experts " +
+                         std::to_string(*config.numExperts) +
+                         " differs from the " + std::to_string(d.experts) +
+                         " experts of the weight (num_experts is "
+                         "informational; the weight wins)");
   if (auto err = verifyModule(d))
     throw Error(file, subject, "format '" + std::string(f.name) + "': " + *err);
+  checkValues(r);
   return r;
 }
 

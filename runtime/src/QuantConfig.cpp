@@ -2,6 +2,7 @@
 #include "comfyquant/runtime/QuantConfig.h"
 
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/Json.h"
 #include "comfyquant/runtime/Safetensors.h"
 #include "comfyquant/runtime/TensorAccess.h"
 
@@ -46,29 +47,30 @@ bool truthy(const json &v) {
   }
 }
 
+/// Configuration JSON nests a couple of levels; anything deeper than this is
+/// hostile (and would recurse deeply in nlohmann's dump / destructor paths).
+constexpr int kMaxConfigDepth = 32;
+
+/// Python's json.loads keeps the last of duplicate keys, and so does ComfyUI:
+/// duplicates are accepted here too.
 json parseJson(std::string_view text, const std::string &file,
                const std::string &subject, const char *what) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::exception &e) {
-    throw Error(file, subject,
-                std::string(what) + " is not valid JSON (" + e.what() + ")");
-  }
+  return parseStrictJson(text, file, subject, what, kMaxConfigDepth,
+                         /*rejectDuplicateKeys=*/false);
 }
 
 /// Reads an integer option; JSON integers only (ComfyUI passes it on to
-/// integer arithmetic, a float or string would fail there).
+/// integer arithmetic, a float or string would fail there). A bad value is
+/// recorded, not thrown: it only matters to formats that read the key.
 std::optional<int64_t> intOption(const json &v, const char *key,
-                                 const std::string &file,
-                                 const std::string &subject) {
-  if (v.is_number_integer() || v.is_number_unsigned()) {
-    if (v.is_number_unsigned() &&
-        v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      throw Error(file, subject, std::string(key) + " is out of range");
+                                 QuantConfig &c) {
+  if (v.is_number_integer() ||
+      (v.is_number_unsigned() &&
+       v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)))
     return v.get<int64_t>();
-  }
-  throw Error(file, subject,
-              std::string(key) + " must be an integer, got " + v.dump());
+  c.optionErrors[key] =
+      std::string(key) + " must be an integer, got " + jsonSnippet(v);
+  return std::nullopt;
 }
 
 std::string tensorText(const TensorInfo &t, const std::string &what) {
@@ -124,7 +126,7 @@ QuantConfig parseQuantConfig(std::string_view text, const std::string &module,
   if (auto it = j.find("format"); it != j.end()) {
     if (!it->is_string())
       throw Error(file, subject,
-                  "\"format\" must be a string, got " + it->dump());
+                  "\"format\" must be a string, got " + jsonSnippet(*it));
     c.format = it->get<std::string>();
   } else if (j.contains("per_row") || j.contains("convrot")) {
     // Comfy-Org's exporter writes INT8 W8A8 markers without "format"
@@ -143,22 +145,25 @@ QuantConfig parseQuantConfig(std::string_view text, const std::string &module,
   if (const json *v = lookup("convrot"))
     c.convrot = truthy(*v);
   if (const json *v = lookup("convrot_groupsize"))
-    c.convrotGroupSize = intOption(*v, "convrot_groupsize", file, subject);
+    c.convrotGroupSize = intOption(*v, "convrot_groupsize", c);
   if (auto it = j.find("convrot"); it != j.end())
     c.convrotTopLevel = truthy(*it);
   if (auto it = j.find("convrot_groupsize"); it != j.end())
-    c.convrotGroupSizeTopLevel =
-        intOption(*it, "convrot_groupsize", file, subject);
+    c.convrotGroupSizeTopLevel = intOption(*it, "convrot_groupsize", c);
   if (const json *v = lookup("linear_dtype")) {
-    if (!v->is_string())
-      throw Error(file, subject,
-                  "linear_dtype must be a string, got " + v->dump());
-    c.linearDtype = v->get<std::string>();
+    if (v->is_string())
+      c.linearDtype = v->get<std::string>();
+    else
+      c.optionErrors["linear_dtype"] =
+          "linear_dtype must be a string, got " + jsonSnippet(*v);
   }
   if (const json *v = lookup("group_size"))
-    c.groupSize = intOption(*v, "group_size", file, subject);
+    c.groupSize = intOption(*v, "group_size", c);
+  // Informational (ComfyUI never reads it on load); a bad value is ignored.
   if (auto it = j.find("num_experts"); it != j.end())
-    c.numExperts = intOption(*it, "num_experts", file, subject);
+    if (std::optional<int64_t> e = intOption(*it, "num_experts", c); e && *e > 0)
+      c.numExperts = e;
+  c.optionErrors.erase("num_experts");
   return c;
 }
 
@@ -187,16 +192,15 @@ parseAttentionPreference(std::string_view text, const std::string &module,
     if (!e->is_object())
       throw Error(file, subject,
                   "comfy_attention.config entries must be objects, got " +
-                      e->dump());
+                      jsonSnippet(*e));
     AttentionEntry entry;
     entry.optionsJson = e->dump();
+    // ComfyUI reads entry.get("attention"): a missing or non-string method
+    // is an unknown one, skipped with a warning.
     auto m = e->find("attention");
-    if (m == e->end() || !m->is_string())
-      throw Error(file, subject,
-                  "comfy_attention.config entry needs a string "
-                  "\"attention\" method: " +
-                      e->dump());
-    entry.method = m->get<std::string>();
+    entry.method = m != e->end() && m->is_string() ? m->get<std::string>()
+                                                   : jsonSnippet(e->value(
+                                                         "attention", json()));
     entry.known = entry.method == "comfy_kitchen_int8" ||
                   entry.method == "comfy_kitchen_sol";
     if (!entry.known)
@@ -206,7 +210,7 @@ parseAttentionPreference(std::string_view text, const std::string &module,
       if (auto tau = e->find("tau"); tau != e->end() && !tau->is_number())
         throw Error(file, subject,
                     "comfy_kitchen_sol option tau must be a number, got " +
-                        tau->dump());
+                        jsonSnippet(*tau));
     p.entries.push_back(std::move(entry));
   }
   return p;
@@ -229,6 +233,9 @@ CheckpointConfig decodeCheckpointConfig(const Checkpoint &ckpt) {
       out.configKeys.insert(key);
     } else if (endsWith(key, kAttentionSuffix)) {
       std::string module = key.substr(0, key.size() - kAttentionSuffix.size());
+      if (module.empty())
+        throw Error(*t->file, tensorSubject(key),
+                    "comfy_attention.config key has an empty module prefix");
       out.attention.push_back(parseAttentionPreference(
           tensorText(*t, "comfy_attention.config"), module, *t->file,
           out.warnings));
@@ -253,7 +260,7 @@ CheckpointConfig decodeCheckpointConfig(const Checkpoint &ckpt) {
         throw Error(file, moduleSubject(name),
                     "_quantization_metadata layer entry must be a JSON "
                     "object, got " +
-                        conf.dump());
+                        jsonSnippet(conf));
       if (out.modules.count(name))
         out.warnings.push_back(moduleSubject(name) +
                                ": _quantization_metadata replaces the "

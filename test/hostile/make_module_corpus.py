@@ -309,6 +309,11 @@ def meta_ok():
                        "layers": {P: {"format": "float8_e4m3fn"}}})
 
 
+# Nesting depth of the deep-JSON cases: well past the ~100k levels that an
+# 8 MiB stack survives in a recursive serializer, ~400 KB per file.
+DEPTH = 2000  # far past the 32-level limit; a recursive dump of it once crashed
+
+
 def deep(n):
     return "[" * n + "]" * n
 
@@ -340,7 +345,17 @@ case("cq_empty", fp8, lambda s: set_quant(s, P, b""),
      P, "comfy_quant is not valid JSON")
 case("cq_invalid_utf8", fp8,
      lambda s: set_quant(s, P, b'{"format": "float8_e4m3fn", "x": "\xff"}'),
-     P, "comfy_quant is not valid JSON")
+     P, "comfy_quant is not valid UTF-8")
+case("cq_nul_terminated", fp8,
+     lambda s: set_quant(s, P, b'{"format": "float8_e4m3fn"}\x00'),
+     P, "comfy_quant contains a NUL byte")
+case("cq_nul_garbage", fp8,
+     lambda s: set_quant(s, P, b'{"format": "float8_e4m3fn"}\x00{"format": '
+                               b'"nvfp4"'),
+     P, "comfy_quant contains a NUL byte")
+case("cq_format_deep", fp8,
+     lambda s: set_quant(s, P, '{"format": %s}' % deep(DEPTH)),
+     P, "comfy_quant nests deeper than 32 levels")
 case("cq_json_array", fp8, lambda s: set_quant(s, P, '["float8_e4m3fn"]'),
      P, "comfy_quant must be a JSON object, got array")
 case("cq_json_string", fp8, lambda s: set_quant(s, P, '"float8_e4m3fn"'),
@@ -400,9 +415,7 @@ case("convrot_groupsize_negative", lambda: w4a4(),
 case("convrot_groupsize_zero", lambda: w4a4(),
      lambda s: set_conf(s, P, {"format": "convrot_w4a4",
                                "convrot_groupsize": 0}),
-     P, "convrot_groupsize 0 must be a power of 4",
-     tool_bug="says 'format requires a ConvRot group size' (0 read as "
-              "'absent'), does not name the bad value")
+     P, "convrot_groupsize 0 must be a power of 4")
 case("convrot_groupsize_params_string", lambda: w4a4(),
      lambda s: set_conf(s, P, {"format": "convrot_w4a4",
                                "params": {"convrot_groupsize": "16"}}),
@@ -474,7 +487,7 @@ case("nvfp4_pre_quant_scale_rank2", nvfp4,
      P, "pre_quant_scale must be [K] = [32], got BF16 [1, 32]")
 case("nvfp4_pre_quant_scale_too_long", nvfp4,
      lambda s: s.replace(P + ".pre_quant_scale", None, [48]),
-     P, "pre_quant_scale")
+     P, "K from pre_quant_scale")
 case("nvfp4_weight_i8", nvfp4,
      lambda s: s.replace(P + ".weight", "I8", None, s.find(P + ".weight")[3]),
      P, "weight must be U8, got I8")
@@ -489,6 +502,10 @@ case("mxfp8_unswizzled_scales", mxfp8,
 case("mxfp8_scale_e4m3", mxfp8,
      lambda s: s.replace(P + ".weight_scale", "F8_E4M3"),
      P, "weight_scale must be F8_E8M0 or U8, got F8_E4M3")
+case("mxfp8_e8m0_255", mxfp8,
+     lambda s: s.replace(P + ".weight_scale", None, None,
+                         b"\xff" + s.find(P + ".weight_scale")[3][1:]),
+     P, "is E8M0 255 (NaN)")
 case("mxfp8_missing_weight_scale", mxfp8,
      lambda s: s.drop(P + ".weight_scale"),
      P, "missing required tensor weight_scale")
@@ -536,7 +553,8 @@ case("w4a8_group_size_3", w4a8,
      P, "group_size 3 must be >= 4")
 case("w4a8_group_size_24", lambda: w4a8(K=96),
      lambda s: set_conf(s, P, {"format": "asym_w4a8_int8", "group_size": 24,
-                               "convrot_groupsize": 16}),
+                               "convrot_groupsize": 16}).replace(
+         P + ".weight_s_rel", None, [4, 4]),
      P, "group_size 24 must divide 16 or be a multiple of 16")
 case("w4a8_k_not_multiple_of_group", lambda: w4a8(K=64, G=16),
      lambda s: set_conf(s, P, {"format": "asym_w4a8_int8", "group_size": 128,
@@ -609,6 +627,14 @@ case("qm_layer_not_object", lambda: metadata_fp8(meta_ok()),
      lambda s: s.metadata.update({"_quantization_metadata": json.dumps(
          {"format_version": "1.0", "layers": {P: "float8_e4m3fn"}})}),
      P, "_quantization_metadata layer entry must be a JSON object")
+case("qm_nul_garbage", lambda: metadata_fp8(meta_ok()),
+     lambda s: s.metadata.update({"_quantization_metadata":
+                                  meta_ok() + "\x00garbage"}),
+     QM, "_quantization_metadata contains a NUL byte")
+case("qm_layer_not_object_deep", lambda: metadata_fp8(meta_ok()),
+     lambda s: s.metadata.update({"_quantization_metadata":
+                                  '{"layers": {"%s": %s}}' % (P, deep(DEPTH))}),
+     QM, "_quantization_metadata nests deeper than 32 levels")
 case("qm_layer_unknown_format", lambda: metadata_fp8(meta_ok()),
      lambda s: s.metadata.update({"_quantization_metadata": json.dumps(
          {"format_version": "1.0", "layers": {P: {"format": "int4"}}})}),
@@ -637,6 +663,11 @@ case("attn_entry_not_object",
      lambda: with_attention('[{"attention": "comfy_kitchen_int8"}]'),
      lambda s: set_text(s, ATTN + ".comfy_attention.config", b'[{"attention": "comfy_kitchen_int8"}, "sol"]'),
      ATTN, "comfy_attention.config entries must be objects")
+case("attn_entry_not_object_deep",
+     lambda: with_attention('[{"attention": "comfy_kitchen_int8"}]'),
+     lambda s: set_text(s, ATTN + ".comfy_attention.config",
+                        '[%s]' % deep(DEPTH)),
+     ATTN, "comfy_attention.config nests deeper than 32 levels")
 case("attn_scalar", lambda: with_attention('{"attention": "comfy_kitchen_int8"}'),
      lambda s: set_text(s, ATTN + ".comfy_attention.config", b"5"),
      ATTN, "comfy_attention.config must be an object or an array of objects")
@@ -658,6 +689,9 @@ case("moe_scale_expert_count", moe_fp8,
 case("moe_bias_expert_count", moe_fp8,
      lambda s: s.replace(MOE + ".bias", None, [3, 4]),
      MOE, "bias must be [N] per expert = [2, 4], got F32 [3, 4]")
+case("moe_3d_int8_flat_scale", lambda: moe_int8_flat(),
+     lambda s: s.replace(MOE + ".weight", None, [2, 4, 16]),
+     MOE, "weight_scale must be a scalar or")
 case("moe_input_scale", moe_fp8,
      lambda s: s.add(MOE + ".input_scale", "F32", []),
      MOE, "input_scale is only valid on Linear modules")
@@ -755,16 +789,21 @@ def check(bin_dir):
                 if r.returncode != 1:
                     problems.append("%s: rc %d (want 1)" % (tool, r.returncode))
             r = results["inspect"]
-            for what, needle in (("file path", path),
+            # Subject and rule are looked for with the path removed, so that
+            # a file name cannot satisfy them.
+            err = r.stderr.replace(path, "<FILE>")
+            if path not in r.stderr:
+                problems.append("inspect stderr lacks the file path")
+            for what, needle in (
                                  ("subject", subject if
                                   subject.startswith("__metadata__")
                                   else "'" + subject + "'"),
                                  ("rule", rule)):
-                if needle not in r.stderr:
+                if needle not in err:
                     problems.append("inspect stderr lacks %s %r" % (what,
                                                                     needle))
             for tool in ("import",):
-                if rule not in results[tool].stderr:
+                if rule not in results[tool].stderr.replace(path, "<FILE>"):
                     problems.append("%s stderr lacks rule" % tool)
             if sha(path) != before:
                 problems.append("file changed")

@@ -273,7 +273,7 @@ TEST(QuantConfig, ComfyOrgInt8MarkerWithoutFormat) {
 }
 
 TEST(QuantConfig, Errors) {
-  auto msg = [](const char *json) -> std::string {
+  auto msg = [](const std::string &json) -> std::string {
     try {
       parseQuantConfig(json, "blk.0", "file.safetensors");
     } catch (const std::exception &e) {
@@ -288,12 +288,28 @@ TEST(QuantConfig, Errors) {
   EXPECT_NE(msg("{}").find("no \"format\""), std::string::npos);
   EXPECT_NE(msg(R"({"format":3})").find("\"format\" must be a string"),
             std::string::npos);
-  EXPECT_NE(msg(R"({"format":"nvfp4","group_size":"16"})")
-                .find("group_size must be an integer"),
+  EXPECT_NE(msg(std::string("{\"format\":\"x\"}\0garbage", 23))
+                .find("NUL byte at offset 14"),
             std::string::npos);
-  EXPECT_NE(msg(R"({"format":"nvfp4","convrot_groupsize":2.5})")
-                .find("convrot_groupsize must be an integer"),
+  std::string deep(100000, '[');
+  EXPECT_NE(msg("{\"format\":" + deep).find("nests deeper than 32"),
             std::string::npos);
+}
+
+TEST(QuantConfig, MistypedOptionsAreRecordedNotThrown) {
+  // ComfyUI ignores options a format does not read; the resolver rejects a
+  // mistyped one only where the format reads it.
+  QuantConfig c = parseQuantConfig(
+      R"({"format":"nvfp4","group_size":"16","convrot_groupsize":2.5,"linear_dtype":4,"num_experts":"x"})",
+      "m", "f");
+  EXPECT_EQ(c.optionErrors.at("group_size"),
+            "group_size must be an integer, got \"16\"");
+  EXPECT_EQ(c.optionErrors.at("convrot_groupsize"),
+            "convrot_groupsize must be an integer, got 2.5");
+  EXPECT_EQ(c.optionErrors.at("linear_dtype"),
+            "linear_dtype must be a string, got 4");
+  EXPECT_FALSE(c.optionErrors.count("num_experts")); // informational
+  EXPECT_FALSE(c.numExperts.has_value());
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace mlir::comfyquant;
@@ -26,7 +27,8 @@ void CheckpointOp::build(OpBuilder &b, OperationState &state,
 }
 
 LogicalResult CheckpointOp::verify() {
-  if (getSize() < 0)
+  // I64Attr accessors return uint64_t; read the signed value.
+  if (getSizeAttr().getInt() < 0)
     return emitOpError("size must be non-negative");
   for (Operation &op : getBody().front())
     if (!isa<TensorOp>(op))
@@ -40,7 +42,7 @@ LogicalResult TensorOp::verify() {
   if (!getDType(type.getElementType()))
     return emitOpError("element type ")
            << type.getElementType() << " is not a safetensors dtype";
-  if (getOffset() < 0)
+  if (getOffsetAttr().getInt() < 0)
     return emitOpError("offset must be non-negative");
   return success();
 }
@@ -89,6 +91,37 @@ rt::ModuleDesc describeModule(Operation *op, rt::ModuleKind kind,
   return d;
 }
 
+/// The format attribute's parameters must describe the tensors it is applied
+/// to (run after the registry accepted `desc`): int8_tensorwise granularity
+/// says whether weight_scale is per row, and the group scale type is the
+/// weight_s_rel dtype (U8 holds E4M3 bits).
+LogicalResult verifyFormatMatchesTensors(Operation *op, FormatAttr format,
+                                         const rt::ModuleDesc &desc) {
+  if (desc.format == rt::Format::Int8Tensorwise) {
+    auto s = desc.tensors.find("weight_scale");
+    bool present = s != desc.tensors.end();
+    bool perRow = present && s->second.shape.size() >= 2;
+    ScaleGranularity want =
+        perRow ? ScaleGranularity::row : ScaleGranularity::tensor;
+    if (format.getGranularity() != want)
+      return op->emitOpError("int8_tensorwise weight_scale is ")
+             << (perRow ? "per-row" : present ? "a scalar" : "absent (1.0)")
+             << ", so granularity must be " << stringifyScaleGranularity(want);
+  }
+  if (format.getGranularity() == ScaleGranularity::group) {
+    auto s = desc.tensors.find("weight_s_rel");
+    if (s != desc.tensors.end()) {
+      rt::DType stored = s->second.dtype == rt::DType::U8 ? rt::DType::F8_E4M3
+                                                          : s->second.dtype;
+      if (getDType(format.getScale()) != stored)
+        return op->emitOpError("format scale type ")
+               << format.getScale() << " does not match weight_s_rel ("
+               << rt::dtypeName(s->second.dtype) << ")";
+    }
+  }
+  return success();
+}
+
 /// Resolves the role -> tensor bindings and runs every registry rule.
 LogicalResult verifyModuleUses(Operation *op, rt::ModuleDesc desc,
                                FormatAttr format, DictionaryAttr tensors,
@@ -111,29 +144,7 @@ LogicalResult verifyModuleUses(Operation *op, rt::ModuleDesc desc,
   if (auto err = rt::verifyModule(desc))
     return op->emitOpError("format '")
            << rt::formatName(desc.format) << "': " << *err;
-  // The attribute's granularity must say what the scale tensor is.
-  if (desc.format == rt::Format::Int8Tensorwise) {
-    auto s = desc.tensors.find("weight_scale");
-    bool perRow = s != desc.tensors.end() && s->second.shape.size() >= 2;
-    ScaleGranularity want =
-        perRow ? ScaleGranularity::row : ScaleGranularity::tensor;
-    if (format.getGranularity() != want)
-      return op->emitOpError("int8_tensorwise weight_scale is ")
-             << (perRow ? "per-row" : "a scalar") << ", so granularity must be "
-             << stringifyScaleGranularity(want);
-  }
-  if (format.getGranularity() == ScaleGranularity::group) {
-    auto s = desc.tensors.find("weight_s_rel");
-    if (s != desc.tensors.end()) {
-      rt::DType stored = s->second.dtype == rt::DType::U8 ? rt::DType::F8_E4M3
-                                                          : s->second.dtype;
-      if (getDType(format.getScale()) != stored)
-        return op->emitOpError("format scale type ")
-               << format.getScale() << " does not match weight_s_rel ("
-               << rt::dtypeName(s->second.dtype) << ")";
-    }
-  }
-  return success();
+  return verifyFormatMatchesTensors(op, format, desc);
 }
 
 LogicalResult verifyModuleAttrs(Operation *op, int64_t n, int64_t k) {
@@ -152,7 +163,7 @@ LogicalResult EmbeddingOp::verify() {
   return verifyModuleAttrs(*this, getOutFeatures(), getInFeatures());
 }
 LogicalResult MoEOp::verify() {
-  if (getExperts() <= 0)
+  if (getExpertsAttr().getInt() <= 0)
     return emitOpError("experts must be positive");
   return verifyModuleAttrs(*this, getOutFeatures(), getInFeatures());
 }
@@ -216,6 +227,11 @@ LogicalResult RotateOp::verify() {
 }
 
 namespace {
+/// A statically shaped tensor of exactly one element (any rank).
+bool isOneElement(RankedTensorType t) {
+  return t.hasStaticShape() && t.getNumElements() == 1;
+}
+
 bool sameShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   if (a.size() != b.size())
     return false;
@@ -243,6 +259,11 @@ LogicalResult QuantizeOp::verify() {
     return ShapedType::isDynamic(k) ? ShapedType::kDynamic : (k + b - 1) / b;
   };
   bool hasStatic = static_cast<bool>(getStaticScale());
+  if (hasStatic) {
+    auto t = llvm::cast<RankedTensorType>(getStaticScale().getType());
+    if (!t.getElementType().isF32() || !isOneElement(t))
+      return emitOpError("static scale (input_scale) must be one f32");
+  }
   switch (scheme.getScheme()) {
   case ActScheme::int8_row:
   case ActScheme::int4_row: {
@@ -258,7 +279,7 @@ LogicalResult QuantizeOp::verify() {
   case ActScheme::fp8_static:
     if (ct != scheme.getType())
       return emitOpError("codes must be ") << scheme.getType();
-    if (!st.isF32() || scales.getNumElements() != 1)
+    if (!st.isF32() || !isOneElement(scales))
       return emitOpError("fp8 activation scale must be one f32");
     return success();
   case ActScheme::mxfp8_block:
@@ -289,6 +310,15 @@ LogicalResult DequantizeOp::verify() {
     return emitOpError("names ")
            << getRoles().size() << " roles for " << getSide().size()
            << " side tensors";
+  llvm::SmallDenseSet<StringRef> seen;
+  for (Attribute role : getRoles()) {
+    StringRef name = llvm::cast<StringAttr>(role).getValue();
+    if (name == "weight")
+      return emitOpError(
+          "role 'weight' is the first operand, not a side tensor");
+    if (!seen.insert(name).second)
+      return emitOpError("role '") << name << "' is named twice";
+  }
   bool bank = result.getRank() == 3;
   ArrayRef<int64_t> shape = result.getShape();
   rt::ModuleDesc d;
@@ -321,7 +351,7 @@ LogicalResult DequantizeOp::verify() {
       return failure();
   if (auto err = rt::verifyModule(d))
     return emitOpError("format '") << rt::formatName(d.format) << "': " << *err;
-  return success();
+  return verifyFormatMatchesTensors(*this, getFormat(), d);
 }
 
 LogicalResult QMatmulOp::verify() {
@@ -365,7 +395,7 @@ LogicalResult EpilogueOp::verify() {
   auto scalarOr = [&](Value v, ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
     auto t = llvm::cast<RankedTensorType>(v.getType());
     return t.getElementType().isF32() &&
-           (t.getNumElements() == 1 || sameShape(t.getShape(), a) ||
+           (isOneElement(t) || sameShape(t.getShape(), a) ||
             (!b.empty() && sameShape(t.getShape(), b)));
   };
   if (getRowScale() && !scalarOr(getRowScale(), {m, 1}, {}))

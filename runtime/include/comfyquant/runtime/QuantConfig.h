@@ -51,6 +51,9 @@ struct QuantConfig {
   /// Physical keys that belong to the module but are ignored (scaled_fp8
   /// scale_input == 1.0 is dropped, as ComfyUI does).
   std::set<std::string> dropped;
+  /// Options whose value has the wrong type, by key, with the message. Only
+  /// formats that read the key reject them (ComfyUI ignores the others).
+  std::map<std::string, std::string> optionErrors;
   std::vector<std::string> warnings;
 };
 

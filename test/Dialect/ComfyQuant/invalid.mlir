@@ -1,0 +1,1950 @@
+// RUN: comfyquant-opt %s -split-input-file -verify-diagnostics
+
+// Every verifier rule of the comfyquant dialect, one case per split. Format
+// rules come from the runtime format registry (formats.md §2.2, §3, §7);
+// messages name the rule that was broken.
+
+//===----------------------------------------------------------------------===//
+// #comfyquant.format parameters (verifyFormatParams)
+//===----------------------------------------------------------------------===//
+
+// NVFP4 packs the even column in the high nibble (formats.md §4.0).
+// expected-error @+1 {{nvfp4 packs nibbles high_first, not low_first}}
+func.func private @f() attributes {fmt = #comfyquant.format<nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = low_first>}
+
+// -----
+
+// expected-error @+1 {{convrot_w4a4 packs nibbles low_first, not none}}
+func.func private @f() attributes {fmt = #comfyquant.format<convrot_w4a4, granularity = row>}
+
+// -----
+
+// expected-error @+1 {{asym_w4a8_int8 packs nibbles low_first, not high_first}}
+func.func private @f() attributes {fmt = #comfyquant.format<asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = high_first>}
+
+// -----
+
+// expected-error @+1 {{w6a8_int8 packs nibbles low_first, not none}}
+func.func private @f() attributes {fmt = #comfyquant.format<w6a8_int8, granularity = group, group = 16, scale = f8E4M3FN>}
+
+// -----
+
+// 8-bit formats have no nibbles.
+// expected-error @+1 {{int8_tensorwise packs nibbles none, not low_first}}
+func.func private @f() attributes {fmt = #comfyquant.format<int8_tensorwise, granularity = tensor, nibbles = low_first>}
+
+// -----
+
+// expected-error @+1 {{nvfp4 block size is 16, not 32}}
+func.func private @f() attributes {fmt = #comfyquant.format<nvfp4, granularity = block, group = 32, scale = f8E4M3FN, nibbles = high_first>}
+
+// -----
+
+// expected-error @+1 {{mxfp8 block size is 32, not 16}}
+func.func private @f() attributes {fmt = #comfyquant.format<mxfp8, granularity = block, group = 16, scale = f8E8M0FNU>}
+
+// -----
+
+// expected-error @+1 {{nvfp4 block scales are F8_E4M3}}
+func.func private @f() attributes {fmt = #comfyquant.format<nvfp4, granularity = block, group = 16, scale = f8E8M0FNU, nibbles = high_first>}
+
+// -----
+
+// The block scale type is not optional.
+// expected-error @+1 {{nvfp4 block scales are F8_E4M3}}
+func.func private @f() attributes {fmt = #comfyquant.format<nvfp4, granularity = block, group = 16, nibbles = high_first>}
+
+// -----
+
+// expected-error @+1 {{mxfp8 block scales are F8_E8M0}}
+func.func private @f() attributes {fmt = #comfyquant.format<mxfp8, granularity = block, group = 32, scale = f8E4M3FN>}
+
+// -----
+
+// expected-error @+1 {{nvfp4 scales have granularity block, not group}}
+func.func private @f() attributes {fmt = #comfyquant.format<nvfp4, granularity = group, group = 16, scale = f8E4M3FN, nibbles = high_first>}
+
+// -----
+
+// expected-error @+1 {{float8_e4m3fn scales have granularity tensor, not row}}
+func.func private @f() attributes {fmt = #comfyquant.format<float8_e4m3fn, granularity = row>}
+
+// -----
+
+// int8_tensorwise scales are a scalar or per row, never blocks.
+// expected-error @+1 {{int8_tensorwise scales have granularity tensor, not block}}
+func.func private @f() attributes {fmt = #comfyquant.format<int8_tensorwise, granularity = block>}
+
+// -----
+
+// expected-error @+1 {{convrot_w4a4 scales have granularity row, not tensor}}
+func.func private @f() attributes {fmt = #comfyquant.format<convrot_w4a4, granularity = tensor, nibbles = low_first>}
+
+// -----
+
+// expected-error @+1 {{asym_w4a8_int8 scales have granularity group, not row}}
+func.func private @f() attributes {fmt = #comfyquant.format<asym_w4a8_int8, granularity = row, nibbles = low_first>}
+
+// -----
+
+// group_size rules (formats.md §2.2): G >= 4 ...
+// expected-error @+1 {{group_size 2 must be >= 4}}
+func.func private @f() attributes {fmt = #comfyquant.format<asym_w4a8_int8, granularity = group, group = 2, scale = f8E4M3FN, nibbles = low_first>}
+
+// -----
+
+// expected-error @+1 {{group_size 0 must be >= 4}}
+func.func private @f() attributes {fmt = #comfyquant.format<asym_w4a8_int8, granularity = group, scale = f8E4M3FN, nibbles = low_first>}
+
+// -----
+
+// ... G divides 16 or is a multiple of 16 ...
+// expected-error @+1 {{group_size 24 must divide 16 or be a multiple of 16}}
+func.func private @f() attributes {fmt = #comfyquant.format<asym_w4a8_int8, granularity = group, group = 24, scale = f8E4M3FN, nibbles = low_first>}
+
+// -----
+
+// expected-error @+1 {{group_size 12 must divide 16 or be a multiple of 16}}
+func.func private @f() attributes {fmt = #comfyquant.format<w6a8_int8, granularity = group, group = 12, scale = f8E4M3FN, nibbles = low_first>}
+
+// -----
+
+// ... and w6a8_int8 needs G % 16 == 0.
+// expected-error @+1 {{w6a8_int8 group_size 8 must be a multiple of 16}}
+func.func private @f() attributes {fmt = #comfyquant.format<w6a8_int8, granularity = group, group = 8, scale = f8E4M3FN, nibbles = low_first>}
+
+// -----
+
+// expected-error @+1 {{float8_e4m3fn takes no group size}}
+func.func private @f() attributes {fmt = #comfyquant.format<float8_e4m3fn, granularity = tensor, group = 4>}
+
+// -----
+
+// expected-error @+1 {{int8_tensorwise takes no group size}}
+func.func private @f() attributes {fmt = #comfyquant.format<int8_tensorwise, granularity = row, group = 16>}
+
+// -----
+
+// weight_s_rel is E4M3 (or U8 bits of it) or F32.
+// expected-error @+1 {{asym_w4a8_int8 group scales (weight_s_rel) are F8_E4M3 or F32}}
+func.func private @f() attributes {fmt = #comfyquant.format<asym_w4a8_int8, granularity = group, group = 16, scale = bf16, nibbles = low_first>}
+
+// -----
+
+// expected-error @+1 {{w6a8_int8 group scales (weight_s_rel) are F8_E4M3 or F32}}
+func.func private @f() attributes {fmt = #comfyquant.format<w6a8_int8, granularity = group, group = 16, nibbles = low_first>}
+
+// -----
+
+// Tensor / row scales are f32.
+// expected-error @+1 {{int8_tensorwise scales are f32}}
+func.func private @f() attributes {fmt = #comfyquant.format<int8_tensorwise, granularity = row, scale = bf16>}
+
+// -----
+
+// expected-error @+1 {{float8_e5m2 scales are f32}}
+func.func private @f() attributes {fmt = #comfyquant.format<float8_e5m2, granularity = tensor, scale = f8E4M3FN>}
+
+// -----
+
+// expected-error @+1 {{scale type 'index' is not a safetensors element type}}
+func.func private @f() attributes {fmt = #comfyquant.format<float8_e4m3fn, granularity = tensor, scale = index>}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// #comfyquant.convrot / #comfyquant.act
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{convrot group size 8 must be a power of 4 >= 4}}
+func.func private @f() attributes {rot = #comfyquant.convrot<8>}
+
+// -----
+
+// expected-error @+1 {{convrot group size 1 must be a power of 4 >= 4}}
+func.func private @f() attributes {rot = #comfyquant.convrot<1>}
+
+// -----
+
+// expected-error @+1 {{convrot group size 0 must be a power of 4 >= 4}}
+func.func private @f() attributes {rot = #comfyquant.convrot<0>}
+
+// -----
+
+// expected-error @+1 {{convrot group size -64 must be a power of 4 >= 4}}
+func.func private @f() attributes {rot = #comfyquant.convrot<-64>}
+
+// -----
+
+// expected-error @+1 {{fp8_static needs type = f8E4M3FN or f8E5M2 (the weight's)}}
+func.func private @f() attributes {act = #comfyquant.act<fp8_static>}
+
+// -----
+
+// expected-error @+1 {{fp8_static needs type = f8E4M3FN or f8E5M2 (the weight's)}}
+func.func private @f() attributes {act = #comfyquant.act<fp8_static, type = bf16>}
+
+// -----
+
+// expected-error @+1 {{int8_row has a fixed code type; drop `type`}}
+func.func private @f() attributes {act = #comfyquant.act<int8_row, type = i8>}
+
+// -----
+
+// expected-error @+1 {{fp8_static takes block size 0, not 16}}
+func.func private @f() attributes {act = #comfyquant.act<fp8_static, type = f8E4M3FN, block = 16>}
+
+// -----
+
+// expected-error @+1 {{mxfp8_block takes block size 32, not 0}}
+func.func private @f() attributes {act = #comfyquant.act<mxfp8_block>}
+
+// -----
+
+// expected-error @+1 {{nvfp4_block takes block size 16, not 0}}
+func.func private @f() attributes {act = #comfyquant.act<nvfp4_block>}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// comfyquant.checkpoint / comfyquant.tensor
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // Safetensors integers are signless (I*) or unsigned (U*), never signed.
+  // expected-error @+1 {{'comfyquant.tensor' op element type 'si8' is not a safetensors dtype}}
+  comfyquant.tensor @w : tensor<32x64xsi8> at 0
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // FP4 has no safetensors dtype: NVFP4 codes are stored as U8.
+  // expected-error @+1 {{'comfyquant.tensor' op element type 'f4E2M1FN' is not a safetensors dtype}}
+  comfyquant.tensor @w : tensor<32x64xf4E2M1FN> at 0
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // expected-error @+1 {{'comfyquant.tensor' op element type 'i4' is not a safetensors dtype}}
+  comfyquant.tensor @w : tensor<32x32xi4> at 0
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // BOOL is i1; there is no unsigned bool.
+  // expected-error @+1 {{'comfyquant.tensor' op element type 'ui1' is not a safetensors dtype}}
+  comfyquant.tensor @w : tensor<4xui1> at 0
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // expected-error @+1 {{'comfyquant.tensor' op element type 'f8E4M3FNUZ' is not a safetensors dtype}}
+  comfyquant.tensor @w : tensor<4xf8E4M3FNUZ> at 0
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // expected-error @+1 {{'comfyquant.tensor' op offset must be non-negative}}
+  comfyquant.tensor @w : tensor<4xf32> at -8
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // expected-error @+1 {{'comfyquant.tensor' op attribute 'type' failed to satisfy constraint: type attribute of statically shaped tensor}}
+  comfyquant.tensor @w : tensor<?x4xf32> at 0
+}
+
+// -----
+
+// expected-error @+1 {{'comfyquant.checkpoint' op size must be non-negative}}
+comfyquant.checkpoint @c path "m.safetensors" size -1 hash "h" {
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // expected-error @+1 {{'comfyquant.attention' op is not allowed in a checkpoint (only comfyquant.tensor)}}
+  comfyquant.attention "blocks.0.attn" config "{\"attention\": \"comfy_kitchen_int8\"}"
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<4xf32> at 0
+  // expected-error @+1 {{'comfyquant.checkpoint' op is not allowed in a checkpoint (only comfyquant.tensor)}}
+  comfyquant.checkpoint @inner path "n.safetensors" size 0 hash "h" {
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'comfyquant.tensor' op expects parent op 'comfyquant.checkpoint'}}
+comfyquant.tensor @w : tensor<4xf32> at 0
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  // expected-note @+1 {{see existing symbol definition here}}
+  comfyquant.tensor @w : tensor<4xf32> at 0
+  // expected-error @+1 {{redefinition of symbol named 'w'}}
+  comfyquant.tensor @w : tensor<8xf32> at 16
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// comfyquant.attention (formats.md §7.3)
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'comfyquant.attention' op comfy_attention.config is not valid JSON}}
+comfyquant.attention "blocks.0.attn" config "{\"attention\": "
+
+// -----
+
+// expected-error @+1 {{'comfyquant.attention' op comfy_attention.config must be an object or an array of objects, got string}}
+comfyquant.attention "blocks.0.attn" config "\"comfy_kitchen_int8\""
+
+// -----
+
+// expected-error @+1 {{'comfyquant.attention' op comfy_attention.config entries must be objects, got}}
+comfyquant.attention "blocks.0.attn" config "[{\"attention\": \"comfy_kitchen_sol\"}, \"comfy_kitchen_int8\"]"
+
+
+// -----
+
+// expected-error @+1 {{'comfyquant.attention' op comfy_kitchen_sol option tau must be a number, got}}
+comfyquant.attention "blocks.0.attn" config "{\"attention\": \"comfy_kitchen_sol\", \"tau\": \"high\"}"
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Module ops: attributes and bindings
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op logical shape [0, 64] must be positive}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [0, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+}
+// expected-error @+1 {{'comfyquant.embedding' op logical shape [32, -64] must be positive}}
+comfyquant.embedding @e format <float8_e4m3fn, granularity = tensor> [32, -64]
+    tensors {weight = @c::@w}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.moe' op experts must be positive}}
+comfyquant.moe @m format <float8_e4m3fn, granularity = tensor> [0 x 32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.moe' op experts must be positive}}
+comfyquant.moe @m format <float8_e4m3fn, granularity = tensor> [-2 x 32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+  // Module ops live next to the checkpoint, not in it.
+  // expected-error @+1 {{'comfyquant.linear' op is not allowed in a checkpoint (only comfyquant.tensor)}}
+  comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+      tensors {weight = @w, weight_scale = @s}
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// Tensors are reached through their checkpoint: @c::@w, not @w.
+// expected-error @+1 {{'comfyquant.linear' op tensor binding 'weight' references @w, which is not a comfyquant.tensor}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op tensor binding 'weight_scale' references @c::@missing, which is not a comfyquant.tensor}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@missing}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+comfyquant.linear @other format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+// A module is a symbol too, but not a tensor.
+// expected-error @+1 {{'comfyquant.linear' op tensor binding 'weight' references @other, which is not a comfyquant.tensor}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @other, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// The checkpoint itself is not a tensor.
+// expected-error @+1 {{'comfyquant.linear' op tensor binding 'weight' references @c, which is not a comfyquant.tensor}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @c, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op tensor binding 'weight' must be a symbol reference}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = "c.w", weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+  comfyquant.tensor @r : tensor<32x4xf8E4M3FN> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': tensor 'weight_s_rel' is not part of format 'float8_e4m3fn'}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_s_rel = @c::@r, weight_scale = @c::@s}
+
+// -----
+
+// Unknown side tensors are rejected (ComfyUI leaves them as unexpected keys,
+// e.g. kitchen's weight_correction, which it cannot load).
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+  comfyquant.tensor @corr : tensor<16x16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': tensor 'weight_correction' is not part of format 'asym_w4a8_int8'}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256>
+    tensors {weight = @c::@w, weight_correction = @c::@corr, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Missing required tensors
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+}
+// weight_scale is effectively required for fp8 Linears (formats.md §2.2).
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': missing required tensor weight_scale scalar (MoE: scalar or [E])}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': missing required tensor weight [N, K]}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<48x40xui8> at 0
+  comfyquant.tensor @s : tensor<128x8xf8E4M3FN> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': missing required tensor weight_scale_2 scalar (MoE: scalar or [E])}}
+comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x96xf8E4M3FN> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'mxfp8': missing required tensor weight_scale swizzled, roundup(Np32,128) x roundup(Kp32/32,4) entries}}
+comfyquant.linear @l format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [64, 96]
+    tensors {weight = @c::@w}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': missing required tensor weight_scale scalar or [N, 1] (ConvRot: [N, 1])}}
+comfyquant.linear @l format <int8_tensorwise, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'convrot_w4a4': missing required tensor weight_scale [N]}}
+comfyquant.linear @l format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': missing required tensor weight_s_rel [N, K/G]}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x96xi8> at 0
+  comfyquant.tensor @r : tensor<16x4xf8E4M3FN> at 0
+}
+// s_channel is required by kitchen.
+// expected-error @+1 {{'comfyquant.linear' op format 'w6a8_int8': missing required tensor weight_s_channel [N]}}
+comfyquant.linear @l format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> [16, 128]
+    rotation <64> tensors {weight = @c::@w, weight_s_rel = @c::@r}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Dtype rules per format
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E5M2> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': weight must be F8_E4M3, got F8_E5M2 [32, 64]}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+// An FP8 weight stored as U8 would be value-converted (mangled) by ComfyUI.
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xui8> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e5m2': weight must be F8_E5M2, got U8 [32, 64]}}
+comfyquant.linear @l format <float8_e5m2, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f8E4M3FN> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': weight_scale must be F32 or F16 or BF16 or F64, got F8_E4M3 []}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+  comfyquant.tensor @is : tensor<i32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': input_scale must be F32 or F16 or BF16 or F64, got I32 []}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {input_scale = @c::@is, weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<48x40xi8> at 0
+  comfyquant.tensor @s : tensor<128x8xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': weight must be U8, got I8 [48, 40]}}
+comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<48x40xui8> at 0
+  comfyquant.tensor @s : tensor<128x8xf32> at 0
+  comfyquant.tensor @s2 : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': weight_scale must be F8_E4M3 or U8, got F32 [128, 8]}}
+comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<48x40xui8> at 0
+  comfyquant.tensor @s : tensor<128x8xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<f32> at 0
+  comfyquant.tensor @pqs : tensor<80xi16> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': pre_quant_scale must be F32 or F16 or BF16 or F64, got I16 [80]}}
+comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {pre_quant_scale = @c::@pqs, weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x96xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<128x4xf8E4M3FN> at 0
+}
+// E8M0 block scales: F8_E8M0 or U8 bits.
+// expected-error @+1 {{'comfyquant.linear' op format 'mxfp8': weight_scale must be F8_E8M0 or U8, got F8_E4M3 [128, 4]}}
+comfyquant.linear @l format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [64, 96]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x96xf8E5M2> at 0
+  comfyquant.tensor @s : tensor<128x4xui8> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'mxfp8': weight must be F8_E4M3, got F8_E5M2 [64, 96]}}
+comfyquant.linear @l format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [64, 96]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xui8> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': weight must be I8, got U8 [32, 64]}}
+comfyquant.linear @l format <int8_tensorwise, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @s : tensor<16xbf16> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'convrot_w4a4': weight_scale must be F32, got BF16 [16]}}
+comfyquant.linear @l format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xbf16> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': weight_s_rel must be F8_E4M3 or U8 or F32, got BF16 [16, 16]}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf16> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': weight_s_channel must be F32, got F16 [16]}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+  comfyquant.tensor @cb : tensor<16xbf16> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': weight_codebook must be F32, got BF16 [16]}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_codebook = @c::@cb, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x96xui8> at 0
+  comfyquant.tensor @r : tensor<16x4xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'w6a8_int8': weight must be I8, got U8 [16, 96]}}
+comfyquant.linear @l format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> [16, 128]
+    rotation <64> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+  comfyquant.tensor @s : tensor<32x1xf32> at 0
+  comfyquant.tensor @b : tensor<32xi8> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': bias must be F32 or F16 or BF16 or F64, got I8 [32]}}
+comfyquant.linear @l format <int8_tensorwise, granularity = row> [32, 64]
+    tensors {bias = @c::@b, weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Shape rules per format
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<32xf32> at 0
+}
+// FP8 scales are per tensor.
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': weight_scale must be a scalar, got F32 [32]}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+  comfyquant.tensor @is : tensor<2xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': input_scale must be a scalar, got F32 [2]}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {input_scale = @c::@is, weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// The logical shape must match the (unpadded) FP8 storage.
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': weight must be storage [N, K] = [32, 48], got F8_E4M3 [32, 64]}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 48]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+  comfyquant.tensor @b : tensor<64xbf16> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': bias must be [N] = [32], got BF16 [64]}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
+    tensors {bias = @c::@b, weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<48x40xui8> at 0
+  comfyquant.tensor @s : tensor<48x5xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<f32> at 0
+}
+// NVFP4 block scales must be stored swizzled and padded (formats.md §4.0);
+// a plain [N, K/16] matrix has the wrong entry count.
+// expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': weight_scale must hold the swizzled block scales: 1024 entries (128 x 8), got F8_E4M3 [48, 5]}}
+comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<40x12xui8> at 0
+  comfyquant.tensor @s : tensor<128x4xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<f32> at 0
+}
+// NVFP4 storage is padded to 16 in N and K.
+// expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': weight must be storage [Np16, Kp16/2] = [48, 16], got U8 [40, 12]}}
+comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [40, 24]
+    tensors {weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<48x40xui8> at 0
+  comfyquant.tensor @s : tensor<128x8xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<2xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': weight_scale_2 must be a scalar, got F32 [2]}}
+comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<48x40xui8> at 0
+  comfyquant.tensor @s : tensor<128x8xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<f32> at 0
+  comfyquant.tensor @pqs : tensor<64xbf16> at 0
+}
+// pre_quant_scale is [K] (logical K, not the padded storage).
+// expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': pre_quant_scale must be [K] = [80], got BF16 [64]}}
+comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {pre_quant_scale = @c::@pqs, weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<50x40xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<128x4xui8> at 0
+}
+// MXFP8 storage is padded to 32 in N and K.
+// expected-error @+1 {{'comfyquant.linear' op format 'mxfp8': weight must be storage [Np32, Kp32] = [64, 64], got F8_E4M3 [50, 40]}}
+comfyquant.linear @l format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [50, 40]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x96xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<64x3xui8> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'mxfp8': weight_scale must hold the swizzled block scales: 512 entries (128 x 4), got U8 [64, 3]}}
+comfyquant.linear @l format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [64, 96]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x96xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<128x4xui8> at 0
+  comfyquant.tensor @is : tensor<64xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'mxfp8': input_scale must be a scalar, got F32 [64]}}
+comfyquant.linear @l format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [64, 96]
+    tensors {input_scale = @c::@is, weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x96xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<128x4xui8> at 0
+  comfyquant.tensor @pqs : tensor<96xf32> at 0
+}
+// pre_quant_scale is an NVFP4 parameter only.
+// expected-error @+1 {{'comfyquant.linear' op format 'mxfp8': tensor 'pre_quant_scale' is not part of format 'mxfp8'}}
+comfyquant.linear @l format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [64, 96]
+    tensors {pre_quant_scale = @c::@pqs, weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+  comfyquant.tensor @s : tensor<32xf32> at 0
+}
+// A 1-D [N] int8 scale broadcasts along K in ComfyUI's dequant (formats.md §4.4).
+// expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': weight_scale must be a scalar or per-row [N, 1] = [32, 1] (a 1-D [N] scale broadcasts along K in ComfyUI's dequant), got F32 [32]}}
+comfyquant.linear @l format <int8_tensorwise, granularity = row> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+  comfyquant.tensor @s : tensor<16x1xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': weight_scale must be a scalar or per-row [N, 1] = [32, 1], got F32 [16, 1]}}
+comfyquant.linear @l format <int8_tensorwise, granularity = row> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x128xi8> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// ConvRot int8 is always per-row.
+// expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': ConvRot int8 weight_scale must be per-row [N, 1], got F32 []}}
+comfyquant.linear @l format <int8_tensorwise, granularity = tensor> [32, 128] rotation <64>
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x96xi8> at 0
+  comfyquant.tensor @s : tensor<32x1xf32> at 0
+}
+// K % Gr == 0.
+// expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': K = 96 must be divisible by convrot_groupsize 64}}
+comfyquant.linear @l format <int8_tensorwise, granularity = row> [32, 96] rotation <64>
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x64xi8> at 0
+  comfyquant.tensor @s : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'convrot_w4a4': K = 128 must be divisible by convrot_groupsize 256}}
+comfyquant.linear @l format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 128]
+    rotation <256> tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x24xi8> at 0
+  comfyquant.tensor @s : tensor<16xf32> at 0
+}
+// W4A4 kernels tile K by 64 (quant_group_size).
+// expected-error @+1 {{'comfyquant.linear' op format 'convrot_w4a4': K = 48 must be divisible by 64 (convrot_w4a4 quant_group_size)}}
+comfyquant.linear @l format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 48]
+    rotation <16> tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x256xi8> at 0
+  comfyquant.tensor @s : tensor<16xf32> at 0
+}
+// Two signed int4 per byte: [N, K/2].
+// expected-error @+1 {{'comfyquant.linear' op format 'convrot_w4a4': weight must be storage [N, K/2] = [16, 128], got I8 [16, 256]}}
+comfyquant.linear @l format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @s : tensor<16x1xf32> at 0
+}
+// The W4A4 scale is per row, [N] (not [N, 1]).
+// expected-error @+1 {{'comfyquant.linear' op format 'convrot_w4a4': weight_scale must be [N] = [16], got F32 [16, 1]}}
+comfyquant.linear @l format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x24xi8> at 0
+  comfyquant.tensor @r : tensor<16x1xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// K % G == 0.
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': K = 48 must be divisible by group_size 32}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> [16, 48]
+    rotation <16> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x20xi8> at 0
+  comfyquant.tensor @r : tensor<16x10xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// K % 16 == 0 even when G divides K.
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': K = 40 must be divisible by 16}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 4, scale = f8E4M3FN, nibbles = low_first> [16, 40]
+    rotation <4> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x32xi8> at 0
+  comfyquant.tensor @r : tensor<16x4xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': K = 64 must be divisible by convrot_groupsize 256}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 64]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x36xi8> at 0
+  comfyquant.tensor @r : tensor<16x3xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// w6a8_int8 additionally needs K % 32 == 0.
+// expected-error @+1 {{'comfyquant.linear' op format 'w6a8_int8': w6a8_int8 K = 48 must be divisible by 32}}
+comfyquant.linear @l format <w6a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 48]
+    rotation <16> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x64xi8> at 0
+  comfyquant.tensor @r : tensor<16x4xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// 6-bit codes: [N, 3K/4] bytes, not [N, K/2].
+// expected-error @+1 {{'comfyquant.linear' op format 'w6a8_int8': weight must be storage [N, 3K/4] = [16, 96], got I8 [16, 64]}}
+comfyquant.linear @l format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> [16, 128]
+    rotation <64> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x8xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// s_rel is [N, K/G] for the G of the format attribute.
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': weight_s_rel must be [N, K/G] = [16, 16], got F8_E4M3 [16, 8]}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16x1xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': weight_s_channel must be [N] = [16], got F32 [16, 1]}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+  comfyquant.tensor @cb : tensor<8xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': weight_codebook must be F32 [16], got F32 [8]}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_codebook = @c::@cb, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x96xi8> at 0
+  comfyquant.tensor @r : tensor<16x4xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+  comfyquant.tensor @cb : tensor<16xf32> at 0
+}
+// 6-bit codes are uniform: no codebook (formats.md §4.6).
+// expected-error @+1 {{'comfyquant.linear' op format 'w6a8_int8': tensor 'weight_codebook' is not part of format 'w6a8_int8'}}
+comfyquant.linear @l format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> [16, 128]
+    rotation <64> tensors {weight = @c::@w, weight_codebook = @c::@cb, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Rotation use
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': format does not take a ConvRot rotation}}
+comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64] rotation <64>
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @s : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'convrot_w4a4': format requires a ConvRot group size}}
+comfyquant.linear @l format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 256]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// ConvRot is unconditional for the grouped formats.
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': format requires a ConvRot group size}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x128xi8> at 0
+  comfyquant.tensor @s : tensor<32x1xf32> at 0
+}
+// expected-error @+1 {{convrot group size 32 must be a power of 4 >= 4}}
+comfyquant.linear @l format <int8_tensorwise, granularity = row> [32, 128] rotation <32>
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x128xi8> at 0
+  comfyquant.tensor @s : tensor<32x1xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': linear_dtype is only valid for convrot_w4a4}}
+comfyquant.linear @l format <int8_tensorwise, granularity = row> [32, 128] rotation <64>
+    options <linear_dtype = int8> tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format 'asym_w4a8_int8': linear_dtype is only valid for convrot_w4a4}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> options <linear_dtype = int4>
+    tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+// expected-error @+2 {{expected one of [int4, int8] for activation precision of convrot_w4a4 matmuls, got: fp8}}
+// expected-error @+1 {{failed to parse ComfyQuant_OptionsAttr parameter 'linear_dtype'}}
+func.func private @f() attributes {opts = #comfyquant.options<linear_dtype = fp8>}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Format attribute vs bound tensors
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op int8_tensorwise weight_scale is a scalar, so granularity must be tensor}}
+comfyquant.linear @l format <int8_tensorwise, granularity = row> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+  comfyquant.tensor @s : tensor<32x1xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op int8_tensorwise weight_scale is per-row, so granularity must be row}}
+comfyquant.linear @l format <int8_tensorwise, granularity = tensor> [32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x48xi8> at 0
+}
+// An embedding without a scale uses 1.0: a tensor-wise scale.
+// expected-error @+1 {{'comfyquant.embedding' op int8_tensorwise weight_scale is absent (1.0), so granularity must be tensor}}
+comfyquant.embedding @e format <int8_tensorwise, granularity = row> [64, 48]
+    tensors {weight = @c::@w}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<3x16x64xi8> at 0
+  comfyquant.tensor @s : tensor<3xf32> at 0
+}
+// One scale per expert is still a tensor-wise scale.
+// expected-error @+1 {{'comfyquant.moe' op int8_tensorwise weight_scale is a scalar, so granularity must be tensor}}
+comfyquant.moe @m format <int8_tensorwise, granularity = row> [3 x 16, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format scale type 'f32' does not match weight_s_rel (F8_E4M3)}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f32, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x96xi8> at 0
+  comfyquant.tensor @r : tensor<16x4xf32> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.linear' op format scale type 'f8E4M3FN' does not match weight_s_rel (F32)}}
+comfyquant.linear @l format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> [16, 128]
+    rotation <64> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xui8> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// U8 s_rel holds E4M3 bits.
+// expected-error @+1 {{'comfyquant.linear' op format scale type 'f32' does not match weight_s_rel (U8)}}
+comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, scale = f32, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Module kinds (formats.md §7)
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<48x40xui8> at 0
+  comfyquant.tensor @s : tensor<128x8xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.embedding' op format 'nvfp4': format 'nvfp4' cannot be used by an embedding (not row-addressable; ComfyUI loads such a table as a plain tensor)}}
+comfyquant.embedding @e format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
+    tensors {weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x96xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<128x4xui8> at 0
+}
+// expected-error @+1 {{'comfyquant.embedding' op format 'mxfp8': format 'mxfp8' cannot be used by an embedding}}
+comfyquant.embedding @e format <mxfp8, granularity = block, group = 32, scale = f8E8M0FNU> [64, 96]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @s : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.embedding' op format 'convrot_w4a4': format 'convrot_w4a4' cannot be used by an embedding}}
+comfyquant.embedding @e format <convrot_w4a4, granularity = row, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<16x128xi8> at 0
+  comfyquant.tensor @r : tensor<16x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.embedding' op format 'asym_w4a8_int8': format 'asym_w4a8_int8' cannot be used by an embedding}}
+comfyquant.embedding @e format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x32xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+  comfyquant.tensor @is : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.embedding' op format 'float8_e4m3fn': input_scale is only valid on Linear modules}}
+comfyquant.embedding @e format <float8_e4m3fn, granularity = tensor> [64, 32]
+    tensors {input_scale = @c::@is, weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x32xf8E4M3FN> at 0
+  comfyquant.tensor @b : tensor<64xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.embedding' op format 'float8_e4m3fn': bias is not valid on an embedding}}
+comfyquant.embedding @e format <float8_e4m3fn, granularity = tensor> [64, 32]
+    tensors {bias = @c::@b, weight = @c::@w}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x32xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// ConvRot embeddings are int8 only.
+// expected-error @+1 {{'comfyquant.embedding' op format 'float8_e4m3fn': format does not take a ConvRot rotation}}
+comfyquant.embedding @e format <float8_e4m3fn, granularity = tensor> [64, 32] rotation <16>
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<3x32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<3xf32> at 0
+  comfyquant.tensor @is : tensor<f32> at 0
+}
+// MoE banks carry no input_scale (activations are dynamic).
+// expected-error @+1 {{'comfyquant.moe' op format 'float8_e4m3fn': input_scale is only valid on Linear modules}}
+comfyquant.moe @m format <float8_e4m3fn, granularity = tensor> [3 x 32, 64]
+    tensors {input_scale = @c::@is, weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<2x48x40xui8> at 0
+  comfyquant.tensor @s : tensor<2x128x8xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<2xf32> at 0
+  comfyquant.tensor @pqs : tensor<80xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.moe' op format 'nvfp4': pre_quant_scale is only valid on Linear modules}}
+comfyquant.moe @m format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [2 x 48, 80]
+    tensors {pre_quant_scale = @c::@pqs, weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<3x32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<2xf32> at 0
+}
+// One scale per expert: [E].
+// expected-error @+1 {{'comfyquant.moe' op format 'float8_e4m3fn': weight_scale must be a scalar or [E] = [3], got F32 [2]}}
+comfyquant.moe @m format <float8_e4m3fn, granularity = tensor> [3 x 32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<2x48x24xui8> at 0
+  comfyquant.tensor @s : tensor<2x128x4xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<3xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.moe' op format 'nvfp4': weight_scale_2 must be a scalar or [E] = [2], got F32 [3]}}
+comfyquant.moe @m format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [2 x 48, 48]
+    tensors {weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<2x48x24xui8> at 0
+  comfyquant.tensor @s : tensor<256x4xf8E4M3FN> at 0
+  comfyquant.tensor @s2 : tensor<2xf32> at 0
+}
+// Banked block scales lead with E.
+// expected-error @+1 {{'comfyquant.moe' op format 'nvfp4': weight_scale must hold the swizzled block scales: 1024 entries (2 x 128 x 4), got F8_E4M3 [256, 4]}}
+comfyquant.moe @m format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [2 x 48, 48]
+    tensors {weight = @c::@w, weight_scale = @c::@s, weight_scale_2 = @c::@s2}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<3x32x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// expected-error @+1 {{'comfyquant.moe' op format 'float8_e4m3fn': weight must be storage [N, K] per expert = [2, 32, 64], got F8_E4M3 [3, 32, 64]}}
+comfyquant.moe @m format <float8_e4m3fn, granularity = tensor> [2 x 32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<64x64xf8E4M3FN> at 0
+  comfyquant.tensor @s : tensor<f32> at 0
+}
+// Only int8_tensorwise and the grouped formats have flattened [E·N, K] banks.
+// expected-error @+1 {{'comfyquant.moe' op format 'float8_e4m3fn': weight must be storage [N, K] per expert = [2, 32, 64], got F8_E4M3 [64, 64]}}
+comfyquant.moe @m format <float8_e4m3fn, granularity = tensor> [2 x 32, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<2x32x32xi8> at 0
+  comfyquant.tensor @s : tensor<32xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.moe' op format 'convrot_w4a4': weight_scale must be [N] per expert = [2, 32], got F32 [32]}}
+comfyquant.moe @m format <convrot_w4a4, granularity = row, nibbles = low_first> [2 x 32, 64]
+    rotation <64> tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<2x16x64xi8> at 0
+  comfyquant.tensor @s : tensor<2xf32> at 0
+}
+// ConvRot int8 banks need per-row scales.
+// expected-error @+1 {{'comfyquant.moe' op format 'int8_tensorwise': ConvRot int8 weight_scale must be per-row [E, N, 1], got F32 [2]}}
+comfyquant.moe @m format <int8_tensorwise, granularity = tensor> [2 x 16, 64] rotation <16>
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<2x16x64xi8> at 0
+  comfyquant.tensor @s : tensor<2x16xf32> at 0
+}
+// expected-error @+1 {{'comfyquant.moe' op format 'int8_tensorwise': weight_scale must be a scalar or per-row [E] / [E, N, 1] = [2, 16, 1], got F32 [2, 16]}}
+comfyquant.moe @m format <int8_tensorwise, granularity = row> [2 x 16, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x128xi8> at 0
+  comfyquant.tensor @r : tensor<32x16xf8E4M3FN> at 0
+  comfyquant.tensor @ch : tensor<16xf32> at 0
+}
+// Flattened banks flatten s_channel to [E·N] as well.
+// expected-error @+1 {{'comfyquant.moe' op format 'asym_w4a8_int8': weight_s_channel must be [N] per expert = [2, 16], got F32 [16]}}
+comfyquant.moe @m format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> [2 x 16, 256]
+    rotation <256> tensors {weight = @c::@w, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<40x64xi8> at 0
+  comfyquant.tensor @s : tensor<40x1xf32> at 0
+}
+// A flattened bank holds E·N rows.
+// expected-error @+1 {{'comfyquant.moe' op format 'int8_tensorwise': weight must be storage [N, K] per expert = [2, 16, 64], got I8 [40, 64]}}
+comfyquant.moe @m format <int8_tensorwise, granularity = row> [2 x 16, 64]
+    tensors {weight = @c::@w, weight_scale = @c::@s}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// comfyquant.weight
+//===----------------------------------------------------------------------===//
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+}
+func.func @f() {
+  // expected-error @+1 {{'comfyquant.weight' op references @c::@missing, which is not a comfyquant.tensor}}
+  %0 = comfyquant.weight @c::@missing : tensor<32x64xi8>
+  return
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+}
+func.func @f() {
+  // expected-error @+1 {{'comfyquant.weight' op references @f, which is not a comfyquant.tensor}}
+  %0 = comfyquant.weight @f : tensor<32x64xi8>
+  return
+}
+
+// -----
+
+comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
+  comfyquant.tensor @w : tensor<32x64xi8> at 0
+}
+func.func @f() {
+  // expected-error @+1 {{'comfyquant.weight' op result type 'tensor<32x64xui8>' differs from the checkpoint tensor 'tensor<32x64xi8>'}}
+  %0 = comfyquant.weight @c::@w : tensor<32x64xui8>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// comfyquant.rotate
+//===----------------------------------------------------------------------===//
+
+func.func @f(%x: tensor<4x96xf32>) {
+  // expected-error @+1 {{'comfyquant.rotate' op last dimension 96 must be divisible by the rotation group 64}}
+  %0 = comfyquant.rotate %x <64> : tensor<4x96xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xi8>) {
+  // expected-error @+1 {{'comfyquant.rotate' op rotates float activations}}
+  %0 = comfyquant.rotate %x <64> : tensor<4x64xi8>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.rotate' op input must have rank >= 1}}
+  %0 = comfyquant.rotate %x <4> : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{'comfyquant.rotate' op failed to verify that all of {input, result} have same type}}
+  %0 = "comfyquant.rotate"(%x) {rotation = #comfyquant.convrot<64>} : (tensor<4x64xf32>) -> tensor<4x64xbf16>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// comfyquant.quantize
+//===----------------------------------------------------------------------===//
+
+// NOTE: the nvfp4_block / mxfp8_block rules (code and scale types, scales
+// [M, ceil(K/16)] / [M, ceil(K/32)], no static scale on mxfp8) cannot be
+// exercised until #comfyquant.act<..., block = N> parses (see the NOTE in
+// ops.mlir); add one case per rule then.
+
+func.func @f(%x: tensor<2x4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op input must be [M, K]}}
+  %c, %s = comfyquant.quantize %x <int8_row> : tensor<2x4x64xbf16> -> tensor<2x4x64xi8>, tensor<2x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xi8>) {
+  // expected-error @+1 {{'comfyquant.quantize' op quantizes float activations}}
+  %c, %s = comfyquant.quantize %x <int8_row> : tensor<4x64xi8> -> tensor<4x64xi8>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op codes must have the input's shape}}
+  %c, %s = comfyquant.quantize %x <int8_row> : tensor<4x64xbf16> -> tensor<4x32xi8>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op codes must be i8}}
+  %c, %s = comfyquant.quantize %x <int8_row> : tensor<4x64xbf16> -> tensor<4x64xui8>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op per-row scales must be f32 [M, 1]}}
+  %c, %s = comfyquant.quantize %x <int8_row> : tensor<4x64xbf16> -> tensor<4x64xi8>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op per-row scales must be f32 [M, 1]}}
+  %c, %s = comfyquant.quantize %x <int8_row> : tensor<4x64xbf16> -> tensor<4x64xi8>, tensor<4x1xbf16>
+  return
+}
+
+// -----
+
+// int8 activation scales are dynamic per row (formats.md §5 step 5).
+func.func @f(%x: tensor<4x64xbf16>, %is: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.quantize' op per-row activation scales are dynamic}}
+  %c, %s = comfyquant.quantize %x <int8_row> scale %is : tensor<f32> : tensor<4x64xbf16> -> tensor<4x64xi8>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op codes must be i4}}
+  %c, %s = comfyquant.quantize %x <int4_row> : tensor<4x64xbf16> -> tensor<4x64xi8>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>, %is: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.quantize' op per-row activation scales are dynamic}}
+  %c, %s = comfyquant.quantize %x <int4_row> scale %is : tensor<f32> : tensor<4x64xbf16> -> tensor<4x64xi4>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op codes must be 'f8E4M3FN'}}
+  %c, %s = comfyquant.quantize %x <fp8_static, type = f8E4M3FN> : tensor<4x64xbf16> -> tensor<4x64xf8E5M2>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // FP8 activations use one static scale (input_scale or 1.0), not per row.
+  // expected-error @+1 {{'comfyquant.quantize' op fp8 activation scale must be one f32}}
+  %c, %s = comfyquant.quantize %x <fp8_static, type = f8E4M3FN> : tensor<4x64xbf16> -> tensor<4x64xf8E4M3FN>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op fp8 activation scale must be one f32}}
+  %c, %s = comfyquant.quantize %x <fp8_static, type = f8E4M3FN> : tensor<4x64xbf16> -> tensor<4x64xf8E4M3FN>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>, %is: tensor<4xf32>) {
+  // expected-error @+1 {{'comfyquant.quantize' op static scale (input_scale) must be one f32}}
+  %c, %s = comfyquant.quantize %x <fp8_static, type = f8E4M3FN> scale %is : tensor<4xf32> : tensor<4x64xbf16> -> tensor<4x64xf8E4M3FN>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>, %is: tensor<bf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op static scale (input_scale) must be one f32}}
+  %c, %s = comfyquant.quantize %x <fp8_static, type = f8E4M3FN> scale %is : tensor<bf16> : tensor<4x64xbf16> -> tensor<4x64xf8E4M3FN>, tensor<f32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// comfyquant.dequantize
+//===----------------------------------------------------------------------===//
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op names 2 roles for 1 side tensors}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale", "input_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op names 0 roles for 1 side tensors}}
+  %0 = comfyquant.dequantize %w, %s roles [] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>, %t: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op role 'weight_scale' is named twice}}
+  %0 = comfyquant.dequantize %w, %s, %t roles ["weight_scale", "weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<f32>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>, %w2: tensor<32x64xf8E4M3FN>) {
+  // The packed weight is the first operand, never a side tensor.
+  // expected-error @+1 {{'comfyquant.dequantize' op role 'weight' is the first operand, not a side tensor}}
+  %0 = comfyquant.dequantize %w, %w2, %s roles ["weight", "weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op result must be a float tensor}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<32x64xi32>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op result must be a static [N, K] or [E, N, K]}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<2048xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op result must be a static [N, K] or [E, N, K]}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xsi8>, %s: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op operand 'weight' element type is not a safetensors dtype}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale"] format <int8_tensorwise, granularity = tensor>
+         : (tensor<32x64xsi8>, tensor<f32>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+// Registry rules apply to the operands exactly as to bound tensors.
+func.func @f(%w: tensor<32x64xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op format 'float8_e4m3fn': missing required tensor weight_scale scalar (MoE: scalar or [E])}}
+  %0 = comfyquant.dequantize %w roles [] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<32xf32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op format 'float8_e4m3fn': weight_scale must be a scalar, got F32 [32]}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<32xf32>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op format 'float8_e4m3fn': weight must be storage [N, K] = [32, 32], got F8_E4M3 [32, 64]}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<32x32xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xf8E4M3FN>, %s: tensor<f32>, %x: tensor<4xf32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op format 'float8_e4m3fn': tensor 'smooth_factor' is not part of format 'float8_e4m3fn'}}
+  %0 = comfyquant.dequantize %w, %s, %x roles ["weight_scale", "smooth_factor"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<32x64xf8E4M3FN>, tensor<f32>, tensor<4xf32>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<16x128xi8>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op format 'convrot_w4a4': format requires a ConvRot group size}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale"] format <convrot_w4a4, granularity = row, nibbles = low_first>
+         : (tensor<16x128xi8>, tensor<16xf32>) -> tensor<16x256xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<2x48x24xui8>, %s: tensor<2x128x4xf8E4M3FN>, %s2: tensor<3xf32>) {
+  // A rank-3 result is a MoE bank [E, N, K].
+  // expected-error @+1 {{'comfyquant.dequantize' op format 'nvfp4': weight_scale_2 must be a scalar or [E] = [2], got F32 [3]}}
+  %0 = comfyquant.dequantize %w, %s, %s2 roles ["weight_scale", "weight_scale_2"]
+         format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first>
+         : (tensor<2x48x24xui8>, tensor<2x128x4xf8E4M3FN>, tensor<3xf32>) -> tensor<2x48x48xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<32x64xi8>, %s: tensor<32x1xf32>) {
+  // The format attribute must describe the scale operand, as on module ops.
+  // expected-error @+1 {{'comfyquant.dequantize' op int8_tensorwise weight_scale is per-row, so granularity must be row}}
+  %0 = comfyquant.dequantize %w, %s roles ["weight_scale"] format <int8_tensorwise, granularity = tensor>
+         : (tensor<32x64xi8>, tensor<32x1xf32>) -> tensor<32x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<16x128xi8>, %r: tensor<16x16xf32>, %ch: tensor<16xf32>) {
+  // expected-error @+1 {{'comfyquant.dequantize' op format scale type 'f8E4M3FN' does not match weight_s_rel (F32)}}
+  %0 = comfyquant.dequantize %w, %r, %ch roles ["weight_s_rel", "weight_s_channel"]
+         format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> rotation <256>
+         : (tensor<16x128xi8>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<16x256xbf16>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// comfyquant.qmatmul
+//===----------------------------------------------------------------------===//
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x32xi8>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op K of A and B differ}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xi8>, tensor<16x32xi8> -> tensor<4x16xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xi8>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op result must be [M, N]}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xi8>, tensor<16x64xi8> -> tensor<16x4xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<64x16xi8>) {
+  // B is [N, K] (K contiguous), not [K, N].
+  // expected-error @+1 {{'comfyquant.qmatmul' op K of A and B differ}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xi8>, tensor<64x16xi8> -> tensor<4x64xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<2x4x64xi8>, %b: tensor<16x64xi8>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op operands are A [M, K], B [N, K] and C [M, N]}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<2x4x64xi8>, tensor<16x64xi8> -> tensor<4x16xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xi8>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op integer operands accumulate exactly in i32}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xi8>, tensor<16x64xi8> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xi8>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op integer operands accumulate exactly in i32}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xi8>, tensor<16x64xi8> -> tensor<4x16xi64>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi16>, %b: tensor<16x64xi16>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op integer operands are at most 8 bits}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xi16>, tensor<16x64xi16> -> tensor<4x16xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xf8E4M3FN>, %b: tensor<16x64xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op float operands accumulate in f32}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xf8E4M3FN>, tensor<16x64xf8E4M3FN> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xf8E4M3FN>, %b: tensor<16x64xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op float operands accumulate in f32}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xf8E4M3FN>, tensor<16x64xf8E4M3FN> -> tensor<4x16xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xbf16>, %b: tensor<16x64xi8>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op operands must both be integers or both floats}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xbf16>, tensor<16x64xi8> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xui8>, %b: tensor<16x64xui8>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op operands must both be integers or both floats}}
+  %0 = comfyquant.qmatmul %a, %b : tensor<4x64xui8>, tensor<16x64xui8> -> tensor<4x16xi32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// comfyquant.epilogue
+//===----------------------------------------------------------------------===//
+
+func.func @f(%acc: tensor<4x16xi32>, %rs: tensor<4xf32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op row_scale must be f32 [M, 1] or a scalar}}
+  %0 = comfyquant.epilogue %acc row_scale %rs : tensor<4xf32> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xi32>, %rs: tensor<4x1xbf16>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op row_scale must be f32 [M, 1] or a scalar}}
+  %0 = comfyquant.epilogue %acc row_scale %rs : tensor<4x1xbf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xi32>, %rs: tensor<?xf32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op row_scale must be f32 [M, 1] or a scalar}}
+  %0 = comfyquant.epilogue %acc row_scale %rs : tensor<?xf32> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xi32>, %cs: tensor<16x2xf32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op col_scale must be f32 [N], [N, 1] or a scalar}}
+  %0 = comfyquant.epilogue %acc col_scale %cs : tensor<16x2xf32> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xi32>, %cs: tensor<4xf32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op col_scale must be f32 [N], [N, 1] or a scalar}}
+  %0 = comfyquant.epilogue %acc col_scale %cs : tensor<4xf32> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xi32>, %b: tensor<16x1xbf16>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op bias must be float [N]}}
+  %0 = comfyquant.epilogue %acc bias %b : tensor<16x1xbf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xi32>, %b: tensor<16xi32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op bias must be float [N]}}
+  %0 = comfyquant.epilogue %acc bias %b : tensor<16xi32> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xf16>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op accumulator must be i32 or f32}}
+  %0 = comfyquant.epilogue %acc : tensor<4x16xf16> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xi32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op result must be float}}
+  %0 = comfyquant.epilogue %acc : tensor<4x16xi32> -> tensor<4x16xi8>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<4x16xi32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op result must have the accumulator's [M, N] shape}}
+  %0 = comfyquant.epilogue %acc : tensor<4x16xi32> -> tensor<4x32xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%acc: tensor<64xi32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op result must have the accumulator's [M, N] shape}}
+  %0 = comfyquant.epilogue %acc : tensor<64xi32> -> tensor<64xbf16>
+  return
+}
