@@ -24,8 +24,8 @@ FormatAttr formatAttrFor(MLIRContext *ctx, const rt::ResolvedModule &m) {
   rt::FormatParams p = rt::defaultFormatParams(d.format);
   if (d.format == rt::Format::Int8Tensorwise) {
     const rt::TensorInfo *s = m.tensor("weight_scale");
-    p.granularity = s && s->rank() >= 2 ? rt::ScaleGranularity::Row
-                                        : rt::ScaleGranularity::Tensor;
+    p.granularity = s ? rt::int8ScaleGranularity(s->shape)
+                      : rt::ScaleGranularity::Tensor;
   }
   if (p.granularity == rt::ScaleGranularity::Group) {
     p.group = d.groupSize;

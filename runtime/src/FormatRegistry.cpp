@@ -1,6 +1,8 @@
 //===- FormatRegistry.cpp - Comfy quant format table and rules ------------===//
 #include "comfyquant/runtime/FormatRegistry.h"
 
+#include "comfyquant/runtime/Error.h"
+
 #include "comfyquant/runtime/Numerics.h"
 
 #include <sstream>
@@ -74,15 +76,9 @@ std::vector<FormatInfo> buildTable() {
   return t;
 }
 
-std::string shapeStr(const std::vector<int64_t> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
 
 std::string descStr(const TensorDesc &t) {
-  return std::string(dtypeName(t.dtype)) + " " + shapeStr(t.shape);
+  return std::string(dtypeName(t.dtype)) + " " + shapeString(t.shape);
 }
 
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -116,7 +112,7 @@ std::optional<std::string> checkLimits(const ModuleDesc &m) {
     int64_t n = 1;
     for (int64_t d : t.shape)
       if (bad(d) || __builtin_mul_overflow(n, d, &n) || n > kMaxElements)
-        return key + " " + shapeStr(t.shape) + " is too large";
+        return key + " " + shapeString(t.shape) + " is too large";
   }
   return std::nullopt;
 }
@@ -161,7 +157,7 @@ private:
     if (!moe()) {
       if (t->shape == s)
         return true;
-      return fail(role + " must be " + rule + " = " + shapeStr(s) + ", got " +
+      return fail(role + " must be " + rule + " = " + shapeString(s) + ", got " +
                   descStr(*t));
     }
     std::vector<int64_t> banked = s;
@@ -175,7 +171,7 @@ private:
         return true;
     }
     return fail(role + " must be " + rule + " per expert = " +
-                shapeStr(banked) + ", got " + descStr(*t));
+                shapeString(banked) + ", got " + descStr(*t));
   }
 
   /// A scalar (or one per expert for MoE banks).
@@ -445,6 +441,14 @@ int64_t TensorDesc::numel() const {
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+ScaleGranularity int8ScaleGranularity(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return shape.size() >= 2 && n > 1 ? ScaleGranularity::Row
+                                    : ScaleGranularity::Tensor;
 }
 
 int64_t storageRows(const FormatInfo &f, int64_t n) { return roundUp(n, f.pad); }

@@ -1,6 +1,8 @@
 //===- Inspect.cpp - checkpoint inspection report -------------------------===//
 #include "comfyquant/runtime/Inspect.h"
 
+#include "comfyquant/runtime/Error.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -10,12 +12,6 @@ namespace comfyquant::rt {
 
 namespace {
 
-std::string shapeStr(const std::vector<int64_t> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
 
 std::string humanBytes(int64_t b) {
   char buf[32];
@@ -159,7 +155,7 @@ std::string inspectText(const ResolvedCheckpoint &ckpt) {
   os << "\nunquantized tensors (" << ckpt.unquantized.size() << "):\n";
   for (const TensorInfo *t : ckpt.unquantized)
     os << "  " << t->name << " " << dtypeName(t->dtype) << " "
-       << shapeStr(t->shape) << "\n";
+       << shapeString(t->shape) << "\n";
   os << "\nattention preferences (" << ckpt.config.attention.size() << "):\n";
   for (const AttentionPreference &p : ckpt.config.attention) {
     os << "  " << p.module << ":";

@@ -117,7 +117,8 @@ void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
     case Format::Int8Tensorwise: {
       float s = 1.0f;
       if (scale) {
-        bool perRow = scale->rank() >= 2;
+        bool perRow =
+            int8ScaleGranularity(scale->shape) == ScaleGranularity::Row;
         s = perRow ? loadF32(*scale, globalRow) : expertScalar(scale, expert);
       }
       for (int64_t c = 0; c < K; ++c)

@@ -54,15 +54,6 @@ std::string rangeStr(uint64_t b, uint64_t e) {
   return "[" + std::to_string(b) + ", " + std::to_string(e) + ")";
 }
 
-std::string shapeStr(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i)
-      s += ", ";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
-}
 
 
 std::string errnoText(int err) { return std::strerror(err); }
@@ -338,19 +329,19 @@ private:
     int64_t numel = 1;
     for (int64_t d : entry_.shape)
       if (__builtin_mul_overflow(numel, d, &numel))
-        fail(subject, "shape " + shapeStr(entry_.shape) +
+        fail(subject, "shape " + shapeString(entry_.shape) +
                           " has more than 2^63-1 elements");
     uint64_t need = 0;
     if (__builtin_mul_overflow(static_cast<uint64_t>(numel),
                                static_cast<uint64_t>(dtypeSize(entry_.dtype)),
                                &need))
-      fail(subject, "shape " + shapeStr(entry_.shape) + " x " +
+      fail(subject, "shape " + shapeString(entry_.shape) + " x " +
                         dtypeName(entry_.dtype) + " needs more than 2^64-1 "
                         "bytes");
     if (need != entry_.end - entry_.begin)
       fail(subject, "data_offsets " + rangeStr(entry_.begin, entry_.end) +
                         " hold " + std::to_string(entry_.end - entry_.begin) +
-                        " bytes but shape " + shapeStr(entry_.shape) + " x " +
+                        " bytes but shape " + shapeString(entry_.shape) + " x " +
                         dtypeName(entry_.dtype) + " needs " +
                         std::to_string(need) + " bytes");
     out_.tensors.push_back(std::move(entry_));
@@ -836,22 +827,22 @@ void writeSafetensors(const std::string &path,
     for (int64_t d : t.shape) {
       if (d < 0)
         throw Error(path, subject,
-                    "shape " + shapeStr(t.shape) + " has a negative dimension");
+                    "shape " + shapeString(t.shape) + " has a negative dimension");
       if (__builtin_mul_overflow(numel, static_cast<uint64_t>(d), &numel) ||
           numel > kMaxI64)
         throw Error(path, subject,
-                    "shape " + shapeStr(t.shape) +
+                    "shape " + shapeString(t.shape) +
                         " has more than 2^63-1 elements");
     }
     uint64_t need = 0;
     if (__builtin_mul_overflow(numel, dtypeSize(t.dtype), &need))
       throw Error(path, subject,
-                  "shape " + shapeStr(t.shape) + " x " + dtypeName(t.dtype) +
+                  "shape " + shapeString(t.shape) + " x " + dtypeName(t.dtype) +
                       " needs more than 2^64-1 bytes");
     if (need != t.bytes.size())
       throw Error(path, subject,
                   "has " + std::to_string(t.bytes.size()) +
-                      " bytes but shape " + shapeStr(t.shape) + " x " +
+                      " bytes but shape " + shapeString(t.shape) + " x " +
                       dtypeName(t.dtype) + " needs " + std::to_string(need));
     nlohmann::ordered_json e = nlohmann::ordered_json::object();
     e["dtype"] = dtypeName(t.dtype);

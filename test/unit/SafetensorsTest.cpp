@@ -239,7 +239,8 @@ TEST(Safetensors, RoundTrip) {
     ASSERT_NE(t.file, nullptr);
     EXPECT_EQ(*t.file, path);
     ASSERT_NE(t.data, nullptr);
-    EXPECT_EQ(std::memcmp(t.data, ts[i].bytes.data(), ts[i].bytes.size()), 0);
+    if (!ts[i].bytes.empty()) // memcmp with a null vector pointer is UB
+      EXPECT_EQ(std::memcmp(t.data, ts[i].bytes.data(), ts[i].bytes.size()), 0);
     EXPECT_EQ(f->find(ts[i].name), &t);
     expectBegin = t.end;
   }

@@ -1493,10 +1493,46 @@ func.func @f(%x: tensor<4x64xf32>) {
 // comfyquant.quantize
 //===----------------------------------------------------------------------===//
 
-// NOTE: the nvfp4_block / mxfp8_block rules (code and scale types, scales
-// [M, ceil(K/16)] / [M, ceil(K/32)], no static scale on mxfp8) cannot be
-// exercised until #comfyquant.act<..., block = N> parses (see the NOTE in
-// ops.mlir); add one case per rule then.
+func.func @q(%x: tensor<4x80xbf16>, %y: tensor<4x96xf16>, %gs: tensor<f32>, %g4: tensor<4xf32>) {
+  // expected-error @+1 {{mxfp8 ignores input_scale; blocks are dynamic}}
+  %c2, %s2 = comfyquant.quantize %y <mxfp8_block, block = 32> scale %gs : tensor<f32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
+  return
+}
+// -----
+func.func @q(%x: tensor<4x80xbf16>) {
+  // expected-error @+1 {{nvfp4 scales must be [M, ceil(K/16)]}}
+  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x4xf8E4M3FN>
+  return
+}
+// -----
+func.func @q(%x: tensor<4x80xbf16>) {
+  // expected-error @+1 {{nvfp4 codes are f4E2M1FN with f8E4M3FN scales}}
+  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E8M0FNU>
+  return
+}
+// -----
+func.func @q(%y: tensor<4x96xf16>) {
+  // expected-error @+1 {{mxfp8 scales must be [M, ceil(K/32)]}}
+  %c2, %s2 = comfyquant.quantize %y <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x96xf8E8M0FNU>
+  return
+}
+// -----
+func.func @q(%y: tensor<4x96xf16>) {
+  // expected-error @+1 {{mxfp8 codes are f8E4M3FN with f8E8M0FNU scales}}
+  %c2, %s2 = comfyquant.quantize %y <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E5M2>, tensor<4x3xf8E8M0FNU>
+  return
+}
+// -----
+func.func @q(%x: tensor<4x80xbf16>, %g4: tensor<4xf32>) {
+  // expected-error @+1 {{static scale (input_scale) must be one f32}}
+  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> scale %g4 : tensor<4xf32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+  return
+}
+// -----
+// expected-error @+1 {{int8_row takes block size 0, not 32}}
+func.func private @f() attributes {act = #comfyquant.act<int8_row, block = 32>}
+
+// -----
 
 func.func @f(%x: tensor<2x4x64xbf16>) {
   // expected-error @+1 {{'comfyquant.quantize' op input must be [M, K]}}

@@ -448,14 +448,18 @@ func.func @int4_and_float_matmuls(%z: tensor<4x256xf32>, %w4: tensor<16x256xi4>,
   return
 }
 
-// NOTE: the block activation schemes (#comfyquant.act<nvfp4_block, block = 16>,
-// #comfyquant.act<mxfp8_block, block = 32>) cannot be round-tripped yet: the
-// ActQuantAttr assembly format has two optional groups that both start with
-// `,`, so the parser commits to `type =` after any comma and rejects
-// `, block = N` ("expected 'type'"). Once ComfyQuantAttrs.td is fixed, add:
-//   %c0, %s0 = comfyquant.quantize %x <nvfp4_block, block = 16> scale %gs : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
-//   %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
-//   %c2, %s2 = comfyquant.quantize %y <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
+// Block activation schemes: NVFP4 (E4M3 16-blocks, static or dynamic global
+// scale) and MXFP8 (E8M0 32-blocks).
+// CHECK-LABEL: func.func @block_schemes(
+// CHECK:         comfyquant.quantize %{{.*}} <nvfp4_block, block = 16> scale %{{.*}} : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+// CHECK:         comfyquant.quantize %{{.*}} <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+// CHECK:         comfyquant.quantize %{{.*}} <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
+func.func @block_schemes(%x: tensor<4x80xbf16>, %y: tensor<4x96xf16>, %gs: tensor<f32>) {
+  %c0, %s0 = comfyquant.quantize %x <nvfp4_block, block = 16> scale %gs : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+  %c2, %s2 = comfyquant.quantize %y <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
+  return
+}
 
 // Dequantize every format (formats.md §4), including a MoE bank ([E, N, K])
 // and the un-rotation of ConvRot formats.

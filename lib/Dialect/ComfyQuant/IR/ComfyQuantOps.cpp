@@ -100,7 +100,8 @@ LogicalResult verifyFormatMatchesTensors(Operation *op, FormatAttr format,
   if (desc.format == rt::Format::Int8Tensorwise) {
     auto s = desc.tensors.find("weight_scale");
     bool present = s != desc.tensors.end();
-    bool perRow = present && s->second.shape.size() >= 2;
+    bool perRow = present && rt::int8ScaleGranularity(s->second.shape) ==
+                                 rt::ScaleGranularity::Row;
     ScaleGranularity want =
         perRow ? ScaleGranularity::row : ScaleGranularity::tensor;
     if (format.getGranularity() != want)

@@ -13,7 +13,9 @@
 #define COMFYQUANT_RUNTIME_ERROR_H
 
 #include <stdexcept>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace comfyquant::rt {
 
@@ -50,6 +52,13 @@ inline std::string tensorSubject(const std::string &name) {
 }
 inline std::string moduleSubject(const std::string &name) {
   return "module '" + name + "'";
+}
+/// "[4, 8]" — shapes in messages and reports.
+inline std::string shapeString(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 } // namespace comfyquant::rt

@@ -132,6 +132,11 @@ std::optional<std::string> verifyModule(const ModuleDesc &m);
 /// or nullopt.
 std::optional<std::string> inferLogicalShape(ModuleDesc &m);
 
+/// How an int8_tensorwise weight_scale of this shape applies: one value per
+/// row when it has rank >= 2 and more than one element ([N, 1], [E, N, 1],
+/// [E·N, 1]); otherwise a scalar ([], [1], [1, 1]) or one per expert ([E]).
+ScaleGranularity int8ScaleGranularity(const std::vector<int64_t> &shape);
+
 /// Storage rows / columns of one expert's weight for logical N, K.
 int64_t storageRows(const FormatInfo &f, int64_t n);
 int64_t storageCols(const FormatInfo &f, int64_t k);

@@ -148,9 +148,7 @@ def ComfyQuant_ActQuantAttr : ComfyQuant_Attr<"ActQuant", "act"> {
     EnumParameter<ComfyQuant_ActScheme>:$scheme,
     OptionalParameter<"::mlir::Type">:$type,
     DefaultValuedParameter<"int64_t", "0">:$block);
-  let assemblyFormat = [{
-    `<` $scheme (`,` `type` `=` $type^)? (`,` `block` `=` $block^)? `>`
-  }];
+  let assemblyFormat = "`<` $scheme (`,` struct($type, $block)^)? `>`";
   let genVerifyDecl = 1;
 }
 
