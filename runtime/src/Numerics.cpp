@@ -316,4 +316,51 @@ void rotateRowF32(float *row, int64_t k, int64_t g) {
   }
 }
 
+uint8_t encodeE2M1(float f) {
+  // Magnitudes of codes 0..7; choose the nearest, ties to the even code.
+  static const float kMag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  uint8_t sign = std::signbit(f) ? 0x8 : 0x0;
+  float a = std::fabs(f);
+  if (std::isnan(a))
+    return sign | 0x7; // saturate; E2M1 has no NaN
+  uint8_t best = 7;
+  for (uint8_t c = 0; c < 7; ++c) {
+    float mid = 0.5f * (kMag[c] + kMag[c + 1]); // exact in f32
+    if (a < mid || (a == mid && c % 2 == 0)) {
+      best = c;
+      break;
+    }
+  }
+  return sign | best;
+}
+
+void fwhtRowF32(float *row, int64_t k, int64_t g) {
+  if (!isPowerOf4(g))
+    throw Error("", "rotation",
+                "group size " + std::to_string(g) + " is not a power of 4 >= 4");
+  if (k < 0 || k % g != 0)
+    throw Error("", "rotation",
+                "row length " + std::to_string(k) +
+                    " is not a multiple of the group size " + std::to_string(g));
+  static const int kH4[4][4] = {
+      {1, 1, 1, -1}, {1, 1, -1, 1}, {1, -1, 1, 1}, {-1, 1, 1, 1}};
+  auto term = [](int h, float v) { return h > 0 ? v : -v; };
+  for (int64_t base = 0; base < k; base += g) {
+    float *x = row + base;
+    for (int64_t s = 1; s < g; s *= 4) {
+      for (int64_t i = 0; i < g; ++i) {
+        if ((i / s) % 4 != 0)
+          continue; // i is the first of its 4 butterfly inputs
+        float a = x[i], b = x[i + s], c = x[i + 2 * s], d = x[i + 3 * s];
+        for (int r = 0; r < 4; ++r) {
+          float sum = term(kH4[r][0], a) + term(kH4[r][1], b);
+          sum = sum + term(kH4[r][2], c);
+          sum = sum + term(kH4[r][3], d);
+          x[i + r * s] = 0.5f * sum;
+        }
+      }
+    }
+  }
+}
+
 } // namespace comfyquant::rt

@@ -74,34 +74,74 @@ void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
                     std::to_string(rowEnd) + ") of expert " +
                     std::to_string(expert) + " are out of range (N = " +
                     std::to_string(N) + ", E = " + std::to_string(E) + ")");
+  if (d.format == Format::NVFP4) {
+    // e2m1 · (bs · s2): the decode scale is formed first (formats.md §4.2),
+    // so this is not operand · row scale.
+    const TensorInfo &w = *m.tensor("weight");
+    const TensorInfo &scale = *m.tensor("weight_scale");
+    const int64_t Ns = storageRows(f, N), rowBytes = storageCols(f, K);
+    const int64_t cols = roundUp(K, 16) / 16;
+    const int64_t base =
+        expert * static_cast<int64_t>(swizzledScaleCount(Ns, cols));
+    const float s2 = weightRowScale(m, expert, 0);
+    for (int64_t r = rowBegin; r < rowEnd; ++r) {
+      const uint8_t *row = w.data + (expert * Ns + r) * rowBytes;
+      float *o = out + (r - rowBegin) * K;
+      for (int64_t c = 0; c < K; ++c) {
+        float bs = scaleAt(scale, base + swizzledScaleOffset(r, c / 16, cols),
+                           DType::F8_E4M3);
+        o[c] = decodeE2M1(nibble(row, c, NibbleOrder::HighFirst)) * (bs * s2);
+      }
+    }
+  } else {
+    // Every other format: the exact operand times its row scale, one f32
+    // rounding (mxfp8: the product with 2^(e-127) is already exact).
+    weightOperandRows(m, expert, rowBegin, rowEnd, out);
+    for (int64_t r = rowBegin; r < rowEnd; ++r) {
+      const float s = weightRowScale(m, expert, r);
+      float *o = out + (r - rowBegin) * K;
+      for (int64_t c = 0; c < K; ++c)
+        o[c] *= s;
+    }
+  }
+  if (d.rotationGroup && unrotate)
+    for (int64_t r = rowBegin; r < rowEnd; ++r)
+      rotateRowF32(out + (r - rowBegin) * K, K, d.rotationGroup);
+}
+
+void weightOperandRows(const ResolvedModule &m, int64_t expert,
+                       int64_t rowBegin, int64_t rowEnd, float *out) {
+  const ModuleDesc &d = m.desc;
+  const FormatInfo &f = formatInfo(d.format);
+  const int64_t N = d.outFeatures, K = d.inFeatures;
+  const int64_t E = d.kind == ModuleKind::MoE ? d.experts : 1;
+  if (expert < 0 || expert >= E || rowBegin < 0 || rowEnd > N ||
+      rowBegin > rowEnd)
+    throw Error("", moduleSubject(d.name), "operand rows out of range");
   const TensorInfo &w = *m.tensor("weight");
   const int64_t Ns = storageRows(f, N), rowBytes = storageCols(f, K);
   const TensorInfo *scale = m.tensor("weight_scale");
-
   for (int64_t r = rowBegin; r < rowEnd; ++r) {
     float *o = out + (r - rowBegin) * K;
     const uint8_t *row = w.data + (expert * Ns + r) * rowBytes;
-    const int64_t globalRow = expert * N + r; // per-row side tensors
+    const int64_t globalRow = expert * N + r;
     switch (d.format) {
     case Format::Float8E4M3FN:
-    case Format::Float8E5M2: {
-      float s = expertScalar(scale, expert);
       for (int64_t c = 0; c < K; ++c)
-        o[c] = (d.format == Format::Float8E4M3FN ? decodeE4M3(row[c])
-                                                 : decodeE5M2(row[c])) *
-               s;
+        o[c] = decodeE4M3(row[c]);
       break;
-    }
+    case Format::Float8E5M2:
+      for (int64_t c = 0; c < K; ++c)
+        o[c] = decodeE5M2(row[c]);
+      break;
     case Format::NVFP4: {
       const int64_t cols = roundUp(K, 16) / 16;
       const int64_t base =
           expert * static_cast<int64_t>(swizzledScaleCount(Ns, cols));
-      float s2 = expertScalar(m.tensor("weight_scale_2"), expert);
-      for (int64_t c = 0; c < K; ++c) {
-        float bs = scaleAt(*scale, base + swizzledScaleOffset(r, c / 16, cols),
-                           DType::F8_E4M3);
-        o[c] = decodeE2M1(nibble(row, c, NibbleOrder::HighFirst)) * (bs * s2);
-      }
+      for (int64_t c = 0; c < K; ++c)
+        o[c] = decodeE2M1(nibble(row, c, NibbleOrder::HighFirst)) *
+               scaleAt(*scale, base + swizzledScaleOffset(r, c / 16, cols),
+                       DType::F8_E4M3);
       break;
     }
     case Format::MXFP8: {
@@ -114,31 +154,21 @@ void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
                        DType::F8_E8M0);
       break;
     }
-    case Format::Int8Tensorwise: {
-      float s = 1.0f;
-      if (scale) {
-        bool perRow =
-            int8ScaleGranularity(scale->shape) == ScaleGranularity::Row;
-        s = perRow ? loadF32(*scale, globalRow) : expertScalar(scale, expert);
-      }
+    case Format::Int8Tensorwise:
       for (int64_t c = 0; c < K; ++c)
-        o[c] = static_cast<float>(static_cast<int8_t>(row[c])) * s;
+        o[c] = static_cast<float>(static_cast<int8_t>(row[c]));
       break;
-    }
-    case Format::ConvRotW4A4: {
-      float s = loadF32(*scale, globalRow);
+    case Format::ConvRotW4A4:
       for (int64_t c = 0; c < K; ++c) {
         int v = nibble(row, c, NibbleOrder::LowFirst);
-        o[c] = static_cast<float>(v >= 8 ? v - 16 : v) * s;
+        o[c] = static_cast<float>(v >= 8 ? v - 16 : v);
       }
       break;
-    }
     case Format::AsymW4A8Int8:
     case Format::W6A8Int8: {
       const TensorInfo &sRel = *m.tensor("weight_s_rel");
       const TensorInfo *codebook = m.tensor("weight_codebook");
       const int64_t G = d.groupSize, groups = K / G;
-      float sChannel = loadF32(*m.tensor("weight_s_channel"), globalRow);
       for (int64_t c = 0; c < K; ++c) {
         float level;
         if (d.format == Format::W6A8Int8)
@@ -149,14 +179,37 @@ void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
           level =
               static_cast<float>(nibble(row, c, NibbleOrder::LowFirst)) - 8.0f;
         float rel = scaleAt(sRel, globalRow * groups + c / G, DType::F8_E4M3);
-        o[c] = static_cast<float>(groupedInt8Grid(level, rel)) * sChannel;
+        o[c] = static_cast<float>(groupedInt8Grid(level, rel));
       }
       break;
     }
     }
-    if (d.rotationGroup && unrotate)
-      rotateRowF32(o, K, d.rotationGroup);
   }
+}
+
+float weightRowScale(const ResolvedModule &m, int64_t expert, int64_t row) {
+  const ModuleDesc &d = m.desc;
+  const int64_t globalRow = expert * d.outFeatures + row;
+  const TensorInfo *scale = m.tensor("weight_scale");
+  switch (d.format) {
+  case Format::Float8E4M3FN:
+  case Format::Float8E5M2:
+    return expertScalar(scale, expert);
+  case Format::NVFP4:
+    return expertScalar(m.tensor("weight_scale_2"), expert);
+  case Format::MXFP8:
+    return 1.0f;
+  case Format::Int8Tensorwise:
+    if (scale && int8ScaleGranularity(scale->shape) == ScaleGranularity::Row)
+      return loadF32(*scale, globalRow);
+    return expertScalar(scale, expert);
+  case Format::ConvRotW4A4:
+    return loadF32(*scale, globalRow);
+  case Format::AsymW4A8Int8:
+  case Format::W6A8Int8:
+    return loadF32(*m.tensor("weight_s_channel"), globalRow);
+  }
+  return 1.0f;
 }
 
 std::vector<float> dequantizeModule(const ResolvedModule &m, bool unrotate) {

@@ -696,3 +696,49 @@ TEST(Numerics, RotateIsCorrectlyRounded) {
     EXPECT_EQ(bitsOf(y[static_cast<size_t>(j)]), bitsOf(static_cast<float>(exact))) << j;
   }
 }
+
+TEST(Numerics, EncodeE2M1RoundsHalfToEvenCode) {
+  // Ties from kitchen-numerics.md §1.2.
+  EXPECT_EQ(encodeE2M1(0.25f), 0x0);
+  EXPECT_EQ(encodeE2M1(0.75f), 0x2); // 1.0
+  EXPECT_EQ(encodeE2M1(1.25f), 0x2); // 1.0
+  EXPECT_EQ(encodeE2M1(1.75f), 0x4); // 2.0
+  EXPECT_EQ(encodeE2M1(2.5f), 0x4);  // 2.0
+  EXPECT_EQ(encodeE2M1(3.5f), 0x6);  // 4.0
+  EXPECT_EQ(encodeE2M1(5.0f), 0x6);  // 4.0
+  EXPECT_EQ(encodeE2M1(-0.0f), 0x8);
+  EXPECT_EQ(encodeE2M1(100.0f), 0x7); // saturates to 6
+  EXPECT_EQ(encodeE2M1(-100.0f), 0xF);
+  for (uint8_t c = 0; c < 16; ++c)
+    EXPECT_EQ(encodeE2M1(decodeE2M1(c)), c) << int(c);
+}
+
+TEST(Numerics, FastHadamardMatchesDenseRotation) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  for (int64_t g : {4, 16, 64, 256}) {
+    const int64_t k = 2 * g;
+    // One-hot inputs give Hadamard rows exactly (every step is exact).
+    for (int64_t i : {int64_t(0), g - 1, g + 3}) {
+      std::vector<float> row(static_cast<size_t>(k), 0.0f);
+      row[static_cast<size_t>(i)] = 1.0f;
+      fwhtRowF32(row.data(), k, g);
+      for (int64_t c = 0; c < k; ++c)
+        ASSERT_EQ(row[static_cast<size_t>(c)],
+                  c / g == i / g ? hadamardEntry(g, i % g, c % g) : 0.0f);
+    }
+    // Random rows: within f32 rounding of the correctly rounded dense sum.
+    std::vector<float> x(static_cast<size_t>(k));
+    for (float &v : x)
+      v = nd(rng);
+    std::vector<float> fast = x, dense = x;
+    fwhtRowF32(fast.data(), k, g);
+    rotateRowF32(dense.data(), k, g);
+    for (int64_t c = 0; c < k; ++c)
+      EXPECT_NEAR(fast[static_cast<size_t>(c)], dense[static_cast<size_t>(c)],
+                  1e-5f * 8)
+          << g << " " << c;
+  }
+  std::vector<float> bad(48, 1.0f);
+  EXPECT_THROW(fwhtRowF32(bad.data(), 48, 32), Error);
+}

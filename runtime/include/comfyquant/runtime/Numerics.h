@@ -55,6 +55,17 @@ float hadamardEntry(int64_t g, int64_t i, int64_t j);
 /// The same operation rotates and un-rotates (H·H = I).
 void rotateRowF32(float *row, int64_t k, int64_t g);
 
+/// E2M1 encoder (RNE, ties to the even code, saturating to ±6, keeps the
+/// sign of -0), as kitchen's float_utils: 0.25->0, 0.75->1.0, 2.5->2, 5->4.
+uint8_t encodeE2M1(float f);
+
+/// The activation rotation of compiled kernels and the reference forward:
+/// radix-4 fast Walsh–Hadamard butterfly per group of g (power of 4), in f32,
+/// stages of stride 1, 4, 16, ..., each output
+/// 0.5f * (((h0*a + h1*b) + h2*c) + h3*d) with H4 signs (docs/CpuCodegen.md).
+/// O(k log g). Differs from rotateRowF32 only in f32 rounding.
+void fwhtRowF32(float *row, int64_t k, int64_t g);
+
 } // namespace comfyquant::rt
 
 #endif // COMFYQUANT_RUNTIME_NUMERICS_H

@@ -23,6 +23,18 @@ namespace comfyquant::rt {
 void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
                     int64_t rowEnd, float *out, bool unrotate = true);
 
+/// The GEMM operand of the quantized forward (docs/CpuCodegen.md §1) for
+/// logical rows [rowBegin, rowEnd) of `expert`, K columns, every value exact
+/// in f32: fp8 codes decoded; nvfp4 e2m1·block scale; mxfp8 code·2^(e−127);
+/// int8 codes; convrot_w4a4 signed nibbles; W4A8/W6A8 the int8 grid g8.
+/// Still in the rotated basis for ConvRot formats.
+void weightOperandRows(const ResolvedModule &m, int64_t expert,
+                       int64_t rowBegin, int64_t rowEnd, float *out);
+/// The per-output-row factor the epilogue applies with the operand above:
+/// fp8 weight_scale, nvfp4 weight_scale_2, mxfp8 1, int8 weight_scale
+/// (scalar or row), convrot_w4a4 weight_scale[n], W4A8/W6A8 s_channel[n].
+float weightRowScale(const ResolvedModule &m, int64_t expert, int64_t row);
+
 /// The whole weight: [N, K], or [E, N, K] for MoE banks.
 std::vector<float> dequantizeModule(const ResolvedModule &m,
                                     bool unrotate = true);
