@@ -49,6 +49,12 @@ std::vector<uint8_t> storeActivations(const std::vector<float> &v, DType t) {
   return out;
 }
 
+/// The file a module's weight lives in, for messages.
+std::string fileOf(const ResolvedModule &m) {
+  const TensorInfo *w = m.tensor("weight");
+  return w && w->file ? *w->file : std::string();
+}
+
 float tensorScalar(const TensorInfo *t, float fallback) {
   return t ? loadF32(*t, 0) : fallback;
 }
@@ -120,18 +126,18 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
   const int64_t M = x.rows, K = d.inFeatures, N = d.outFeatures;
   const DType T = x.dtype;
   if (d.kind == ModuleKind::Embedding)
-    throw Error("", subject, "an embedding takes indices, not activations");
+    throw Error(fileOf(m), subject, "an embedding takes indices, not activations");
   if (!isActivationDType(T))
-    throw Error("", subject,
+    throw Error(fileOf(m), subject,
                 std::string("activations must be F32, BF16 or F16, got ") +
                     dtypeName(T));
   if (x.cols != K)
-    throw Error("", subject,
+    throw Error(fileOf(m), subject,
                 "input has " + std::to_string(x.cols) +
                     " features, the module takes K = " + std::to_string(K));
   const int64_t E = d.kind == ModuleKind::MoE ? d.experts : 1;
   if (expert < 0 || expert >= E)
-    throw Error("", subject,
+    throw Error(fileOf(m), subject,
                 "expert " + std::to_string(expert) + " is out of range [0, " +
                     std::to_string(E) + ")");
   ForwardTrace local;
@@ -321,15 +327,15 @@ std::vector<uint8_t> referenceEmbedding(const ResolvedModule &m,
                                         DType out) {
   const ModuleDesc &d = m.desc;
   if (d.kind != ModuleKind::Embedding)
-    throw Error("", moduleSubject(d.name), "is not an embedding");
+    throw Error(fileOf(m), moduleSubject(d.name), "is not an embedding");
   if (!isActivationDType(out))
-    throw Error("", moduleSubject(d.name),
+    throw Error(fileOf(m), moduleSubject(d.name),
                 "embedding output must be F32, BF16 or F16");
   const int64_t D = d.inFeatures;
   std::vector<float> y(static_cast<size_t>(n * D));
   for (int64_t i = 0; i < n; ++i) {
     if (indices[i] < 0 || indices[i] >= d.outFeatures)
-      throw Error("", moduleSubject(d.name),
+      throw Error(fileOf(m), moduleSubject(d.name),
                   "index " + std::to_string(indices[i]) +
                       " is out of range [0, " +
                       std::to_string(d.outFeatures) + ")");
