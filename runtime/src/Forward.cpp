@@ -258,6 +258,7 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
         amax = std::max(amax, std::fabs(v));
       g = roundToActivation(amax / 2688.0f, T);
     }
+    tr.globalScale = g;
     const int64_t blocks = (K + 15) / 16;
     tr.scales.assign(static_cast<size_t>(M * blocks), 0.0f);
     std::vector<float> xd(static_cast<size_t>(M * K)); // e2m1 · d8

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Dialect/ComfyQuant/Transforms/Passes.h"
+#include "comfyquant/Pipelines/Pipelines.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   registry.insert<mlir::comfyquant::ComfyQuantDialect>();
   mlir::registerAllPasses();
   mlir::comfyquant::registerComfyQuantPasses();
+  mlir::comfyquant::registerComfyQuantPipelines();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "comfyquant optimizer driver\n", registry));
 }

@@ -1501,13 +1501,13 @@ func.func @q(%x: tensor<4x80xbf16>, %y: tensor<4x96xf16>, %gs: tensor<f32>, %g4:
 // -----
 func.func @q(%x: tensor<4x80xbf16>) {
   // expected-error @+1 {{nvfp4 scales must be [M, ceil(K/16)]}}
-  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x4xf8E4M3FN>
+  %c1, %s1, %g1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x4xf8E4M3FN>, tensor<f32>
   return
 }
 // -----
 func.func @q(%x: tensor<4x80xbf16>) {
   // expected-error @+1 {{nvfp4 codes are f4E2M1FN with f8E4M3FN scales}}
-  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E8M0FNU>
+  %c1, %s1, %g1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E8M0FNU>, tensor<f32>
   return
 }
 // -----
@@ -1525,7 +1525,7 @@ func.func @q(%y: tensor<4x96xf16>) {
 // -----
 func.func @q(%x: tensor<4x80xbf16>, %g4: tensor<4xf32>) {
   // expected-error @+1 {{static scale (input_scale) must be one f32}}
-  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> scale %g4 : tensor<4xf32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+  %c1, %s1, %g1 = comfyquant.quantize %x <nvfp4_block, block = 16> scale %g4 : tensor<4xf32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>, tensor<f32>
   return
 }
 // -----
@@ -1940,7 +1940,7 @@ func.func @f(%acc: tensor<4x16xi32>, %cs: tensor<4xf32>) {
 // -----
 
 func.func @f(%acc: tensor<4x16xi32>, %b: tensor<16x1xbf16>) {
-  // expected-error @+1 {{'comfyquant.epilogue' op bias must be float [N]}}
+  // expected-error @+1 {{'comfyquant.epilogue' op bias must be [N] of the result element type 'bf16'}}
   %0 = comfyquant.epilogue %acc bias %b : tensor<16x1xbf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
   return
 }
@@ -1948,7 +1948,7 @@ func.func @f(%acc: tensor<4x16xi32>, %b: tensor<16x1xbf16>) {
 // -----
 
 func.func @f(%acc: tensor<4x16xi32>, %b: tensor<16xi32>) {
-  // expected-error @+1 {{'comfyquant.epilogue' op bias must be float [N]}}
+  // expected-error @+1 {{'comfyquant.epilogue' op bias must be [N] of the result element type 'bf16'}}
   %0 = comfyquant.epilogue %acc bias %b : tensor<16xi32> : tensor<4x16xi32> -> tensor<4x16xbf16>
   return
 }

@@ -76,12 +76,30 @@ RotationAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // ActQuantAttr
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The block-scaled format whose activation quantization a scheme is.
+std::optional<rt::Format> blockFormatOf(ActScheme scheme) {
+  switch (scheme) {
+  case ActScheme::nvfp4_block:
+    return rt::Format::NVFP4;
+  case ActScheme::mxfp8_block:
+    return rt::Format::MXFP8;
+  default:
+    return std::nullopt;
+  }
+}
+} // namespace
+
+std::optional<rt::Format> ActQuantAttr::getBlockFormat() const {
+  return blockFormatOf(getScheme());
+}
+
 LogicalResult
 ActQuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      ActScheme scheme, Type type, int64_t block) {
-  int64_t wantBlock = scheme == ActScheme::nvfp4_block   ? 16
-                      : scheme == ActScheme::mxfp8_block ? 32
-                                                         : 0;
+  // Block schemes quantize like their format's weight: the registry's block.
+  std::optional<rt::Format> blockFormat = blockFormatOf(scheme);
+  int64_t wantBlock = blockFormat ? rt::formatInfo(*blockFormat).blockSize : 0;
   if (block != wantBlock)
     return emitError() << stringifyActScheme(scheme) << " takes block size "
                        << wantBlock << ", not " << block;
@@ -93,5 +111,25 @@ ActQuantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << stringifyActScheme(scheme)
                        << " has a fixed code type; drop `type`";
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ModuleInfoAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ModuleInfoAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       ModuleKind kind, FormatAttr format, int64_t outFeatures,
+                       int64_t inFeatures, int64_t experts,
+                       RotationAttr rotation, OptionsAttr options) {
+  if (!format)
+    return emitError() << "module info needs a format";
+  if (outFeatures <= 0 || inFeatures <= 0)
+    return emitError() << "logical shape [" << outFeatures << ", "
+                       << inFeatures << "] must be positive";
+  if ((kind == ModuleKind::moe) != (experts > 0))
+    return emitError() << "experts must be > 0 exactly for moe, got "
+                       << experts;
   return success();
 }

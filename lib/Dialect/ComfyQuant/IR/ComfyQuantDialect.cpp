@@ -3,6 +3,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -17,6 +18,66 @@ void ComfyQuantDialect::initialize() {
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantOps.cpp.inc"
       >();
   registerAttributes();
+}
+
+LogicalResult
+ComfyQuantDialect::verifyOperationAttribute(Operation *op,
+                                            NamedAttribute attribute) {
+  if (attribute.getName() != getModuleAttrName())
+    return success(); // other comfyquant.* records (e.g. codegen strategy)
+  auto info = llvm::dyn_cast<ModuleInfoAttr>(attribute.getValue());
+  if (!info)
+    return op->emitOpError("'")
+           << getModuleAttrName() << "' must be a #comfyquant.module";
+  auto fn = llvm::dyn_cast<FunctionOpInterface>(op);
+  if (!fn)
+    return op->emitOpError("'")
+           << getModuleAttrName() << "' is only valid on a function";
+  // The kernel contract of the module kind (docs/CpuCodegen.md §2).
+  ArrayRef<Type> in = fn.getArgumentTypes(), out = fn.getResultTypes();
+  const int64_t n = info.getOutFeatures(), k = info.getInFeatures();
+  auto fail = [&]() {
+    InFlightDiagnostic d = op->emitOpError("signature of a ");
+    d << stringifyModuleKind(info.getKind()) << " module must be ";
+    switch (info.getKind()) {
+    case ModuleKind::linear:
+      d << "(tensor<Mx" << k << "xT>) -> tensor<Mx" << n << "xT>";
+      break;
+    case ModuleKind::moe:
+      d << "(tensor<Mx" << k << "xT>, index) -> tensor<Mx" << n << "xT>";
+      break;
+    case ModuleKind::embedding:
+      d << "(tensor<Mxi64>) -> tensor<Mx" << k << "xT>";
+      break;
+    }
+    d << " with T = f32, bf16 or f16";
+    return d;
+  };
+  if (out.size() != 1)
+    return fail();
+  auto y = llvm::dyn_cast<RankedTensorType>(out[0]);
+  if (!y || y.getRank() != 2 ||
+      !llvm::isa<Float32Type, BFloat16Type, Float16Type>(y.getElementType()))
+    return fail();
+  int64_t m = y.getDimSize(0);
+  if (info.getKind() == ModuleKind::embedding) {
+    auto idx = in.size() == 1 ? llvm::dyn_cast<RankedTensorType>(in[0])
+                              : RankedTensorType();
+    if (!idx || idx.getRank() != 1 || !idx.getElementType().isInteger(64) ||
+        idx.getDimSize(0) != m || y.getDimSize(1) != k)
+      return fail();
+    return success();
+  }
+  size_t wantArgs = info.getKind() == ModuleKind::moe ? 2 : 1;
+  if (in.size() != wantArgs)
+    return fail();
+  auto x = llvm::dyn_cast<RankedTensorType>(in[0]);
+  if (!x || x.getRank() != 2 || x.getDimSize(0) != m || x.getDimSize(1) != k ||
+      x.getElementType() != y.getElementType() || y.getDimSize(1) != n)
+    return fail();
+  if (wantArgs == 2 && !in[1].isIndex())
+    return fail();
+  return success();
 }
 
 Type mlir::comfyquant::getElementType(MLIRContext *ctx, rt::DType dtype) {

@@ -2,6 +2,7 @@
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/Numerics.h"
 #include "comfyquant/runtime/QuantConfig.h"
 
 #include "mlir/IR/Builders.h"
@@ -265,6 +266,27 @@ LogicalResult QuantizeOp::verify() {
     if (!t.getElementType().isF32() || !isOneElement(t))
       return emitOpError("static scale (input_scale) must be one f32");
   }
+  bool nvfp4 = scheme.getScheme() == ActScheme::nvfp4_block;
+  if (Value g = getGlobalScale()) {
+    if (!nvfp4)
+      return emitOpError("only nvfp4_block returns a global scale");
+    auto t = llvm::cast<RankedTensorType>(g.getType());
+    if (t.getRank() != 0 || !t.getElementType().isF32())
+      return emitOpError("global scale must be tensor<f32>");
+  } else if (nvfp4) {
+    return emitOpError("nvfp4_block returns the global scale as a third "
+                       "result (tensor<f32>)");
+  }
+  if (RotationAttr rotation = getRotationAttr()) {
+    if (scheme.getScheme() != ActScheme::int8_row &&
+        scheme.getScheme() != ActScheme::int4_row)
+      return emitOpError("rotation fuses only with the per-row integer "
+                         "schemes (ConvRot formats)");
+    if (!ShapedType::isDynamic(k) && k % rotation.getGroup())
+      return emitOpError("K = ")
+             << k << " must be divisible by the rotation group "
+             << rotation.getGroup();
+  }
   switch (scheme.getScheme()) {
   case ActScheme::int8_row:
   case ActScheme::int4_row: {
@@ -284,22 +306,82 @@ LogicalResult QuantizeOp::verify() {
       return emitOpError("fp8 activation scale must be one f32");
     return success();
   case ActScheme::mxfp8_block:
-    if (!llvm::isa<Float8E4M3FNType>(ct) || !llvm::isa<Float8E8M0FNUType>(st))
-      return emitOpError("mxfp8 codes are f8E4M3FN with f8E8M0FNU scales");
-    if (!sameShape(scales.getShape(), {m, blocks(32)}))
-      return emitOpError("mxfp8 scales must be [M, ceil(K/32)]");
-    if (hasStatic)
+  case ActScheme::nvfp4_block: {
+    // Codes and block scales have the types of the format's weight codes
+    // and block scales (registry).
+    const rt::FormatInfo &f = rt::formatInfo(*scheme.getBlockFormat());
+    Type wantScale = getElementType(getContext(), f.blockScaleDType);
+    bool codesOk = llvm::isa<FloatType>(ct) &&
+                   ct.getIntOrFloatBitWidth() == unsigned(f.codeBits) &&
+                   (f.codeBits != 8 ||
+                    ct == getElementType(getContext(), f.weightDType));
+    if (!codesOk || st != wantScale) {
+      std::string scaleName;
+      llvm::raw_string_ostream(scaleName) << wantScale;
+      return emitOpError(nvfp4 ? "nvfp4" : "mxfp8")
+             << " codes are " << (nvfp4 ? "f4E2M1FN" : "f8E4M3FN") << " with "
+             << scaleName << " scales";
+    }
+    if (!sameShape(scales.getShape(), {m, blocks(scheme.getBlock())}))
+      return emitOpError(nvfp4 ? "nvfp4" : "mxfp8")
+             << " scales must be [M, ceil(K/" << scheme.getBlock() << ")]";
+    if (hasStatic && !nvfp4)
       return emitOpError("mxfp8 ignores input_scale; blocks are dynamic");
     return success();
-  case ActScheme::nvfp4_block:
-    if (!llvm::isa<Float4E2M1FNType>(ct) || !llvm::isa<Float8E4M3FNType>(st))
-      return emitOpError("nvfp4 codes are f4E2M1FN with f8E4M3FN scales");
-    if (!sameShape(scales.getShape(), {m, blocks(16)}))
-      return emitOpError("nvfp4 scales must be [M, ceil(K/16)]");
-    return success();
+  }
   }
   return success();
 }
+
+namespace {
+
+/// Adds the weight and the role-named side operands of a dequantize-like op
+/// to `d` (checking roles are distinct and not 'weight').
+LogicalResult describeOperands(Operation *op, rt::ModuleDesc &d, Value weight,
+                               ArrayAttr roles, ValueRange side) {
+  if (roles.size() != side.size())
+    return op->emitOpError("names ")
+           << roles.size() << " roles for " << side.size() << " side tensors";
+  llvm::SmallDenseSet<StringRef> seen;
+  for (Attribute role : roles) {
+    StringRef name = llvm::cast<StringAttr>(role).getValue();
+    if (name == "weight")
+      return op->emitOpError(
+          "role 'weight' is the first operand, not a side tensor");
+    if (!seen.insert(name).second)
+      return op->emitOpError("role '") << name << "' is named twice";
+  }
+  auto add = [&](StringRef role, Type t) -> LogicalResult {
+    auto rtt = llvm::cast<RankedTensorType>(t);
+    std::optional<rt::DType> dt = getDType(rtt.getElementType());
+    if (!dt)
+      return op->emitOpError("operand '")
+             << role << "' element type is not a safetensors dtype";
+    d.tensors[role.str()] = rt::TensorDesc{
+        *dt, std::vector<int64_t>(rtt.getShape().begin(), rtt.getShape().end())};
+    return success();
+  };
+  if (failed(add("weight", weight.getType())))
+    return failure();
+  for (auto [role, value] : llvm::zip(roles, side))
+    if (failed(add(llvm::cast<StringAttr>(role).getValue(), value.getType())))
+      return failure();
+  return success();
+}
+
+/// The format-derived parts of a module description.
+void describeFormat(rt::ModuleDesc &d, FormatAttr format,
+                    RotationAttr rotation) {
+  d.format = toRegistry(format.getKind());
+  if (format.getGranularity() == ScaleGranularity::group)
+    d.groupSize = format.getGroup();
+  if (rotation)
+    d.rotationGroup = rotation.getGroup();
+  if (d.format == rt::Format::ConvRotW4A4)
+    d.linearDtype = "int4";
+}
+
+} // namespace
 
 LogicalResult DequantizeOp::verify() {
   auto result = llvm::cast<RankedTensorType>(getResult().getType());
@@ -307,91 +389,249 @@ LogicalResult DequantizeOp::verify() {
     return emitOpError("result must be a float tensor");
   if (!result.hasStaticShape() || (result.getRank() != 2 && result.getRank() != 3))
     return emitOpError("result must be a static [N, K] or [E, N, K]");
-  if (getRoles().size() != getSide().size())
-    return emitOpError("names ")
-           << getRoles().size() << " roles for " << getSide().size()
-           << " side tensors";
-  llvm::SmallDenseSet<StringRef> seen;
-  for (Attribute role : getRoles()) {
-    StringRef name = llvm::cast<StringAttr>(role).getValue();
-    if (name == "weight")
-      return emitOpError(
-          "role 'weight' is the first operand, not a side tensor");
-    if (!seen.insert(name).second)
-      return emitOpError("role '") << name << "' is named twice";
-  }
   bool bank = result.getRank() == 3;
   ArrayRef<int64_t> shape = result.getShape();
   rt::ModuleDesc d;
   d.name = "dequantize";
   d.kind = bank ? rt::ModuleKind::MoE : rt::ModuleKind::Linear;
-  d.format = toRegistry(getFormat().getKind());
   d.experts = bank ? shape[0] : 0;
   d.outFeatures = shape[bank ? 1 : 0];
   d.inFeatures = shape[bank ? 2 : 1];
-  if (getFormat().getGranularity() == ScaleGranularity::group)
-    d.groupSize = getFormat().getGroup();
-  if (auto r = getRotationAttr())
-    d.rotationGroup = r.getGroup();
-  if (d.format == rt::Format::ConvRotW4A4)
-    d.linearDtype = "int4";
-  auto add = [&](StringRef role, Type t) -> LogicalResult {
-    auto rtt = llvm::cast<RankedTensorType>(t);
-    std::optional<rt::DType> dt = getDType(rtt.getElementType());
-    if (!dt)
-      return emitOpError("operand '")
-             << role << "' element type is not a safetensors dtype";
-    d.tensors[role.str()] = rt::TensorDesc{
-        *dt, std::vector<int64_t>(rtt.getShape().begin(), rtt.getShape().end())};
-    return success();
-  };
-  if (failed(add("weight", getWeight().getType())))
+  describeFormat(d, getFormat(), getRotationAttr());
+  if (failed(describeOperands(*this, d, getWeight(), getRoles(), getSide())))
     return failure();
-  for (auto [role, value] : llvm::zip(getRoles(), getSide()))
-    if (failed(add(llvm::cast<StringAttr>(role).getValue(), value.getType())))
-      return failure();
   if (auto err = rt::verifyModule(d))
     return emitOpError("format '") << rt::formatName(d.format) << "': " << *err;
   return verifyFormatMatchesTensors(*this, getFormat(), d);
 }
 
-LogicalResult QMatmulOp::verify() {
-  auto a = llvm::cast<RankedTensorType>(getLhs().getType());
-  auto b = llvm::cast<RankedTensorType>(getRhs().getType());
-  auto c = llvm::cast<RankedTensorType>(getResult().getType());
-  if (a.getRank() != 2 || b.getRank() != 2 || c.getRank() != 2)
-    return emitOpError("operands are A [M, K], B [N, K] and C [M, N]");
+LogicalResult LookupOp::verify() {
+  auto result = llvm::cast<RankedTensorType>(getResult().getType());
+  auto idx = llvm::cast<RankedTensorType>(getIndices().getType());
+  auto weight = llvm::cast<RankedTensorType>(getWeight().getType());
+  if (idx.getRank() != 1)
+    return emitOpError("indices must be 1-D");
+  if (!llvm::isa<FloatType>(result.getElementType()) || result.getRank() != 2 ||
+      ShapedType::isDynamic(result.getDimSize(1)))
+    return emitOpError("result must be a float [M, D] with static D");
+  if (!sameShape({result.getDimSize(0)}, {idx.getDimSize(0)}))
+    return emitOpError("result has one row per index");
+  if (weight.getRank() != 2)
+    return emitOpError("weight must be a 2-D table [V, D] (storage)");
+  // An embedding table: V from the storage rows (embedding formats are
+  // unpadded), D from the result; every rule is the registry's.
+  rt::ModuleDesc d;
+  d.name = "lookup";
+  d.kind = rt::ModuleKind::Embedding;
+  d.outFeatures = weight.getDimSize(0);
+  d.inFeatures = result.getDimSize(1);
+  describeFormat(d, getFormat(), getRotationAttr());
+  d.linearDtype.clear(); // not a linear
+  if (failed(describeOperands(*this, d, getWeight(), getRoles(), getSide())))
+    return failure();
+  if (auto err = rt::verifyModule(d))
+    return emitOpError("format '") << rt::formatName(d.format) << "': " << *err;
+  return verifyFormatMatchesTensors(*this, getFormat(), d);
+}
+
+LogicalResult UnpackOp::verify() {
+  const rt::FormatInfo &f = getFormat().getInfo();
+  auto result = llvm::cast<RankedTensorType>(getResult().getType());
+  auto weight = llvm::cast<RankedTensorType>(getWeight().getType());
+  if (f.codeBits >= 8)
+    return emitOpError("format '")
+           << f.name << "' stores its GEMM operand directly (8-bit codes); "
+           << "only packed formats unpack";
+  if (result.getRank() != 2)
+    return emitOpError("result must be the [N, K] GEMM operand");
+  const int64_t n = result.getDimSize(0), k = result.getDimSize(1);
+  // Storage shape and dtype from the registry.
+  std::optional<rt::DType> wd = getDType(weight.getElementType());
+  SmallVector<int64_t, 2> want = {rt::storageRows(f, n), rt::storageCols(f, k)};
+  if (!wd || *wd != f.weightDType || weight.getShape() != ArrayRef<int64_t>(want))
+    return emitOpError("format '")
+           << f.name << "' stores [" << n << ", " << k << "] as "
+           << rt::dtypeName(f.weightDType) << " " << f.roles[0].shape << " = ["
+           << want[0] << ", " << want[1] << "], got " << weight;
+  // The operand's element type.
+  Type et = result.getElementType();
+  switch (f.granularity) {
+  case rt::ScaleGranularity::Block: // E2M1 codes
+    if (!llvm::isa<Float4E2M1FNType>(et))
+      return emitOpError("format '") << f.name << "' unpacks to f4E2M1FN codes";
+    break;
+  case rt::ScaleGranularity::Row: // signed nibbles, native or widened
+    if (!et.isSignlessInteger(f.codeBits) && !et.isSignlessInteger(8))
+      return emitOpError("format '")
+             << f.name << "' unpacks to i" << f.codeBits
+             << " or sign-extended i8 codes";
+    break;
+  default: // the int8 grid
+    if (!et.isSignlessInteger(8))
+      return emitOpError("format '")
+             << f.name << "' unpacks to its int8 grid (i8)";
+    break;
+  }
+  // Side operands: the group scales (and codebook) of grouped formats.
+  if (getRoles().size() != getSide().size())
+    return emitOpError("names ")
+           << getRoles().size() << " roles for " << getSide().size()
+           << " side tensors";
+  bool grouped = f.granularity == rt::ScaleGranularity::Group;
+  bool hasRel = false;
+  llvm::SmallDenseSet<StringRef> seen;
+  for (auto [roleAttr, value] : llvm::zip(getRoles(), getSide())) {
+    StringRef role = llvm::cast<StringAttr>(roleAttr).getValue();
+    if (!seen.insert(role).second)
+      return emitOpError("role '") << role << "' is named twice";
+    if (!grouped || (role != "weight_s_rel" && role != "weight_codebook"))
+      return emitOpError("'")
+             << role << "' is not an operand of unpack for '" << f.name
+             << "' (" << (grouped ? "weight_s_rel and weight_codebook only"
+                                  : "it takes no side tensors")
+             << ")";
+    const rt::TensorRole *r = nullptr;
+    for (const rt::TensorRole &candidate : f.roles)
+      if (role == candidate.key)
+        r = &candidate;
+    if (!r)
+      return emitOpError("tensor '")
+             << role << "' is not part of format '" << f.name << "'";
+    auto t = llvm::cast<RankedTensorType>(value.getType());
+    std::optional<rt::DType> dt = getDType(t.getElementType());
+    if (!dt || llvm::find(r->dtypes, *dt) == r->dtypes.end())
+      return emitOpError("'") << role << "' has element type "
+                              << t.getElementType()
+                              << ", not one the registry accepts";
+    if (role == "weight_s_rel") {
+      hasRel = true;
+      int64_t g = getFormat().getGroup();
+      if (g <= 0 || k % g ||
+          t.getShape() != ArrayRef<int64_t>({n, k / g}))
+        return emitOpError("weight_s_rel must be [N, K/G] = [")
+               << n << ", " << (g > 0 ? k / g : 0) << "], got " << t;
+    } else if (t.getShape() != ArrayRef<int64_t>({int64_t(1) << f.codeBits})) {
+      return emitOpError("weight_codebook must be one level per code: [")
+             << (int64_t(1) << f.codeBits) << "], got " << t;
+    }
+  }
+  if (grouped && !hasRel)
+    return emitOpError("format '") << f.name
+                                   << "' unpacks through weight_s_rel";
+  return success();
+}
+
+LogicalResult UnswizzleOp::verify() {
+  auto in = llvm::cast<RankedTensorType>(getInput().getType());
+  auto out = llvm::cast<RankedTensorType>(getResult().getType());
+  if (out.getRank() != 2)
+    return emitOpError("result must be the logical [rows, blocks] matrix");
+  // A block-scaled registry format whose block scales have this type.
+  const rt::FormatInfo *f = nullptr;
+  for (const rt::FormatInfo &candidate : rt::allFormats())
+    if (candidate.granularity == rt::ScaleGranularity::Block &&
+        getElementType(getContext(), candidate.blockScaleDType) ==
+            out.getElementType())
+      f = &candidate;
+  if (!f)
+    return emitOpError("result element type ")
+           << out.getElementType()
+           << " is not the block-scale type of a block-scaled format";
+  // The stored dtype must be one the registry accepts for weight_scale.
+  std::optional<rt::DType> dt = getDType(in.getElementType());
+  bool dtypeOk = false;
+  for (const rt::TensorRole &r : f->roles)
+    if (std::string_view(r.key) == "weight_scale" && dt)
+      dtypeOk = llvm::find(r.dtypes, *dt) != r.dtypes.end();
+  if (!dtypeOk)
+    return emitOpError("input element type ")
+           << in.getElementType() << " cannot hold " << f->name
+           << " block scales";
+  const int64_t rows = out.getDimSize(0), cols = out.getDimSize(1);
+  const int64_t want = static_cast<int64_t>(
+      rt::swizzledScaleCount(uint64_t(rows), uint64_t(cols)));
+  if (in.getNumElements() != want)
+    return emitOpError("a swizzled [")
+           << rows << ", " << cols << "] scale matrix holds " << want
+           << " entries, got " << in;
+  return success();
+}
+
+namespace {
+
+/// The GEMM rules shared by qmatmul and qgemm; `acc` is the accumulator
+/// element type (the qmatmul result, or implied for qgemm).
+LogicalResult verifyGemm(Operation *op, Value lhs, Value rhs, Value lhsScales,
+                         Value rhsScales, std::optional<uint64_t> block,
+                         Type acc) {
+  auto a = llvm::cast<RankedTensorType>(lhs.getType());
+  auto b = llvm::cast<RankedTensorType>(rhs.getType());
+  if (a.getRank() != 2 || b.getRank() != 2)
+    return op->emitOpError("operands are A [M, K] and B [N, K]");
   if (!sameShape({a.getShape()[1]}, {b.getShape()[1]}))
-    return emitOpError("K of A and B differ");
-  if (!sameShape(c.getShape(), {a.getShape()[0], b.getShape()[0]}))
-    return emitOpError("result must be [M, N]");
+    return op->emitOpError("K of A and B differ");
   Type ea = a.getElementType(), eb = b.getElementType();
-  Type acc = c.getElementType();
   bool ints = ea.isSignlessInteger() && eb.isSignlessInteger();
   bool floats = llvm::isa<FloatType>(ea) && llvm::isa<FloatType>(eb);
   if (ints) {
     if (ea.getIntOrFloatBitWidth() > 8 || eb.getIntOrFloatBitWidth() > 8)
-      return emitOpError("integer operands are at most 8 bits");
+      return op->emitOpError("integer operands are at most 8 bits");
     if (!acc.isSignlessInteger(32))
-      return emitOpError("integer operands accumulate exactly in i32");
+      return op->emitOpError("integer operands accumulate exactly in i32");
   } else if (floats) {
     if (!acc.isF32())
-      return emitOpError("float operands accumulate in f32");
+      return op->emitOpError("float operands accumulate in f32");
   } else {
-    return emitOpError("operands must both be integers or both floats");
+    return op->emitOpError("operands must both be integers or both floats");
   }
+  if (static_cast<bool>(lhsScales) != static_cast<bool>(rhsScales) ||
+      static_cast<bool>(lhsScales) != block.has_value())
+    return op->emitOpError("block scales come as a pair with their block size");
+  if (!block)
+    return success();
+  // A block-scaled registry format: its block, code width, scale type.
+  auto sa = llvm::cast<RankedTensorType>(lhsScales.getType());
+  auto sb = llvm::cast<RankedTensorType>(rhsScales.getType());
+  const rt::FormatInfo *f = nullptr;
+  for (const rt::FormatInfo &candidate : rt::allFormats())
+    if (candidate.granularity == rt::ScaleGranularity::Block &&
+        uint64_t(candidate.blockSize) == *block &&
+        getElementType(op->getContext(), candidate.blockScaleDType) ==
+            sa.getElementType())
+      f = &candidate;
+  if (!f)
+    return op->emitOpError("block ")
+           << *block << " with " << sa.getElementType()
+           << " scales is not a block-scaled format";
+  if (!floats || ea != eb || ea.getIntOrFloatBitWidth() != unsigned(f->codeBits))
+    return op->emitOpError("'")
+           << f->name << "' block-scaled operands are " << f->codeBits
+           << "-bit float codes of one type";
+  if (sb.getElementType() != sa.getElementType())
+    return op->emitOpError("block scales of A and B differ in type");
+  int64_t k = a.getShape()[1];
+  int64_t blocks = ShapedType::isDynamic(k)
+                       ? ShapedType::kDynamic
+                       : (k + int64_t(*block) - 1) / int64_t(*block);
+  if (sa.getRank() != 2 || !sameShape(sa.getShape(), {a.getShape()[0], blocks}))
+    return op->emitOpError("A block scales must be [M, ceil(K/")
+           << *block << ")]";
+  if (sb.getRank() != 2 || !sameShape(sb.getShape(), {b.getShape()[0], blocks}))
+    return op->emitOpError("B block scales must be [N, ceil(K/")
+           << *block << ")]";
   return success();
 }
 
-LogicalResult EpilogueOp::verify() {
-  auto acc = llvm::cast<RankedTensorType>(getAcc().getType());
-  auto res = llvm::cast<RankedTensorType>(getResult().getType());
+/// The epilogue rules shared by epilogue and qgemm.
+LogicalResult verifyEpilogue(Operation *op, RankedTensorType acc,
+                             RankedTensorType res, Value rowScale,
+                             Value colScale, Value bias) {
   if (acc.getRank() != 2 || !sameShape(acc.getShape(), res.getShape()))
-    return emitOpError("result must have the accumulator's [M, N] shape");
+    return op->emitOpError("result must have the accumulator's [M, N] shape");
   if (!acc.getElementType().isSignlessInteger(32) && !acc.getElementType().isF32())
-    return emitOpError("accumulator must be i32 or f32");
+    return op->emitOpError("accumulator must be i32 or f32");
   if (!llvm::isa<FloatType>(res.getElementType()))
-    return emitOpError("result must be float");
+    return op->emitOpError("result must be float");
   int64_t m = acc.getShape()[0], n = acc.getShape()[1];
   auto scalarOr = [&](Value v, ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
     auto t = llvm::cast<RankedTensorType>(v.getType());
@@ -399,17 +639,62 @@ LogicalResult EpilogueOp::verify() {
            (isOneElement(t) || sameShape(t.getShape(), a) ||
             (!b.empty() && sameShape(t.getShape(), b)));
   };
-  if (getRowScale() && !scalarOr(getRowScale(), {m, 1}, {}))
-    return emitOpError("row_scale must be f32 [M, 1] or a scalar");
-  if (getColScale() && !scalarOr(getColScale(), {n}, {n, 1}))
-    return emitOpError("col_scale must be f32 [N], [N, 1] or a scalar");
-  if (Value bias = getBias()) {
+  if (rowScale && !scalarOr(rowScale, {m, 1}, {}))
+    return op->emitOpError("row_scale must be f32 [M, 1] or a scalar");
+  if (colScale && !scalarOr(colScale, {n}, {n, 1}))
+    return op->emitOpError("col_scale must be f32 [N], [N, 1] or a scalar");
+  if (bias) {
     auto t = llvm::cast<RankedTensorType>(bias.getType());
-    if (!llvm::isa<FloatType>(t.getElementType()) ||
+    if (t.getElementType() != res.getElementType() ||
         !sameShape(t.getShape(), {n}))
-      return emitOpError("bias must be float [N]");
+      return op->emitOpError("bias must be [N] of the result element type ")
+             << res.getElementType();
   }
   return success();
+}
+
+} // namespace
+
+LogicalResult QMatmulOp::verify() {
+  auto a = llvm::cast<RankedTensorType>(getLhs().getType());
+  auto b = llvm::cast<RankedTensorType>(getRhs().getType());
+  auto c = llvm::cast<RankedTensorType>(getResult().getType());
+  if (c.getRank() != 2 || a.getRank() != 2 || b.getRank() != 2)
+    return emitOpError("operands are A [M, K], B [N, K] and C [M, N]");
+  if (failed(verifyGemm(*this, getLhs(), getRhs(), getLhsBlockScales(),
+                        getRhsBlockScales(), getBlock(), c.getElementType())))
+    return failure();
+  if (!sameShape(c.getShape(), {a.getShape()[0], b.getShape()[0]}))
+    return emitOpError("result must be [M, N]");
+  return success();
+}
+
+LogicalResult EpilogueOp::verify() {
+  return verifyEpilogue(*this, llvm::cast<RankedTensorType>(getAcc().getType()),
+                        llvm::cast<RankedTensorType>(getResult().getType()),
+                        getRowScale(), getColScale(), getBias());
+}
+
+Type QGemmOp::getAccumulatorType() {
+  Type e = llvm::cast<RankedTensorType>(getLhs().getType()).getElementType();
+  Builder b(getContext());
+  return e.isSignlessInteger() ? Type(b.getI32Type()) : Type(b.getF32Type());
+}
+
+LogicalResult QGemmOp::verify() {
+  auto a = llvm::cast<RankedTensorType>(getLhs().getType());
+  auto b = llvm::cast<RankedTensorType>(getRhs().getType());
+  auto res = llvm::cast<RankedTensorType>(getResult().getType());
+  if (failed(verifyGemm(*this, getLhs(), getRhs(), getLhsBlockScales(),
+                        getRhsBlockScales(), getBlock(),
+                        getAccumulatorType())))
+    return failure();
+  auto acc = RankedTensorType::get({a.getShape()[0], b.getShape()[0]},
+                                   getAccumulatorType());
+  if (!sameShape(res.getShape(), acc.getShape()) || res.getRank() != 2)
+    return emitOpError("result must be [M, N]");
+  return verifyEpilogue(*this, acc, res, getRowScale(), getColScale(),
+                        getBias());
 }
 
 #define GET_OP_CLASSES

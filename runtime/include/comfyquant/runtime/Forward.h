@@ -35,6 +35,8 @@ struct ForwardTrace {
   /// Activation scales: per row [M] (int paths), one value (fp8, nvfp4
   /// global), or per block [M, K/block] (nvfp4 E4M3 / mxfp8 E8M0 decoded).
   std::vector<float> scales;
+  /// nvfp4: the global activation scale (input_scale or amax/2688).
+  float globalScale = 0.0f;
   /// Integer accumulators [M, N] (int paths only).
   std::vector<int32_t> acc;
   /// Which path ran: "quantized" or "full_precision".

@@ -48,6 +48,14 @@ def ComfyQuant_LinearDtype : I32EnumAttr<"LinearDtype",
   let genSpecializedAttr = 0;
 }
 
+// Case order matches comfyquant::rt::ModuleKind so the two convert by value.
+def ComfyQuant_ModuleKind : I32EnumAttr<"ModuleKind", "kind of quantized module", [
+    I32EnumAttrCase<"linear", 0>, I32EnumAttrCase<"embedding", 1>,
+    I32EnumAttrCase<"moe", 2>]> {
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
 def ComfyQuant_ActScheme : I32EnumAttr<"ActScheme",
     "how activations are quantized (formats.md §5)", [
     I32EnumAttrCase<"fp8_static", 0>,   // input_scale or 1.0, clamp, RNE
@@ -138,6 +146,12 @@ def ComfyQuant_OptionsAttr : ComfyQuant_Attr<"Options", "options"> {
 def ComfyQuant_ActQuantAttr : ComfyQuant_Attr<"ActQuant", "act"> {
   let summary = "Activation quantization scheme";
   let description = [{
+    How `comfyquant.quantize` turns activations into GEMM codes
+    (docs/CpuCodegen.md §1). `type` is the FP8 code type of `fp8_static`
+    (the weight's); `block` is the block size of the block schemes, which
+    must be the registry's block size of the matching format (NVFP4 16,
+    MXFP8 32).
+
     ```mlir
     #comfyquant.act<int8_row>
     #comfyquant.act<fp8_static, type = f8E4M3FN>
@@ -149,6 +163,49 @@ def ComfyQuant_ActQuantAttr : ComfyQuant_Attr<"ActQuant", "act"> {
     OptionalParameter<"::mlir::Type">:$type,
     DefaultValuedParameter<"int64_t", "0">:$block);
   let assemblyFormat = "`<` $scheme (`,` struct($type, $block)^)? `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The block-scaled format whose activations this scheme quantizes
+    /// (nvfp4_block -> nvfp4, mxfp8_block -> mxfp8), else nullopt.
+    std::optional<::comfyquant::rt::Format> getBlockFormat() const;
+  }];
+}
+
+def ComfyQuant_ModuleInfoAttr : ComfyQuant_Attr<"ModuleInfo", "module"> {
+  let summary = "What a decomposed function computes: the module it came from";
+  let description = [{
+    `comfyquant-decompose-modules` replaces each module op by a `func.func`
+    of the same symbol name and records the module on it as the discardable
+    attribute `comfyquant.module`, so the function still states its kind,
+    format, logical shape (`out_features` N / V, `in_features` K / D),
+    expert count, rotation and options (everything a manifest entry needs;
+    the bound tensors are the function's `comfyquant.weight` ops). The
+    dialect verifies that the function's signature is the kernel contract
+    of that kind (docs/CpuCodegen.md §2):
+
+    * linear: `(x: tensor<MxKxT>) -> tensor<MxNxT>`
+    * moe: `(x: tensor<MxKxT>, expert: index) -> tensor<MxNxT>`
+    * embedding: `(indices: tensor<Mxi64>) -> tensor<MxDxT>`
+
+    with `T` one of f32, bf16, f16 and `M` usually dynamic.
+
+    ```mlir
+    #comfyquant.module<linear, format = <int8_tensorwise, granularity = row>, out_features = 64, in_features = 256, rotation = <256>>
+    #comfyquant.module<moe, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64, experts = 3>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<ComfyQuant_ModuleKind>:$kind,
+    AttrParameter<"::mlir::comfyquant::FormatAttr", "weight format">:$format,
+    "int64_t":$out_features,
+    "int64_t":$in_features,
+    DefaultValuedParameter<"int64_t", "0">:$experts,
+    OptionalParameter<"::mlir::comfyquant::RotationAttr">:$rotation,
+    OptionalParameter<"::mlir::comfyquant::OptionsAttr">:$options);
+  let assemblyFormat = [{
+    `<` $kind `,` struct($format, $out_features, $in_features, $experts,
+                         $rotation, $options) `>`
+  }];
   let genVerifyDecl = 1;
 }
 

@@ -19,9 +19,18 @@ def ComfyQuant_Dialect : Dialect {
     source of truth shared with the checkpoint reader and the reference path.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Verifies `comfyquant.module` on decomposed functions (other
+  // `comfyquant.*` discardable attributes, e.g. codegen's strategy records,
+  // are accepted as they are).
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Registers the attributes (in the TU that defines their storage).
     void registerAttributes();
+
+    /// The discardable attribute naming the module a function implements.
+    static constexpr ::llvm::StringLiteral getModuleAttrName() {
+      return ::llvm::StringLiteral("comfyquant.module");
+    }
   }];
 }
 

@@ -152,6 +152,15 @@ def ComfyQuant_MoEOp : ComfyQuant_ModuleOp<"moe", "moe"> {
 def ComfyQuant_WeightOp : ComfyQuant_Op<"weight", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "A checkpoint tensor as a value (bound zero-copy at run time)";
+  let description = [{
+    The bytes of one `comfyquant.tensor`, exactly as stored (dtype, shape):
+    the codegen turns each weight op of a function into a kernel argument
+    that points into the mapped checkpoint.
+
+    ```mlir
+    %w = comfyquant.weight @checkpoint::@"blocks.0.proj.weight" : tensor<64x256xi8>
+    ```
+  }];
   let arguments = (ins SymbolRefAttr:$tensor);
   let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$tensor attr-dict `:` type($result)";
@@ -160,6 +169,20 @@ def ComfyQuant_WeightOp : ComfyQuant_Op<"weight", [Pure,
 def ComfyQuant_RotateOp : ComfyQuant_Op<"rotate", [Pure,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "ConvRot rotation of activations along the last dimension";
+  let description = [{
+    Each group of `Gr` consecutive elements along the last dimension is
+    multiplied by the normalised regular Hadamard matrix `H` (formats.md
+    §4.0): `y_g = x_g · H`. The arithmetic is the fast Walsh–Hadamard
+    butterfly of docs/CpuCodegen.md §1 (also `fwhtRowF32` in the runtime):
+    `log4(Gr)` radix-4 stages of stride 1, 4, 16, …, each output
+    `0.5f · (((±a ± b) ± c) ± d)` in f32, so the cost is O(K log Gr) and no
+    dense `Gr × Gr` matrix is ever formed. The result is rounded once (RNE)
+    to the element type, as kitchen's rotation in the activation dtype.
+
+    ```mlir
+    %xr = comfyquant.rotate %x <256> : tensor<?x1024xbf16>
+    ```
+  }];
   let arguments = (ins AnyRankedTensor:$input, ComfyQuant_RotationAttr:$rotation);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input $rotation attr-dict `:` type($result)";
@@ -167,21 +190,51 @@ def ComfyQuant_RotateOp : ComfyQuant_Op<"rotate", [Pure,
 }
 
 def ComfyQuant_QuantizeOp : ComfyQuant_Op<"quantize", [Pure]> {
-  let summary = "Quantize activations [M, K] to codes plus scales";
+  let summary = "Quantize activations [M, K] to GEMM codes plus scales";
   let description = [{
-    `int8_row` / `int4_row`: per-row dynamic scales `[M, 1]` f32
-    (`max(amax/127, 1e-30)`, `amax/7`), codes i8 / i4. `fp8_static`: one f32
-    scale (the optional `static_scale`, else 1.0), codes of `type`.
-    `mxfp8_block`: E8M0 scales per 32-block `[M, K/32]`. `nvfp4_block`:
-    E4M3 block scales per 16-block `[M, K/16]` (global scale `static_scale`
-    or dynamic amax/2688), codes f4E2M1FN.
+    Dynamic or static activation quantization per scheme
+    (docs/CpuCodegen.md §1; "in x dtype" means rounded to the input element
+    type T at that point):
+
+    * `int8_row`: per row `s = max(amax/127, 1e-30)` (f32), codes
+      `clamp(RNE(x / T(s) in T), -128, 127)` as i8; scales `[M, 1]` f32 = s.
+    * `int4_row`: per row `a = T(max(amax, 1e-10))`, `s = T(a/7)`, codes
+      `clamp(RNE(x / s in T), -7, 7)` as i4; scales `[M, 1]` f32 = s.
+    * `fp8_static`: `s = static_scale` or 1.0; codes
+      `fp8_RNE(clamp(x · T(1/s) in T, ±max))` of `type`; scales one f32 = s.
+    * `nvfp4_block`: global `g = static_scale`, else `T(amax(|x|)/2688)`;
+      per 16-block `d8 = e4m3(min(amax_b/6/g, 448))`, codes
+      `e2m1_RNE(clamp(x/(g·d8), ±6))` (f4E2M1FN); scales the E4M3 block
+      scales `[M, ceil(K/16)]`; third result `global_scale` = g
+      (`tensor<f32>`), present exactly for this scheme.
+    * `mxfp8_block`: per 32-block `e = clamp(ceil(log2(max(amax/448,
+      2^-127))) + 127, 0, 254)` (0 for a zero block), codes
+      `e4m3_RNE(clamp(x/2^(e-127), ±448))`; scales E8M0 `[M, ceil(K/32)]`.
+
+    With `rotation` (what `comfyquant-fuse-rotate-quantize` produces from a
+    `comfyquant.rotate` feeding this op; integer schemes only), each row is
+    first rotated exactly as `comfyquant.rotate` does — the fast
+    Walsh–Hadamard butterfly per group of `Gr`, O(K log Gr), never a dense
+    `Gr × Gr` matrix — and rounded to T; amax and the codes are then taken
+    from those rounded values, so the fused op produces bit for bit the
+    codes and scales of the unfused pair. A lowering keeps the rotated row
+    in registers / scratch, never in a full [M, K] buffer.
+
+    ```mlir
+    %q, %s = comfyquant.quantize %x <int8_row> rotation <256> : tensor<?x1024xbf16> -> tensor<?x1024xi8>, tensor<?x1xf32>
+    %c, %b, %g = comfyquant.quantize %y <nvfp4_block, block = 16> : tensor<?x80xbf16> -> tensor<?x80xf4E2M1FN>, tensor<?x5xf8E4M3FN>, tensor<f32>
+    ```
   }];
   let arguments = (ins AnyRankedTensor:$input, ComfyQuant_ActQuantAttr:$scheme,
+                       OptionalAttr<ComfyQuant_RotationAttr>:$rotation,
                        Optional<AnyRankedTensor>:$static_scale);
-  let results = (outs AnyRankedTensor:$codes, AnyRankedTensor:$scales);
+  let results = (outs AnyRankedTensor:$codes, AnyRankedTensor:$scales,
+                      Optional<AnyRankedTensor>:$global_scale);
   let assemblyFormat = [{
-    $input $scheme (`scale` $static_scale^ `:` type($static_scale))? attr-dict
+    $input $scheme (`rotation` $rotation^)?
+    (`scale` $static_scale^ `:` type($static_scale))? attr-dict
     `:` type($input) `->` type($codes) `,` type($scales)
+    (`,` type($global_scale)^)?
   }];
   let hasVerifier = 1;
 }
@@ -211,16 +264,140 @@ def ComfyQuant_DequantizeOp : ComfyQuant_Op<"dequantize", [Pure]> {
   let hasVerifier = 1;
 }
 
-def ComfyQuant_QMatmulOp : ComfyQuant_Op<"qmatmul", [Pure]> {
-  let summary = "Quantized matmul C[M, N] = A[M, K] · B[N, K]ᵀ, exact accumulation";
+def ComfyQuant_UnpackOp : ComfyQuant_Op<"unpack", [Pure]> {
+  let summary = "Packed weight storage to the GEMM operand [N, K]";
   let description = [{
-    Integer operands accumulate in i32 (exact); float (FP8 / FP4 / bf16)
-    operands in f32. The accumulator type is the result element type.
+    Decodes the stored codes of one weight (one expert of a bank) into the
+    exact values the quantized GEMM multiplies, still in the rotated basis
+    for ConvRot formats, and without the per-row / global scales (those are
+    epilogue factors). Only packed formats (codes narrower than 8 bits)
+    unpack; 8-bit formats (FP8, MXFP8, int8) feed their storage to the GEMM
+    directly. Nibble order, code width, storage shape and side-tensor
+    dtypes are read from the format registry:
+
+    * `nvfp4`: U8 `[Np16, Kp16/2]`, two E2M1 codes per byte in the
+      registry's nibble order (even column in the high nibble) ->
+      `f4E2M1FN [N, K]` (padding dropped). The E4M3 block scales are a
+      separate operand of the GEMM (`comfyquant.unswizzle`).
+    * `convrot_w4a4`: I8 `[N, K/2]` signed nibbles (two's complement,
+      registry nibble order: even column low) -> `i4 [N, K]` (int4 GEMM,
+      `linear_dtype = int4`) or sign-extended `i8 [N, K]` (`int8`).
+    * `asym_w4a8_int8` / `w6a8_int8`: the int8 grid of formats.md §4.6
+      steps 1–3, `g8 = clamp(RNE(f32(v) · f32(s_rel[n][k/G])), −127, 127)`
+      with `v` = codebook level, `code − 8` or `code − 32`; side operands
+      `weight_s_rel` and (4-bit only, optional) `weight_codebook` ->
+      `i8 [N, K]`.
+
+    The op is elementwise along each row, so a backend can fuse it into the
+    GEMM's B-operand load (decode per tile) instead of materialising [N, K].
+
+    ```mlir
+    %b = comfyquant.unpack %w roles [] format <convrot_w4a4, granularity = row, nibbles = low_first>
+           : (tensor<64x128xi8>) -> tensor<64x256xi8>
+    %g8 = comfyquant.unpack %w, %srel, %cb roles ["weight_s_rel", "weight_codebook"]
+           format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+           : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>, tensor<16xf32>) -> tensor<64x256xi8>
+    ```
   }];
-  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let arguments = (ins AnyStaticShapeTensor:$weight,
+                       Variadic<AnyStaticShapeTensor>:$side,
+                       StrArrayAttr:$roles, ComfyQuant_FormatAttr:$format);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = [{
+    $weight (`,` $side^)? `roles` $roles `format` $format attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ComfyQuant_UnswizzleOp : ComfyQuant_Op<"unswizzle", [Pure]> {
+  let summary = "Swizzled block scales to their logical [rows, blocks] matrix";
+  let description = [{
+    `result[r][c] = input_flat[offset(r, c)]` with the cuBLAS blocked
+    (SWIZZLE_32_4_4) offset of formats.md §4.0 for a matrix of `C` =
+    result columns (the runtime's `swizzledScaleOffset`). The input is the
+    stored scale tensor of one weight (one expert of a bank), any shape with
+    `swizzledScaleCount(R, C)` elements; U8 storage is reinterpreted as the
+    block-scale type (E4M3 for NVFP4, E8M0 for MXFP8, as the registry lists
+    for each format's `weight_scale`). Rows past R (padding) are dropped.
+
+    A GPU backend whose block-scaled MMA consumes the swizzled layout
+    directly may fold this op into the GEMM's scale operand.
+
+    ```mlir
+    %s = comfyquant.unswizzle %ws : tensor<128x8xf8E4M3FN> -> tensor<48x5xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$input);
+  let results = (outs AnyStaticShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def ComfyQuant_LookupOp : ComfyQuant_Op<"lookup", [Pure]> {
+  let summary = "Embedding lookup: dequantize only the rows named by indices";
+  let description = [{
+    `result[m] = dequantize(weight row indices[m])` for a `[V, D]` table:
+    the dequantization of `comfyquant.dequantize` (formats.md §4, f32
+    products, ConvRot un-rotation of the row, one rounding to the result
+    element type) applied to the gathered rows only (formats.md §7.1).
+    Side operands are named by `roles` as for `comfyquant.dequantize`
+    (`weight_scale` is optional on embeddings: 1.0). Indices outside
+    `[0, V)` are a caller error (the runtime checks them); a lowering must
+    still not read outside the table.
+
+    ```mlir
+    %y = comfyquant.lookup %w[%idx], %s roles ["weight_scale"]
+           format <int8_tensorwise, granularity = row> rotation <64>
+           : (tensor<48x128xi8>, tensor<?xi64>, tensor<48x1xf32>) -> tensor<?x128xbf16>
+    ```
+  }];
+  let arguments = (ins AnyStaticShapeTensor:$weight,
+                       RankedTensorOf<[AnySignlessInteger, Index]>:$indices,
+                       Variadic<AnyStaticShapeTensor>:$side,
+                       StrArrayAttr:$roles, ComfyQuant_FormatAttr:$format,
+                       OptionalAttr<ComfyQuant_RotationAttr>:$rotation);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+    $weight `[` $indices `]` (`,` $side^)? `roles` $roles `format` $format
+    (`rotation` $rotation^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def ComfyQuant_QMatmulOp : ComfyQuant_Op<"qmatmul", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "Quantized matmul C[M, N] = A[M, K] · B[N, K]ᵀ, exact accumulation";
+  let description = [{
+    Integer operands (at most 8 bits, signed) accumulate exactly in i32;
+    float operands (FP8, FP4, or f32 / bf16 / f16 for the full-precision
+    path) in f32, in k order. The accumulator type is the result element
+    type.
+
+    Block-scaled operands (NVFP4, MXFP8): with `block B scales(As, Bs)`,
+    `C[m][n] = Σ_k (A[m][k]·As[m][k/B]) · (B[n][k]·Bs[n][k/B])`, each
+    product exact in f32, f32 accumulation. `As` is `[M, ceil(K/B)]`, `Bs`
+    `[N, ceil(K/B)]` (logical layout, see `comfyquant.unswizzle`); `B`, the
+    scale element type and the code width must be those of a block-scaled
+    registry format (NVFP4: E2M1 codes, E4M3 scales, 16; MXFP8: E4M3 codes,
+    E8M0 scales, 32).
+
+    ```mlir
+    %acc = comfyquant.qmatmul %xq, %w : tensor<?x256xi8>, tensor<64x256xi8> -> tensor<?x64xi32>
+    %acc2 = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<?x5xf8E4M3FN>, tensor<48x5xf8E4M3FN>)
+              : tensor<?x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<?x48xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs,
+                       Optional<AnyRankedTensor>:$lhs_block_scales,
+                       Optional<AnyRankedTensor>:$rhs_block_scales,
+                       OptionalAttr<I64Attr>:$block);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs
+    (`block` $block^ `scales` `(` $lhs_block_scales `,` $rhs_block_scales `:`
+       type($lhs_block_scales) `,` type($rhs_block_scales) `)`)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -229,8 +406,16 @@ def ComfyQuant_EpilogueOp : ComfyQuant_Op<"epilogue", [Pure,
     AttrSizedOperandSegments]> {
   let summary = "y = f32(acc) · row_scale[m] · col_scale[n] + bias[n], cast";
   let description = [{
-    The GEMM epilogue in CUTLASS order: `(f32(acc)·xs)·ws + bias` in f32 and
-    one rounding to the result element type.
+    The GEMM epilogue in CUTLASS order: `(f32(acc)·row_scale[m])·col_scale[n]
+    + f32(bias[n])` in f32 and one rounding (RNE) to the result element
+    type. Absent scales are 1 (no multiplication); a one-element scale
+    broadcasts. `bias` has the result element type (ComfyUI adds the bias
+    in the activation dtype; the producer casts it first).
+
+    ```mlir
+    %y = comfyquant.epilogue %acc row_scale %xs : tensor<?x1xf32> col_scale %ws : tensor<64x1xf32>
+           bias %b : tensor<64xbf16> : tensor<?x64xi32> -> tensor<?x64xbf16>
+    ```
   }];
   let arguments = (ins AnyRankedTensor:$acc,
                        Optional<AnyRankedTensor>:$row_scale,
@@ -243,6 +428,48 @@ def ComfyQuant_EpilogueOp : ComfyQuant_Op<"epilogue", [Pure,
     (`bias` $bias^ `:` type($bias))? attr-dict `:` type($acc) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+def ComfyQuant_QGemmOp : ComfyQuant_Op<"qgemm", [Pure,
+    AttrSizedOperandSegments]> {
+  let summary = "Quantized GEMM with its epilogue fused: y = epilogue(A · Bᵀ)";
+  let description = [{
+    `comfyquant.qmatmul` followed by `comfyquant.epilogue`, as one op
+    (produced by `comfyquant-fuse-gemm-epilogue`): the accumulator (i32 for
+    integer operands, f32 for float ones; block scales as in
+    `comfyquant.qmatmul`) is consumed tile by tile by
+    `(f32(acc)·row_scale[m])·col_scale[n] + f32(bias[n])` and rounded once
+    to the result element type, so no [M, N] accumulator matrix reaches
+    memory. Operand rules are those of the two ops it fuses.
+
+    ```mlir
+    %y = comfyquant.qgemm %xq, %w row_scale %xs : tensor<?x1xf32> col_scale %ws : tensor<64x1xf32>
+           bias %b : tensor<64xbf16> : tensor<?x256xi8>, tensor<64x256xi8> -> tensor<?x64xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs,
+                       Optional<AnyRankedTensor>:$lhs_block_scales,
+                       Optional<AnyRankedTensor>:$rhs_block_scales,
+                       Optional<AnyRankedTensor>:$row_scale,
+                       Optional<AnyRankedTensor>:$col_scale,
+                       Optional<AnyRankedTensor>:$bias,
+                       OptionalAttr<I64Attr>:$block);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs
+    (`block` $block^ `scales` `(` $lhs_block_scales `,` $rhs_block_scales `:`
+       type($lhs_block_scales) `,` type($rhs_block_scales) `)`)?
+    (`row_scale` $row_scale^ `:` type($row_scale))?
+    (`col_scale` $col_scale^ `:` type($col_scale))?
+    (`bias` $bias^ `:` type($bias))?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The accumulator type of the fused GEMM: i32 for integer operands,
+    /// f32 for float ones.
+    ::mlir::Type getAccumulatorType();
+  }];
 }
 
 #endif // COMFYQUANT_OPS_TD

@@ -1,0 +1,77 @@
+//===- Passes.td - comfyquant CPU codegen passes ------------*- tablegen -*-===//
+#ifndef COMFYQUANT_CODEGEN_PASSES_TD
+#define COMFYQUANT_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ComfyQuantCPUPrepareABI
+    : Pass<"comfyquant-cpu-prepare-abi", "::mlir::ModuleOp"> {
+  let summary = "Give public functions the packed-entry ABI of the artifact";
+  let description = [{
+    Each public function with one tensor result `y` gets a memref argument
+    at position 1 that the result is materialized into (destination-passing
+    style, so bufferization writes `y` in place), returns nothing, and is
+    marked `llvm.emit_c_interface`. The activation argument is read-only.
+    The entry symbol of each function (`comfyquant.entry`, default
+    `<name>_entry`) is recorded in the module attribute
+    `comfyquant.entries` for `comfyquant-cpu-emit-packed-entries`.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def ComfyQuantCPUSelectStrategy
+    : Pass<"comfyquant-cpu-select-strategy", "::mlir::ModuleOp"> {
+  let summary = "Choose the CPU variant and the GEMM micro-kernels";
+  let description = [{
+    Records the decision as IR attributes: on every function
+    `comfyquant.strategy = {variant, cpu, features, vector_bits, gemms}` and
+    on every matmul-like `linalg.generic` (`C[m,n] += A[m,k]·B[n,k]`, i8·i8
+    -> i32 or f32/bf16/f16 -> f32) `comfyquant.gemm = {ukernel, mr, nr, kv,
+    mc}`: the micro-kernel, the register tile (mr rows x nr columns of
+    accumulators of kv K-elements each) and the M block.
+  }];
+  let options = [
+    Option<"variant", "variant", "std::string", "\"x86-64-v3\"",
+           "CPU variant: x86-64-v3, avx512-vnni or amx">,
+    Option<"ukernel", "ukernel", "std::string", "\"\"",
+           "Force a micro-kernel (f32-fma, i8-generic, i8-pmaddwd, i8-vnni, "
+           "i8-vnni-emulated)">,
+    Option<"mr", "mr", "int64_t", "0", "Register tile rows (0: default)">,
+    Option<"nr", "nr", "int64_t", "0", "Register tile columns (0: default)">,
+    Option<"mc", "mc", "int64_t", "0", "M block (0: default)">
+  ];
+}
+
+def ComfyQuantCPUVectorizeGemm
+    : Pass<"comfyquant-cpu-vectorize-gemm", "::mlir::func::FuncOp"> {
+  let summary = "Register-blocked, vectorized GEMMs on tensors";
+  let description = [{
+    Rewrites every `linalg.generic` carrying `comfyquant.gemm` into loops on
+    tensors (before bufferization): M blocks of `mc` rows, N tiles of `nr`
+    rows of B (an elementwise producer of B, e.g. a weight decoder, is tiled
+    into the N loop so it runs once per tile), M tiles of `mr` rows, and a K
+    loop of `kv`-element vector steps keeping mr x nr vector accumulators in
+    registers, reduced horizontally once per tile. Remainders use mr = 1 and
+    a static partial N tile; a K tail uses padded transfers.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def ComfyQuantCPUEmitPackedEntries
+    : Pass<"comfyquant-cpu-emit-packed-entries", "::mlir::ModuleOp"> {
+  let summary = "Emit `void entry(void **args)` wrappers (LLVM dialect)";
+  let description = [{
+    Runs after lowering to the LLVM dialect. For every function recorded in
+    `comfyquant.entries`, emits an external `llvm.func @entry(!llvm.ptr)`
+    whose i-th pointer argument points to the memref descriptor of the i-th
+    function argument, calls `_mlir_ciface_<func>`, and gives every other
+    function internal linkage. Drops `comfyquant.*` attributes so the module
+    translates to LLVM IR.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // COMFYQUANT_CODEGEN_PASSES_TD

@@ -1,0 +1,37 @@
+//===- Gemm.h - matmul-like linalg.generic ops ------------------*- C++ -*-===//
+#ifndef COMFYQUANT_LIB_CODEGEN_GEMM_H
+#define COMFYQUANT_LIB_CODEGEN_GEMM_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::comfyquant::detail {
+
+/// A `linalg.generic` computing C[m, n] += f(A[m, k]) * g(B[n, k]).
+struct GemmMatch {
+  enum class Kind { I8I8I32, FloatF32 };
+  Kind kind;
+  Type aElt, bElt; ///< operand element types (i8, or f32/bf16/f16)
+  int64_t n, k;    ///< static N and K
+};
+
+/// Matches A [M, K] (M may be dynamic), B [N, K] and C [M, N] with maps
+/// (m, k), (n, k), (m, n), iterators (parallel, parallel, reduction) and the
+/// body `out + ext(a) * ext(b)` (extsi for i8 -> i32, extf or none for
+/// floats -> f32).
+std::optional<GemmMatch> matchGemm(linalg::GenericOp op);
+
+/// The `comfyquant.gemm` decision.
+struct GemmConfig {
+  std::string ukernel;
+  int64_t mr = 1, nr = 1, kv = 1, mc = 64;
+};
+
+std::optional<GemmConfig> readGemmConfig(Operation *op);
+DictionaryAttr gemmConfigAttr(MLIRContext *ctx, const GemmConfig &c);
+
+} // namespace mlir::comfyquant::detail
+
+#endif

@@ -1,0 +1,264 @@
+//===- Strategy.cpp - CPU variant and GEMM micro-kernel selection ---------===//
+#include "Gemm.h"
+
+#include "comfyquant/Codegen/CPUCodegen.h"
+#include "comfyquant/Codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace mlir::comfyquant {
+#define GEN_PASS_DEF_COMFYQUANTCPUSELECTSTRATEGY
+#include "comfyquant/Codegen/Passes.h.inc"
+} // namespace mlir::comfyquant
+
+using namespace mlir;
+using namespace mlir::comfyquant;
+using namespace mlir::comfyquant::detail;
+
+//===----------------------------------------------------------------------===//
+// Variants
+//===----------------------------------------------------------------------===//
+
+const std::vector<CPUVariant> &mlir::comfyquant::getCPUVariants() {
+  // x86-64-v3: AVX2/FMA/F16C/BMI (Haswell and Zen 1 and later).
+  // avx512-vnni: Cascade Lake (AVX-512 F/CD/BW/DQ/VL + VNNI; also Ice Lake,
+  //   Zen 4). sapphirerapids: adds AMX, AVX512-FP16/BF16.
+  static const std::vector<CPUVariant> variants = {
+      {"x86-64-v3", "v3", "x86-64-v3", "", 256},
+      {"avx512-vnni", "vnni", "cascadelake", "", 512},
+      {"amx", "amx", "sapphirerapids", "", 512},
+  };
+  return variants;
+}
+
+const CPUVariant *mlir::comfyquant::lookupCPUVariant(StringRef name) {
+  for (const CPUVariant &v : getCPUVariants())
+    if (name == v.name)
+      return &v;
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Matching
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// `v` is `arg` or a widening of it (extsi/extf); returns the root.
+Value stripExt(Value v) {
+  if (auto e = v.getDefiningOp<arith::ExtSIOp>())
+    return e.getIn();
+  if (auto e = v.getDefiningOp<arith::ExtFOp>())
+    return e.getIn();
+  return v;
+}
+} // namespace
+
+std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
+    linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != 3 || op.getNumResults() != 1)
+    return std::nullopt;
+  auto iters = op.getIteratorTypesArray();
+  if (iters[0] != utils::IteratorType::parallel ||
+      iters[1] != utils::IteratorType::parallel ||
+      iters[2] != utils::IteratorType::reduction)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  auto map = [&](unsigned a, unsigned b) {
+    return AffineMap::get(3, 0,
+                          {getAffineDimExpr(a, ctx), getAffineDimExpr(b, ctx)},
+                          ctx);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0] != map(0, 2) || maps[1] != map(1, 2) || maps[2] != map(0, 1))
+    return std::nullopt;
+  auto aType = dyn_cast<RankedTensorType>(op.getDpsInputs()[0].getType());
+  auto bType = dyn_cast<RankedTensorType>(op.getDpsInputs()[1].getType());
+  auto cType = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
+  if (!aType || !bType || !cType || !bType.hasStaticShape() ||
+      aType.isDynamicDim(1) || cType.isDynamicDim(1))
+    return std::nullopt;
+  // Body: yield(out + mul(ext(a), ext(b))) in either operand order.
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value sum = yield.getValues()[0];
+  Operation *addOp = sum.getDefiningOp();
+  if (!addOp || !isa<arith::AddIOp, arith::AddFOp>(addOp))
+    return std::nullopt;
+  Value out = body.getArgument(2), mul;
+  if (addOp->getOperand(0) == out)
+    mul = addOp->getOperand(1);
+  else if (addOp->getOperand(1) == out)
+    mul = addOp->getOperand(0);
+  else
+    return std::nullopt;
+  Operation *mulOp = mul.getDefiningOp();
+  if (!mulOp || !isa<arith::MulIOp, arith::MulFOp>(mulOp))
+    return std::nullopt;
+  Value x = stripExt(mulOp->getOperand(0)), y = stripExt(mulOp->getOperand(1));
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  if (!((x == a && y == b) || (x == b && y == a)))
+    return std::nullopt;
+  // Only ext/mul/add in the body.
+  for (Operation &o : body.without_terminator())
+    if (!isa<arith::ExtSIOp, arith::ExtFOp, arith::MulIOp, arith::MulFOp,
+             arith::AddIOp, arith::AddFOp>(o))
+      return std::nullopt;
+  GemmMatch m;
+  m.aElt = aType.getElementType();
+  m.bElt = bType.getElementType();
+  m.n = bType.getShape()[0];
+  m.k = bType.getShape()[1];
+  Type c = cType.getElementType();
+  auto isAct = [](Type t) { return t.isF32() || t.isBF16() || t.isF16(); };
+  if (m.aElt.isSignlessInteger(8) && m.bElt.isSignlessInteger(8) &&
+      c.isSignlessInteger(32) && isa<arith::AddIOp>(addOp) &&
+      isa<arith::MulIOp>(mulOp)) {
+    // Both operands must be sign-extended.
+    if (!mulOp->getOperand(0).getDefiningOp<arith::ExtSIOp>() ||
+        !mulOp->getOperand(1).getDefiningOp<arith::ExtSIOp>())
+      return std::nullopt;
+    m.kind = GemmMatch::Kind::I8I8I32;
+    return m;
+  }
+  if (isAct(m.aElt) && isAct(m.bElt) && c.isF32() && isa<arith::AddFOp>(addOp)) {
+    m.kind = GemmMatch::Kind::FloatF32;
+    return m;
+  }
+  return std::nullopt;
+}
+
+std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
+    Operation *op) {
+  auto d = op->getAttrOfType<DictionaryAttr>("comfyquant.gemm");
+  if (!d)
+    return std::nullopt;
+  GemmConfig c;
+  auto uk = d.getAs<StringAttr>("ukernel");
+  auto get = [&](StringRef n) -> std::optional<int64_t> {
+    if (auto a = d.getAs<IntegerAttr>(n))
+      return a.getInt();
+    return std::nullopt;
+  };
+  auto mr = get("mr"), nr = get("nr"), kv = get("kv"), mc = get("mc");
+  if (!uk || !mr || !nr || !kv || !mc)
+    return std::nullopt;
+  c.ukernel = uk.str();
+  c.mr = *mr;
+  c.nr = *nr;
+  c.kv = *kv;
+  c.mc = *mc;
+  return c;
+}
+
+DictionaryAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
+                                                        const GemmConfig &c) {
+  Builder b(ctx);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("ukernel", b.getStringAttr(c.ukernel)),
+      b.getNamedAttr("mr", b.getI64IntegerAttr(c.mr)),
+      b.getNamedAttr("nr", b.getI64IntegerAttr(c.nr)),
+      b.getNamedAttr("kv", b.getI64IntegerAttr(c.kv)),
+      b.getNamedAttr("mc", b.getI64IntegerAttr(c.mc)),
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct SelectStrategyPass
+    : impl::ComfyQuantCPUSelectStrategyBase<SelectStrategyPass> {
+  using Base::Base;
+
+  /// The default micro-kernel and tiles for a GEMM kind on a variant.
+  LogicalResult choose(const CPUVariant &v, const GemmMatch &m,
+                       linalg::GenericOp op, GemmConfig &c) {
+    const bool wide = v.vectorBits >= 512;
+    // Register budget: 16 ymm (AVX2) or 32 zmm (AVX-512) registers hold
+    // mr*nr accumulators plus mr A vectors and one B vector.
+    c.mr = wide ? 4 : 3;
+    c.nr = wide ? 6 : 4;
+    // A B operand decoded per N tile is worth a larger M block.
+    bool decoded = op.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
+    c.mc = decoded ? 256 : 64;
+    if (m.kind == GemmMatch::Kind::FloatF32) {
+      c.ukernel = "f32-fma";
+      c.kv = v.vectorBits / 32;
+    } else if (wide) {
+      c.ukernel = "i8-vnni";
+      c.kv = 64;
+    } else {
+      c.ukernel = "i8-pmaddwd";
+      c.kv = 16;
+    }
+    if (!ukernel.empty()) {
+      c.ukernel = ukernel;
+      bool f = m.kind == GemmMatch::Kind::FloatF32;
+      if (ukernel == "f32-fma" && f)
+        c.kv = v.vectorBits / 32;
+      else if (ukernel == "i8-generic" && !f)
+        c.kv = v.vectorBits / 16;
+      else if (ukernel == "i8-pmaddwd" && !f)
+        c.kv = v.vectorBits / 16;
+      else if ((ukernel == "i8-vnni" || ukernel == "i8-vnni-emulated") && !f)
+        c.kv = 64;
+      else
+        return op.emitError("micro-kernel '")
+               << ukernel << "' does not apply to this GEMM";
+      if (ukernel == "i8-vnni" && !wide)
+        return op.emitError("micro-kernel 'i8-vnni' needs a 512-bit variant");
+    }
+    if (mr > 0)
+      c.mr = mr;
+    if (nr > 0)
+      c.nr = nr;
+    if (mc > 0)
+      c.mc = mc;
+    if (c.mc % c.mr)
+      c.mc = (c.mc + c.mr - 1) / c.mr * c.mr;
+    return success();
+  }
+
+  void runOnOperation() override {
+    const CPUVariant *v = lookupCPUVariant(variant);
+    if (!v) {
+      getOperation().emitError("unknown CPU variant '") << variant << "'";
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    Builder b(ctx);
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      SmallVector<Attribute> gemms;
+      WalkResult r = func.walk([&](linalg::GenericOp op) {
+        std::optional<GemmMatch> m = matchGemm(op);
+        if (!m)
+          return WalkResult::advance();
+        GemmConfig c;
+        if (failed(choose(*v, *m, op, c)))
+          return WalkResult::interrupt();
+        DictionaryAttr d = gemmConfigAttr(ctx, c);
+        op->setAttr("comfyquant.gemm", d);
+        gemms.push_back(d);
+        return WalkResult::advance();
+      });
+      if (r.wasInterrupted())
+        return signalPassFailure();
+      func->setAttr(
+          "comfyquant.strategy",
+          b.getDictionaryAttr({
+              b.getNamedAttr("variant", b.getStringAttr(v->name)),
+              b.getNamedAttr("cpu", b.getStringAttr(v->cpu)),
+              b.getNamedAttr("features", b.getStringAttr(v->features)),
+              b.getNamedAttr("vector_bits", b.getI64IntegerAttr(v->vectorBits)),
+              b.getNamedAttr("gemms", b.getArrayAttr(gemms)),
+          }));
+    }
+  }
+};
+
+} // namespace

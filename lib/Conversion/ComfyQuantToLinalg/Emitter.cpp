@@ -1,0 +1,389 @@
+//===- Emitter.cpp - scalar and tensor building blocks --------------------===//
+#include "Emitter.h"
+
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::comfyquant::detail;
+
+//===----------------------------------------------------------------------===//
+// Constants and conversions
+//===----------------------------------------------------------------------===//
+
+Value Emitter::f32(double v) {
+  return arith::ConstantOp::create(b, b.getF32FloatAttr(static_cast<float>(v)));
+}
+Value Emitter::i32(int64_t v) { return intOf(b.getI32Type(), v); }
+Value Emitter::i8(int64_t v) { return intOf(b.getI8Type(), v); }
+Value Emitter::idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+Value Emitter::intOf(Type t, int64_t v) {
+  return arith::ConstantOp::create(b, b.getIntegerAttr(t, v));
+}
+
+Value Emitter::toF32(Value v) {
+  Type t = v.getType();
+  if (t.isF32())
+    return v;
+  if (isa<FloatType>(t))
+    return arith::ExtFOp::create(b, b.getF32Type(), v);
+  return arith::SIToFPOp::create(b, b.getF32Type(), v);
+}
+
+Value Emitter::fromF32(Value v, Type t) {
+  if (t.isF32())
+    return v;
+  return arith::TruncFOp::create(b, t, v);
+}
+
+Value Emitter::roundThrough(Value v, Type t) {
+  if (t.isF32())
+    return v;
+  return arith::ExtFOp::create(b, b.getF32Type(), fromF32(v, t));
+}
+
+Value Emitter::add(Value a, Value c) {
+  if (isa<FloatType>(a.getType()))
+    return arith::AddFOp::create(b, a, c);
+  return arith::AddIOp::create(b, a, c);
+}
+Value Emitter::sub(Value a, Value c) {
+  if (isa<FloatType>(a.getType()))
+    return arith::SubFOp::create(b, a, c);
+  return arith::SubIOp::create(b, a, c);
+}
+Value Emitter::mul(Value a, Value c) {
+  if (isa<FloatType>(a.getType()))
+    return arith::MulFOp::create(b, a, c);
+  return arith::MulIOp::create(b, a, c);
+}
+Value Emitter::select(Value cond, Value a, Value c) {
+  return arith::SelectOp::create(b, cond, a, c);
+}
+Value Emitter::index(unsigned dim) { return linalg::IndexOp::create(b, dim); }
+
+//===----------------------------------------------------------------------===//
+// Decoders
+//===----------------------------------------------------------------------===//
+
+Value Emitter::decodeE4M3(Value byte) {
+  Value u = arith::ExtUIOp::create(b, b.getI32Type(), byte);
+  Value mag = arith::AndIOp::create(b, u, i32(0x7F));
+  Value m = arith::AndIOp::create(b, u, i32(0x7));
+  // Normal: exponent rebias 7 -> 127 (+120), mantissa 3 -> 23 bits.
+  Value normalBits =
+      arith::AddIOp::create(b, arith::ShLIOp::create(b, mag, i32(20)),
+                            i32(120 << 23));
+  Value normal = arith::BitcastOp::create(b, b.getF32Type(), normalBits);
+  // Subnormal: m * 2^-9, exact.
+  Value sub = arith::MulFOp::create(
+      b, arith::UIToFPOp::create(b, b.getF32Type(), m), f32(std::ldexp(1.0, -9)));
+  Value isSub = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, mag, i32(8));
+  Value val = select(isSub, sub, normal);
+  Value isNan = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, mag, i32(0x7F));
+  val = select(isNan, f32(std::nan("")), val);
+  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, u, i32(0x80));
+  return select(neg, arith::NegFOp::create(b, val), val);
+}
+
+Value Emitter::decodeE5M2(Value byte) {
+  // E5M2 is the top byte of an IEEE half.
+  Value u = arith::ExtUIOp::create(b, b.getI16Type(), byte);
+  Value h = arith::ShLIOp::create(b, u, intOf(b.getI16Type(), 8));
+  Value f = arith::BitcastOp::create(b, b.getF16Type(), h);
+  return arith::ExtFOp::create(b, b.getF32Type(), f);
+}
+
+Value Emitter::decodeE2M1(Value code) {
+  Value u = arith::ExtUIOp::create(b, b.getI32Type(), code);
+  Value mag = arith::AndIOp::create(b, u, i32(0x7));
+  Value e = arith::ShRUIOp::create(b, mag, i32(1));
+  Value m = arith::AndIOp::create(b, mag, i32(1));
+  // e >= 1: 2^(e-1) * (1 + m/2) -> f32 exponent e + 126, mantissa bit 22.
+  Value bits = arith::OrIOp::create(
+      b, arith::ShLIOp::create(b, arith::AddIOp::create(b, e, i32(126)), i32(23)),
+      arith::ShLIOp::create(b, m, i32(22)));
+  Value normal = arith::BitcastOp::create(b, b.getF32Type(), bits);
+  Value isSub = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, e, i32(0));
+  Value half = select(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, m, i32(1)),
+                      f32(0.5), f32(0.0));
+  Value val = select(isSub, half, normal);
+  Value neg = arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne, arith::AndIOp::create(b, u, i32(0x8)), i32(0));
+  return select(neg, arith::NegFOp::create(b, val), val);
+}
+
+Value Emitter::decodeE8M0(Value byte) {
+  Value e = arith::ExtUIOp::create(b, b.getI32Type(), byte);
+  Value bits = arith::ShLIOp::create(b, e, i32(23));
+  Value isZero = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, e, i32(0));
+  bits = select(isZero, i32(0x00400000), bits); // 2^-127 (subnormal)
+  Value isNan = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, e, i32(255));
+  bits = select(isNan, i32(0x7FC00000), bits);
+  return arith::BitcastOp::create(b, b.getF32Type(), bits);
+}
+
+//===----------------------------------------------------------------------===//
+// Encoders
+//===----------------------------------------------------------------------===//
+
+/// RNE of a positive finite f32 (bits `absBits`) to `mantBits` mantissa bits,
+/// returned as (f32 exponent - biasDelta) << mantBits | mantissa.
+Value Emitter::normalFloatCode(Value absBits, int mantBits, int biasDelta) {
+  int drop = 23 - mantBits;
+  Value lsb = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, absBits, i32(drop)), i32(1));
+  Value r = arith::AddIOp::create(
+      b, arith::AddIOp::create(b, absBits, i32((1 << (drop - 1)) - 1)), lsb);
+  r = arith::ShRUIOp::create(b, r, i32(drop));
+  return arith::SubIOp::create(b, r, i32(biasDelta << mantBits));
+}
+
+static Value encodeFP8(Emitter &e, Value v, int mantBits, int biasDelta,
+                       int minNormalExp, int subQuantumExp, int maxCode) {
+  ImplicitLocOpBuilder &b = e.b;
+  Value bits = arith::BitcastOp::create(b, b.getI32Type(), v);
+  Value sign = arith::AndIOp::create(
+      b, arith::ShRUIOp::create(b, bits, e.i32(24)), e.i32(0x80));
+  Value absBits = arith::AndIOp::create(b, bits, e.i32(0x7FFFFFFF));
+  Value a = math::AbsFOp::create(b, v);
+  // Below the smallest normal: multiples of the subnormal quantum, RNE.
+  Value small = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, a,
+                                      e.f32(std::ldexp(1.0, minNormalExp)));
+  Value scaled =
+      arith::MulFOp::create(b, a, e.f32(std::ldexp(1.0, -subQuantumExp)));
+  Value subCode = arith::FPToUIOp::create(b, b.getI32Type(),
+                                          math::RoundEvenOp::create(b, scaled));
+  // The normal path is garbage for tiny inputs; select picks subCode.
+  Value normCode = e.normalFloatCode(absBits, mantBits, biasDelta);
+  Value code = e.select(small, subCode, normCode);
+  code = arith::MinUIOp::create(b, code, e.i32(maxCode)); // satfinite
+  code = arith::OrIOp::create(b, code, sign);
+  Value isNan =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, v, v);
+  code = e.select(isNan, e.i32(0x7F), code);
+  return arith::TruncIOp::create(b, b.getI8Type(), code);
+}
+
+Value Emitter::encodeE4M3(Value v) {
+  return encodeFP8(*this, v, /*mantBits=*/3, /*biasDelta=*/120,
+                   /*minNormalExp=*/-6, /*subQuantumExp=*/-9, /*maxCode=*/0x7E);
+}
+
+Value Emitter::encodeE5M2(Value v) {
+  return encodeFP8(*this, v, /*mantBits=*/2, /*biasDelta=*/112,
+                   /*minNormalExp=*/-14, /*subQuantumExp=*/-16,
+                   /*maxCode=*/0x7B);
+}
+
+Value Emitter::encodeE2M1(Value v) {
+  Value bits = arith::BitcastOp::create(b, b.getI32Type(), v);
+  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, bits, i32(0));
+  Value a = math::AbsFOp::create(b, v);
+  // Midpoints between the magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6; a tie goes
+  // to the even code (strict > after an even code, >= after an odd one).
+  // Unordered predicates send NaN to code 7, as the reference does.
+  struct Step {
+    double mid;
+    bool strict;
+  };
+  const Step steps[] = {{0.25, true}, {0.75, false}, {1.25, true},
+                        {1.75, false}, {2.5, true},  {3.5, false},
+                        {5.0, true}};
+  Value code = i32(0);
+  for (const Step &s : steps) {
+    Value c = arith::CmpFOp::create(
+        b, s.strict ? arith::CmpFPredicate::UGT : arith::CmpFPredicate::UGE, a,
+        f32(s.mid));
+    code = arith::AddIOp::create(b, code,
+                                 arith::ExtUIOp::create(b, b.getI32Type(), c));
+  }
+  code = select(neg, arith::OrIOp::create(b, code, i32(8)), code);
+  return arith::TruncIOp::create(b, b.getI8Type(), code);
+}
+
+Value Emitter::mxfp8Exponent(Value amax) {
+  Value r = arith::MaxNumFOp::create(
+      b, arith::DivFOp::create(b, amax, f32(448.0)), f32(std::ldexp(1.0, -127)));
+  Value bits = arith::BitcastOp::create(b, b.getI32Type(), r);
+  Value exp = arith::ShRUIOp::create(b, bits, i32(23));
+  Value man = arith::AndIOp::create(b, bits, i32(0x7FFFFF));
+  Value up = arith::ExtUIOp::create(
+      b, b.getI32Type(),
+      arith::CmpIOp::create(b, arith::CmpIPredicate::ne, man, i32(0)));
+  Value e = arith::AddIOp::create(b, exp, up); // ceil(log2 r) + 127
+  // r == 2^-127 exactly (a subnormal) is exponent 0.
+  Value minimal =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, bits, i32(0x00400000));
+  e = select(minimal, i32(0), e);
+  e = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, e, i32(0)), i32(254));
+  Value zero =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, amax, f32(0.0));
+  e = select(zero, i32(0), e);
+  return arith::TruncIOp::create(b, b.getI8Type(), e);
+}
+
+Value Emitter::swizzledOffset(Value r, Value c, int64_t cols) {
+  const int64_t nCB = (cols + 3) / 4;
+  auto divu = [&](Value x, int64_t d) {
+    return arith::DivUIOp::create(b, x, idx(d)).getResult();
+  };
+  auto remu = [&](Value x, int64_t d) {
+    return arith::RemUIOp::create(b, x, idx(d)).getResult();
+  };
+  Value tile = add(mul(divu(r, 128), idx(nCB)), divu(c, 4));
+  Value off = mul(tile, idx(512));
+  off = add(off, mul(remu(r, 32), idx(16)));
+  off = add(off, mul(divu(remu(r, 128), 32), idx(4)));
+  return add(off, remu(c, 4));
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor helpers
+//===----------------------------------------------------------------------===//
+
+SmallVector<OpFoldResult> mlir::comfyquant::detail::mixedSizes(OpBuilder &b,
+                                                               Location loc,
+                                                               Value v) {
+  return tensor::getMixedSizes(b, loc, v);
+}
+
+Value mlir::comfyquant::detail::emptyTensor(OpBuilder &b, Location loc,
+                                            ArrayRef<OpFoldResult> sizes,
+                                            Type elt) {
+  return tensor::EmptyOp::create(b, loc, sizes, elt);
+}
+
+Value mlir::comfyquant::detail::filledTensor(OpBuilder &b, Location loc,
+                                             ArrayRef<OpFoldResult> sizes,
+                                             Value scalar) {
+  Value e = emptyTensor(b, loc, sizes, scalar.getType());
+  return linalg::FillOp::create(b, loc, ValueRange{scalar}, ValueRange{e})
+      .getResult(0);
+}
+
+Value mlir::comfyquant::detail::buildParallel(OpBuilder &b, Location loc,
+                                              ValueRange inputs,
+                                              ArrayRef<AffineMap> inputMaps,
+                                              Value init, BodyFn body) {
+  auto type = cast<RankedTensorType>(init.getType());
+  unsigned rank = type.getRank();
+  SmallVector<AffineMap> maps(inputMaps.begin(), inputMaps.end());
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, inputs, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Emitter e(nb, nl);
+        Value r = body(e, args);
+        linalg::YieldOp::create(nb, nl, r);
+      });
+  return op.getResult(0);
+}
+
+Value mlir::comfyquant::detail::buildInnerReduction(OpBuilder &b, Location loc,
+                                                    Value input, Value init,
+                                                    BodyFn body) {
+  auto inType = cast<RankedTensorType>(input.getType());
+  unsigned rank = inType.getRank();
+  MLIRContext *ctx = b.getContext();
+  AffineMap inMap = b.getMultiDimIdentityMap(rank);
+  SmallVector<AffineExpr> outExprs;
+  for (unsigned i = 0; i + 1 < rank; ++i)
+    outExprs.push_back(getAffineDimExpr(i, ctx));
+  AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  iters.back() = utils::IteratorType::reduction;
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ValueRange{input}, ValueRange{init},
+      ArrayRef<AffineMap>{inMap, outMap}, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Emitter e(nb, nl);
+        linalg::YieldOp::create(nb, nl, body(e, args));
+      });
+  return op.getResult(0);
+}
+
+Value mlir::comfyquant::detail::extractScalar(OpBuilder &b, Location loc,
+                                              Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  SmallVector<Value> zeros(type.getRank(),
+                           arith::ConstantIndexOp::create(b, loc, 0));
+  return tensor::ExtractOp::create(b, loc, t, zeros);
+}
+
+Value mlir::comfyquant::detail::flatten(OpBuilder &b, Location loc, Value t) {
+  auto type = cast<RankedTensorType>(t.getType());
+  if (type.getRank() == 1)
+    return t;
+  if (type.getRank() == 0)
+    return tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({1}, type.getElementType()), t,
+        ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all.push_back(i);
+  return tensor::CollapseShapeOp::create(b, loc, t,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+Value mlir::comfyquant::detail::buildButterfly(OpBuilder &b, Location loc,
+                                               Value x, int64_t group,
+                                               Type outElt) {
+  auto type = cast<RankedTensorType>(x.getType());
+  const int64_t rank = type.getRank();
+  const int64_t k = type.getShape().back();
+  int stages = 0;
+  for (int64_t g = group; g > 1; g /= 4)
+    ++stages;
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  Value cur = x;
+  int64_t stride = 1;
+  for (int t = 0; t < stages; ++t, stride *= 4) {
+    auto curType = cast<RankedTensorType>(cur.getType());
+    Type outType = t + 1 == stages ? outElt : f32;
+    // [..., K] -> [..., K/(4s), 4, s]: the digit of this stage is its own
+    // dimension (rank) and the four butterfly inputs are constant indices.
+    SmallVector<int64_t> shape(curType.getShape().drop_back());
+    shape.append({k / (4 * stride), 4, stride});
+    SmallVector<ReassociationIndices> reassoc;
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      reassoc.push_back({i});
+    reassoc.push_back({rank - 1, rank, rank + 1});
+    auto expandedType = RankedTensorType::get(shape, curType.getElementType());
+    Value expanded =
+        tensor::ExpandShapeOp::create(b, loc, expandedType, cur, reassoc);
+    const unsigned loops = rank + 2;
+    SmallVector<AffineMap> inMaps;
+    for (int c = 0; c < 4; ++c) {
+      SmallVector<AffineExpr> exprs;
+      for (unsigned d = 0; d < loops; ++d)
+        exprs.push_back(d == static_cast<unsigned>(rank)
+                            ? getAffineConstantExpr(c, ctx)
+                            : getAffineDimExpr(d, ctx));
+      inMaps.push_back(AffineMap::get(loops, 0, exprs, ctx));
+    }
+    Value init = emptyTensor(b, loc, mixedSizes(b, loc, expanded), outType);
+    Value stage = buildParallel(
+        b, loc, ValueRange{expanded, expanded, expanded, expanded}, inMaps,
+        init, [&](Emitter &e, ValueRange args) {
+          // y[d] = 0.5 * (((h(d,0) x0 + h(d,1) x1) + h(d,2) x2) + h(d,3) x3)
+          // with h(d, c) = -1 iff d + c == 3 (H4 of the regular Hadamard).
+          Value d = e.index(rank);
+          Value sum;
+          for (int c = 0; c < 4; ++c) {
+            Value v = e.toF32(args[c]);
+            Value flip = arith::CmpIOp::create(
+                e.b, arith::CmpIPredicate::eq, d, e.idx(3 - c));
+            Value term = e.select(flip, arith::NegFOp::create(e.b, v), v);
+            sum = c == 0 ? term : e.add(sum, term);
+          }
+          return e.fromF32(e.mul(e.f32(0.5), sum), outType);
+        });
+    cur = tensor::CollapseShapeOp::create(b, loc, stage, reassoc);
+  }
+  return cur;
+}
