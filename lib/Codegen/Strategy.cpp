@@ -170,7 +170,7 @@ DictionaryAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
 namespace {
 
 struct SelectStrategyPass
-    : impl::ComfyQuantCPUSelectStrategyBase<SelectStrategyPass> {
+    : mlir::comfyquant::impl::ComfyQuantCPUSelectStrategyBase<SelectStrategyPass> {
   using Base::Base;
 
   /// The default micro-kernel and tiles for a GEMM kind on a variant.

@@ -4,6 +4,8 @@
 // extension and pass is registered too, so pipelines that lower comfyquant
 // IR to upstream dialects run in one tool.
 //===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/CPUCodegen.h"
+#include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Dialect/ComfyQuant/Transforms/Passes.h"
 #include "comfyquant/Pipelines/Pipelines.h"
@@ -21,6 +23,8 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::comfyquant::registerComfyQuantPasses();
   mlir::comfyquant::registerComfyQuantPipelines();
+  mlir::comfyquant::registerComfyQuantConversionPasses();
+  mlir::comfyquant::registerComfyQuantCPUCodegen();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "comfyquant optimizer driver\n", registry));
 }

@@ -70,11 +70,12 @@ void buildComfyQuantCPUCodegenPipeline(OpPassManager &pm,
 void registerComfyQuantCPUCodegen();
 
 /// Translates an LLVM-dialect module to LLVM IR, optimizes it at O3 for the
-/// variant and returns the object file bytes. Returns false with `error`
-/// set on failure.
+/// variant and returns the object file bytes (and, when asked, the
+/// optimized LLVM IR and the assembly). Returns false with `error` set.
 bool emitCPUObject(ModuleOp module, const CPUVariant &variant,
                    std::string &object, std::string &error,
-                   std::string *assembly = nullptr);
+                   std::string *assembly = nullptr,
+                   std::string *llvmIR = nullptr);
 
 /// Links object files into a shared library with ld.lld (ld.lld-22 on
 /// PATH, else /usr/lib/llvm-22/bin/ld.lld). Returns false with `error` set.

@@ -60,6 +60,20 @@ def ComfyQuantCPUVectorizeGemm
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def ComfyQuantCPUMaterializeIntrinsics
+    : Pass<"comfyquant-cpu-materialize-intrinsics", "::mlir::ModuleOp"> {
+  let summary = "Turn micro-kernel intrinsic placeholders into LLVM calls";
+  let description = [{
+    `comfyquant-cpu-vectorize-gemm` holds target intrinsics (pmaddwd,
+    vpdpbusd) as pure `builtin.unrealized_conversion_cast` ops tagged
+    `comfyquant.intrinsic = "llvm.x86..."` so bufferization and the buffer
+    deallocation pipeline (which reject ops of unknown memory effects) can
+    run; this pass, placed after them, replaces each by
+    `llvm.call_intrinsic`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def ComfyQuantCPUEmitPackedEntries
     : Pass<"comfyquant-cpu-emit-packed-entries", "::mlir::ModuleOp"> {
   let summary = "Emit `void entry(void **args)` wrappers (LLVM dialect)";
@@ -67,9 +81,11 @@ def ComfyQuantCPUEmitPackedEntries
     Runs after lowering to the LLVM dialect. For every function recorded in
     `comfyquant.entries`, emits an external `llvm.func @entry(!llvm.ptr)`
     whose i-th pointer argument points to the memref descriptor of the i-th
-    function argument, calls `_mlir_ciface_<func>`, and gives every other
-    function internal linkage. Drops `comfyquant.*` attributes so the module
-    translates to LLVM IR.
+    function argument (or, for a scalar argument such as the MoE expert
+    index, to the scalar), calls `_mlir_ciface_<func>`, and gives every
+    other function internal linkage. Erases the remaining comfyquant ops
+    (the checkpoint description) and drops `comfyquant.*` attributes so the
+    module translates to LLVM IR.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

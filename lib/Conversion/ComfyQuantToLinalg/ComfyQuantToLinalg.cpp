@@ -169,6 +169,13 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
     Type act = xType.getElementType();
     MLIRContext *ctx = rw.getContext();
     Emitter top(rw, loc);
+    // Fused rotation: the butterfly, rounded to T, then the same scheme.
+    if (RotationAttr rot = op.getRotationAttr()) {
+      if (xType.isDynamicDim(1))
+        return rw.notifyMatchFailure(op, "rotated dimension must be static");
+      x = buildButterfly(rw, loc, x, rot.getGroup(), act);
+    }
+    Value g; // nvfp4 global scale
     SmallVector<OpFoldResult> xSizes = mixedSizes(rw, loc, x);
     SmallVector<OpFoldResult> rowSizes = {xSizes[0], rw.getIndexAttr(1)};
     Value codes, scales;
@@ -242,7 +249,6 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
       Value xb = blocked(rw, loc, x, block);
       Value amax = rowAmax(rw, loc, xb); // [M, Kb]
       SmallVector<OpFoldResult> bSizes = mixedSizes(rw, loc, amax);
-      Value g;
       if (!mx) {
         // Global scale: input_scale, else amax(|x|)/2688 in x's dtype.
         if (op.getStaticScale()) {
@@ -310,20 +316,228 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
       break;
     }
     }
-    Value c = fromStorage(rw, loc, codes, op.getCodes().getType());
-    Value s = fromStorage(rw, loc, scales, op.getScales().getType());
-    if (c.getType() != op.getCodes().getType())
-      c = tensor::CastOp::create(rw, loc, op.getCodes().getType(), c);
-    if (s.getType() != op.getScales().getType())
-      s = tensor::CastOp::create(rw, loc, op.getScales().getType(), s);
-    rw.replaceOp(op, {c, s});
+    auto finish = [&](Value v, Type original) {
+      RankedTensorType st = storageType(original);
+      if (v.getType() != st)
+        v = tensor::CastOp::create(rw, loc, st, v);
+      return fromStorage(rw, loc, v, original);
+    };
+    SmallVector<Value> results = {finish(codes, op.getCodes().getType()),
+                                  finish(scales, op.getScales().getType())};
+    if (Value gs = op.getGlobalScale()) {
+      if (!g)
+        return rw.notifyMatchFailure(op, "global scale of a non-nvfp4 scheme");
+      results.push_back(tensor::FromElementsOp::create(rw, loc, gs.getType(),
+                                                       ValueRange{g}));
+    }
+    rw.replaceOp(op, results);
     return success();
   }
 };
 
 //===----------------------------------------------------------------------===//
-// dequantize
+// Weight decoding (dequantize, unpack, lookup)
 //===----------------------------------------------------------------------===//
+
+/// Element-wise access to a stored weight and its side tensors, each viewed
+/// as a flat 1-D storage tensor and indexed exactly as the reference does
+/// (runtime/src/Reference.cpp): row r of expert e starts at byte
+/// (e·Ns + r)·rowBytes; scales by global row e·N + r.
+class WeightDecoder {
+public:
+  WeightDecoder(OpBuilder &b, Location loc, Value weight, ValueRange side,
+                ArrayAttr roles, FormatAttr format, int64_t experts,
+                int64_t n, int64_t k)
+      : kind(format.getKind()), G(format.getGroup()), E(experts), N(n),
+        K(k) {
+    add(b, loc, "weight", weight);
+    for (auto [role, v] : llvm::zip(roles, side))
+      add(b, loc, cast<StringAttr>(role).getValue(), v);
+    auto wType = cast<RankedTensorType>(weight.getType());
+    rowBytes = wType.getRank() ? wType.getShape().back() : 1;
+    Ns = wType.getNumElements() / rowBytes / E;
+  }
+
+  bool has(StringRef r) const { return flat.count(r) != 0; }
+
+  /// The exact GEMM operand of the quantized forward (f32; Reference.cpp
+  /// weightOperandRows): decoded FP8 codes, e2m1·block scale, int8 codes,
+  /// signed nibbles, the W4A8/W6A8 int8 grid.
+  Value operand(Emitter &e, Value ex, Value n, Value k) {
+    Value rowBase = e.mul(e.add(e.mul(ex, e.idx(Ns)), n), e.idx(rowBytes));
+    Value globalRow = e.add(e.mul(ex, e.idx(N)), n);
+    switch (kind) {
+    case FormatKind::float8_e4m3fn:
+      return e.decodeE4M3(byteAt(e, rowBase, k));
+    case FormatKind::float8_e5m2:
+      return e.decodeE5M2(byteAt(e, rowBase, k));
+    case FormatKind::int8_tensorwise:
+      return e.toF32(byteAt(e, rowBase, k));
+    case FormatKind::convrot_w4a4:
+    case FormatKind::asym_w4a8_int8:
+    case FormatKind::w6a8_int8:
+      return e.toF32(code(e, rowBase, globalRow, k));
+    case FormatKind::nvfp4:
+      return e.mul(e.decodeE2M1(code(e, rowBase, globalRow, k)),
+                   blockScale(e, ex, n, k));
+    case FormatKind::mxfp8:
+      return e.mul(e.decodeE4M3(byteAt(e, rowBase, k)),
+                   blockScale(e, ex, n, k));
+    }
+    llvm_unreachable("format");
+  }
+
+  /// The dequantized f32 value before un-rotation (Reference.cpp
+  /// dequantizeRows): operand · row scale; nvfp4 e2m1 · (bs · s2).
+  Value dequantized(Emitter &e, Value ex, Value n, Value k) {
+    Value globalRow = e.add(e.mul(ex, e.idx(N)), n);
+    if (kind == FormatKind::nvfp4) {
+      Value rowBase = e.mul(e.add(e.mul(ex, e.idx(Ns)), n), e.idx(rowBytes));
+      Value s2 = expertScalar(e, "weight_scale_2", ex);
+      return e.mul(e.decodeE2M1(code(e, rowBase, globalRow, k)),
+                   e.mul(blockScale(e, ex, n, k), s2));
+    }
+    Value v = operand(e, ex, n, k);
+    switch (kind) {
+    case FormatKind::float8_e4m3fn:
+    case FormatKind::float8_e5m2:
+      return e.mul(v, expertScalar(e, "weight_scale", ex));
+    case FormatKind::mxfp8:
+      return v;
+    case FormatKind::int8_tensorwise: {
+      if (!has("weight_scale"))
+        return v;
+      if (numel("weight_scale") == E * N && N > 1)
+        return e.mul(v, scaleAt(e, "weight_scale", globalRow));
+      return e.mul(v, expertScalar(e, "weight_scale", ex));
+    }
+    case FormatKind::convrot_w4a4:
+      return e.mul(v, scaleAt(e, "weight_scale", globalRow));
+    case FormatKind::asym_w4a8_int8:
+    case FormatKind::w6a8_int8:
+      return e.mul(v, scaleAt(e, "weight_s_channel", globalRow));
+    default:
+      llvm_unreachable("format");
+    }
+  }
+
+  /// The integer (or E2M1) code an unpack produces, as i8: E2M1 code 0..15
+  /// (nvfp4), a sign-extended nibble (convrot_w4a4), the int8 grid g8.
+  Value code(Emitter &e, Value rowBase, Value globalRow, Value k) {
+    Value half = arith::DivUIOp::create(e.b, k, e.idx(2));
+    switch (kind) {
+    case FormatKind::nvfp4:
+      return trunc8(e, nibble(e, byteAt(e, rowBase, half), k, true));
+    case FormatKind::convrot_w4a4: {
+      Value nib = nibble(e, byteAt(e, rowBase, half), k, false);
+      Value sv = e.select(arith::CmpIOp::create(e.b, arith::CmpIPredicate::uge,
+                                                nib, e.i32(8)),
+                          arith::SubIOp::create(e.b, nib, e.i32(16)), nib);
+      return trunc8(e, sv);
+    }
+    case FormatKind::asym_w4a8_int8:
+    case FormatKind::w6a8_int8: {
+      Value lo = nibble(e, byteAt(e, rowBase, half), k, false);
+      Value level;
+      if (kind == FormatKind::w6a8_int8) {
+        Value hiByte = byteAt(
+            e, rowBase,
+            e.add(e.idx(K / 2), arith::DivUIOp::create(e.b, k, e.idx(4))));
+        Value shift = arith::IndexCastOp::create(
+            e.b, e.b.getI32Type(),
+            e.mul(arith::RemUIOp::create(e.b, k, e.idx(4)), e.idx(2)));
+        Value hi = arith::AndIOp::create(
+            e.b,
+            arith::ShRUIOp::create(
+                e.b, arith::ExtUIOp::create(e.b, e.b.getI32Type(), hiByte),
+                shift),
+            e.i32(3));
+        Value c = arith::OrIOp::create(e.b, lo,
+                                       arith::ShLIOp::create(e.b, hi, e.i32(4)));
+        level = e.sub(e.toF32(c), e.f32(32.0));
+      } else if (has("weight_codebook")) {
+        level = e.toF32(tensor::ExtractOp::create(
+            e.b, flat["weight_codebook"],
+            ValueRange{arith::IndexCastOp::create(e.b, e.b.getIndexType(), lo)}));
+      } else {
+        level = e.sub(e.toF32(lo), e.f32(8.0));
+      }
+      Value rel = scaleAt(e, "weight_s_rel",
+                          e.add(e.mul(globalRow, e.idx(K / G)),
+                                arith::DivUIOp::create(e.b, k, e.idx(G))));
+      // g8 = clamp(RNE(level · s_rel), -127, 127), one f32 multiply.
+      Value g8 = math::RoundEvenOp::create(e.b, e.mul(level, rel));
+      g8 = arith::MinNumFOp::create(
+          e.b, e.f32(127.0), arith::MaxNumFOp::create(e.b, e.f32(-127.0), g8));
+      return arith::FPToSIOp::create(e.b, e.b.getI8Type(), g8);
+    }
+    default:
+      llvm_unreachable("only packed formats have codes");
+    }
+  }
+
+private:
+  FormatKind kind;
+  int64_t G, E, N, K, rowBytes = 1, Ns = 1;
+  llvm::StringMap<Value> flat;
+  llvm::StringMap<Type> original;
+
+  void add(OpBuilder &b, Location loc, StringRef role, Value v) {
+    original[role] = elementOf(v);
+    flat[role] = flatten(b, loc, toStorage(b, loc, v));
+  }
+  int64_t numel(StringRef r) {
+    return cast<RankedTensorType>(flat[r].getType()).getShape()[0];
+  }
+  Value byteAt(Emitter &e, Value rowBase, Value col) {
+    return tensor::ExtractOp::create(e.b, flat["weight"],
+                                     ValueRange{e.add(rowBase, col)});
+  }
+  static Value trunc8(Emitter &e, Value v) {
+    return arith::TruncIOp::create(e.b, e.b.getI8Type(), v);
+  }
+  /// A scale element: 1-byte float scales are E4M3 (E8M0 for mxfp8).
+  Value scaleAt(Emitter &e, StringRef role, Value i) {
+    Value v = tensor::ExtractOp::create(e.b, flat[role], ValueRange{i});
+    Type t = original[role];
+    if (t.getIntOrFloatBitWidth() == 8 && !t.isSignlessInteger(8))
+      return kind == FormatKind::mxfp8 || isa<Float8E8M0FNUType>(t)
+                 ? e.decodeE8M0(v)
+                 : e.decodeE4M3(v);
+    return e.toF32(v);
+  }
+  /// [] / [1] shared, [E] per expert.
+  Value expertScalar(Emitter &e, StringRef role, Value ex) {
+    if (!has(role))
+      return e.f32(1.0);
+    return scaleAt(e, role, numel(role) == 1 ? e.idx(0) : ex);
+  }
+  Value nibble(Emitter &e, Value byte, Value col, bool highFirst) {
+    Value u = arith::ExtUIOp::create(e.b, e.b.getI32Type(), byte);
+    Value even = arith::CmpIOp::create(
+        e.b, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(e.b, col, e.idx(2)), e.idx(0));
+    Value hi = arith::AndIOp::create(
+        e.b, arith::ShRUIOp::create(e.b, u, e.i32(4)), e.i32(0xF));
+    Value lo = arith::AndIOp::create(e.b, u, e.i32(0xF));
+    return highFirst ? e.select(even, hi, lo) : e.select(even, lo, hi);
+  }
+  /// The swizzled block scale of (n, k).
+  Value blockScale(Emitter &e, Value ex, Value n, Value k) {
+    const int64_t blk = kind == FormatKind::nvfp4 ? 16 : 32;
+    const int64_t cols = (K + blk - 1) / blk;
+    const int64_t count = (Ns + 127) / 128 * 128 * ((cols + 3) / 4 * 4);
+    Value off = e.add(
+        e.mul(ex, e.idx(count)),
+        e.swizzledOffset(n, arith::DivUIOp::create(e.b, k, e.idx(blk)), cols));
+    return scaleAt(e, "weight_scale", off);
+  }
+};
+
+bool unrotates(FormatKind k) {
+  return k == FormatKind::int8_tensorwise || k == FormatKind::convrot_w4a4 ||
+         k == FormatKind::asym_w4a8_int8 || k == FormatKind::w6a8_int8;
+}
 
 struct DequantizeLowering : OpRewritePattern<DequantizeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -334,322 +548,342 @@ struct DequantizeLowering : OpRewritePattern<DequantizeOp> {
     auto result = cast<RankedTensorType>(op.getResult().getType());
     const bool bank = result.getRank() == 3;
     const int64_t E = bank ? result.getShape()[0] : 1;
-    const int64_t N = result.getShape()[bank ? 1 : 0];
-    const int64_t K = result.getShape()[bank ? 2 : 1];
-    const FormatKind kind = op.getFormat().getKind();
-    const int64_t G = op.getFormat().getGroup();
-
-    // Operands by role, flattened to 1-D storage.
-    llvm::StringMap<Value> flat;
-    llvm::StringMap<Type> original;
-    auto addRole = [&](StringRef role, Value v) {
-      original[role] = elementOf(v);
-      flat[role] = flatten(rw, loc, toStorage(rw, loc, v));
-    };
-    addRole("weight", op.getWeight());
-    for (auto [role, v] : llvm::zip(op.getRoles(), op.getSide()))
-      addRole(cast<StringAttr>(role).getValue(), v);
-    auto has = [&](StringRef r) { return flat.count(r) != 0; };
-    auto numel = [&](StringRef r) {
-      return cast<RankedTensorType>(flat[r].getType()).getShape()[0];
-    };
-    auto wType = cast<RankedTensorType>(op.getWeight().getType());
-    const int64_t rowBytes = wType.getRank() ? wType.getShape().back() : 1;
-    const int64_t Ns = wType.getNumElements() / rowBytes / E;
-
-    // Value of a scale element: 1-byte scales are E4M3 (E8M0 for mxfp8).
-    auto scaleAt = [&](Emitter &e, StringRef role, Value i) -> Value {
-      Value v = tensor::ExtractOp::create(e.b, flat[role], ValueRange{i});
-      if (original[role].getIntOrFloatBitWidth() == 8 &&
-          !original[role].isSignlessInteger(8))
-        return kind == FormatKind::mxfp8 ? e.decodeE8M0(v) : e.decodeE4M3(v);
-      return e.toF32(v);
-    };
-    // A per-tensor / per-expert scalar ([] or [1] shared, [E] per expert).
-    auto expertScalar = [&](Emitter &e, StringRef role, Value ex) -> Value {
-      if (!has(role))
-        return e.f32(1.0);
-      return scaleAt(e, role, numel(role) == 1 ? e.idx(0) : ex);
-    };
-    auto nibble = [&](Emitter &e, Value byte, Value col, bool highFirst) {
-      Value u = arith::ExtUIOp::create(e.b, e.b.getI32Type(), byte);
-      Value even = arith::CmpIOp::create(
-          e.b, arith::CmpIPredicate::eq,
-          arith::RemUIOp::create(e.b, col, e.idx(2)), e.idx(0));
-      Value hi = arith::AndIOp::create(
-          e.b, arith::ShRUIOp::create(e.b, u, e.i32(4)), e.i32(0xF));
-      Value lo = arith::AndIOp::create(e.b, u, e.i32(0xF));
-      return highFirst ? e.select(even, hi, lo) : e.select(even, lo, hi);
-    };
-
-    bool rotate = static_cast<bool>(op.getRotationAttr());
-    Type valueType = rotate ? rw.getF32Type() : result.getElementType();
+    WeightDecoder dec(rw, loc, op.getWeight(), op.getSide(), op.getRoles(),
+                      op.getFormat(), E, result.getShape()[bank ? 1 : 0],
+                      result.getShape()[bank ? 2 : 1]);
+    RotationAttr rot = op.getRotationAttr();
+    if (!unrotates(op.getFormat().getKind()))
+      rot = {};
+    Type valueType = rot ? rw.getF32Type() : result.getElementType();
     SmallVector<OpFoldResult> sizes;
     for (int64_t d : result.getShape())
       sizes.push_back(rw.getIndexAttr(d));
-    Value init = emptyTensor(rw, loc, sizes, valueType);
     Value vals = buildParallel(
-        rw, loc, ValueRange{}, {}, init, [&](Emitter &e, ValueRange) -> Value {
+        rw, loc, ValueRange{}, {}, emptyTensor(rw, loc, sizes, valueType),
+        [&](Emitter &e, ValueRange) -> Value {
           Value ex = bank ? e.index(0) : e.idx(0);
-          Value n = e.index(bank ? 1 : 0);
-          Value k = e.index(bank ? 2 : 1);
-          Value rowBase =
-              e.mul(e.add(e.mul(ex, e.idx(Ns)), n), e.idx(rowBytes));
-          Value globalRow = e.add(e.mul(ex, e.idx(N)), n);
-          auto weightByte = [&](Value col) -> Value {
-            return tensor::ExtractOp::create(e.b, flat["weight"],
-                                             ValueRange{e.add(rowBase, col)});
-          };
-          Value v;
-          switch (kind) {
-          case FormatKind::float8_e4m3fn:
-          case FormatKind::float8_e5m2: {
-            Value q = weightByte(k);
-            Value d = kind == FormatKind::float8_e4m3fn ? e.decodeE4M3(q)
-                                                         : e.decodeE5M2(q);
-            v = e.mul(d, expertScalar(e, "weight_scale", ex));
-            break;
-          }
-          case FormatKind::int8_tensorwise: {
-            Value q = e.toF32(weightByte(k));
-            Value s;
-            if (!has("weight_scale"))
-              s = e.f32(1.0);
-            else if (numel("weight_scale") == E * N && N > 1)
-              s = scaleAt(e, "weight_scale", globalRow);
-            else
-              s = expertScalar(e, "weight_scale", ex);
-            v = e.mul(q, s);
-            break;
-          }
-          case FormatKind::convrot_w4a4: {
-            Value byte = weightByte(arith::DivUIOp::create(e.b, k, e.idx(2)));
-            Value nib = nibble(e, byte, k, /*highFirst=*/false);
-            Value sv = e.select(
-                arith::CmpIOp::create(e.b, arith::CmpIPredicate::uge, nib,
-                                      e.i32(8)),
-                arith::SubIOp::create(e.b, nib, e.i32(16)), nib);
-            v = e.mul(e.toF32(sv), scaleAt(e, "weight_scale", globalRow));
-            break;
-          }
-          case FormatKind::asym_w4a8_int8:
-          case FormatKind::w6a8_int8: {
-            Value byte = weightByte(arith::DivUIOp::create(e.b, k, e.idx(2)));
-            Value lo = nibble(e, byte, k, /*highFirst=*/false);
-            Value level;
-            if (kind == FormatKind::w6a8_int8) {
-              Value hiByte = weightByte(e.add(
-                  e.idx(K / 2), arith::DivUIOp::create(e.b, k, e.idx(4))));
-              Value shift = arith::IndexCastOp::create(
-                  e.b, e.b.getI32Type(),
-                  e.mul(arith::RemUIOp::create(e.b, k, e.idx(4)), e.idx(2)));
-              Value hi = arith::AndIOp::create(
-                  e.b,
-                  arith::ShRUIOp::create(
-                      e.b, arith::ExtUIOp::create(e.b, e.b.getI32Type(), hiByte),
-                      shift),
-                  e.i32(3));
-              Value code = arith::OrIOp::create(
-                  e.b, lo, arith::ShLIOp::create(e.b, hi, e.i32(4)));
-              level = e.sub(e.toF32(code), e.f32(32.0));
-            } else if (has("weight_codebook")) {
-              level = e.toF32(tensor::ExtractOp::create(
-                  e.b, flat["weight_codebook"],
-                  ValueRange{arith::IndexCastOp::create(e.b, e.b.getIndexType(),
-                                                        lo)}));
-            } else {
-              level = e.sub(e.toF32(lo), e.f32(8.0));
-            }
-            const int64_t groups = K / G;
-            Value rel = scaleAt(
-                e, "weight_s_rel",
-                e.add(e.mul(globalRow, e.idx(groups)),
-                      arith::DivUIOp::create(e.b, k, e.idx(G))));
-            // g8 = clamp(RNE(level * s_rel), -127, 127) (one f32 multiply).
-            Value g8 = math::RoundEvenOp::create(e.b, e.mul(level, rel));
-            g8 = arith::MinNumFOp::create(
-                e.b, e.f32(127.0),
-                arith::MaxNumFOp::create(e.b, e.f32(-127.0), g8));
-            v = e.mul(g8, scaleAt(e, "weight_s_channel", globalRow));
-            break;
-          }
-          case FormatKind::nvfp4:
-          case FormatKind::mxfp8: {
-            bool nv = kind == FormatKind::nvfp4;
-            const int64_t blk = nv ? 16 : 32;
-            const int64_t cols = (K + blk - 1) / blk;
-            const int64_t count =
-                (Ns + 127) / 128 * 128 * ((cols + 3) / 4 * 4);
-            Value off = e.add(
-                e.mul(ex, e.idx(count)),
-                e.swizzledOffset(n, arith::DivUIOp::create(e.b, k, e.idx(blk)),
-                                 cols));
-            Value bs = scaleAt(e, "weight_scale", off);
-            if (nv) {
-              Value byte = weightByte(arith::DivUIOp::create(e.b, k, e.idx(2)));
-              Value code = nibble(e, byte, k, /*highFirst=*/true);
-              Value s2 = expertScalar(e, "weight_scale_2", ex);
-              v = e.mul(e.decodeE2M1(code), e.mul(bs, s2));
-            } else {
-              v = e.mul(e.decodeE4M3(weightByte(k)), bs);
-            }
-            break;
-          }
-          }
+          Value v = dec.dequantized(e, ex, e.index(bank ? 1 : 0),
+                                    e.index(bank ? 2 : 1));
           return e.fromF32(v, valueType);
         });
-    if (rotate)
-      vals = buildButterfly(rw, loc, vals, op.getRotationAttr().getGroup(),
+    if (rot)
+      vals = buildButterfly(rw, loc, vals, rot.getGroup(),
                             result.getElementType());
     rw.replaceOp(op, vals);
     return success();
   }
 };
 
-//===----------------------------------------------------------------------===//
-// qmatmul
-//===----------------------------------------------------------------------===//
-
-/// Elementwise decode of exotic float codes (f8*, f4*) to f32; f32/bf16/f16
-/// pass through (the contraction widens them).
-Value decodeOperand(OpBuilder &b, Location loc, Value v) {
-  Type elt = elementOf(v);
-  if (elt.isF32() || elt.isBF16() || elt.isF16())
-    return v;
-  Value s = toStorage(b, loc, v);
-  return buildParallel(
-      b, loc, s, b.getMultiDimIdentityMap(2),
-      emptyTensor(b, loc, mixedSizes(b, loc, s), b.getF32Type()),
-      [&](Emitter &e, ValueRange a) -> Value {
-        if (isa<Float8E4M3FNType>(elt))
-          return e.decodeE4M3(a[0]);
-        if (isa<Float8E5M2Type>(elt))
-          return e.decodeE5M2(a[0]);
-        if (isa<Float4E2M1FNType>(elt))
-          return e.decodeE2M1(a[0]);
-        if (isa<Float8E8M0FNUType>(elt))
-          return e.decodeE8M0(a[0]);
-        return e.toF32(a[0]);
-      });
-}
-
-struct QMatmulLowering : OpRewritePattern<QMatmulOp> {
+struct UnpackLowering : OpRewritePattern<UnpackOp> {
   using OpRewritePattern::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(QMatmulOp op,
+  LogicalResult matchAndRewrite(UnpackOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto result = cast<RankedTensorType>(op.getResult().getType());
+    const int64_t N = result.getShape()[0], K = result.getShape()[1];
+    WeightDecoder dec(rw, loc, op.getWeight(), op.getSide(), op.getRoles(),
+                      op.getFormat(), 1, N, K);
+    SmallVector<OpFoldResult> sizes = {rw.getIndexAttr(N), rw.getIndexAttr(K)};
+    Value codes = buildParallel(
+        rw, loc, ValueRange{}, {}, emptyTensor(rw, loc, sizes, rw.getI8Type()),
+        [&](Emitter &e, ValueRange) -> Value {
+          Value n = e.index(0), k = e.index(1);
+          Value rowBase = e.mul(n, e.idx(rowBytesOf(op)));
+          return dec.code(e, rowBase, n, k);
+        });
+    rw.replaceOp(op, fromStorage(rw, loc, codes, result));
+    return success();
+  }
+  static int64_t rowBytesOf(UnpackOp op) {
+    auto t = cast<RankedTensorType>(op.getWeight().getType());
+    return t.getShape().back();
+  }
+};
+
+struct UnswizzleLowering : OpRewritePattern<UnswizzleOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(UnswizzleOp op,
+                                PatternRewriter &rw) const override {
+    Location loc = op.getLoc();
+    auto result = cast<RankedTensorType>(op.getResult().getType());
+    const int64_t cols = result.getShape()[1];
+    Value in = flatten(rw, loc, toStorage(rw, loc, op.getInput()));
+    SmallVector<OpFoldResult> sizes = {rw.getIndexAttr(result.getShape()[0]),
+                                       rw.getIndexAttr(cols)};
+    Value out = buildParallel(
+        rw, loc, ValueRange{}, {}, emptyTensor(rw, loc, sizes, rw.getI8Type()),
+        [&](Emitter &e, ValueRange) -> Value {
+          Value off = e.swizzledOffset(e.index(0), e.index(1), cols);
+          return tensor::ExtractOp::create(e.b, in, ValueRange{off});
+        });
+    rw.replaceOp(op, fromStorage(rw, loc, out, result));
+    return success();
+  }
+};
+
+struct LookupLowering : OpRewritePattern<LookupOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LookupOp op,
                                 PatternRewriter &rw) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rw.getContext();
-    auto resType = cast<RankedTensorType>(op.getResult().getType());
-    bool ints = resType.getElementType().isSignlessInteger(32);
-    Value a, b;
-    if (ints) {
-      a = toStorage(rw, loc, op.getLhs());
-      b = toStorage(rw, loc, op.getRhs());
-      if (!elementOf(a).isSignlessInteger(8) ||
-          !elementOf(b).isSignlessInteger(8))
-        return rw.notifyMatchFailure(op, "integer operands must be stored as i8");
-    } else {
-      a = decodeOperand(rw, loc, op.getLhs());
-      b = decodeOperand(rw, loc, op.getRhs());
-    }
-    Emitter top(rw, loc);
-    SmallVector<OpFoldResult> sizes = {mixedSizes(rw, loc, a)[0],
-                                       mixedSizes(rw, loc, b)[0]};
-    Value zero = ints ? top.i32(0) : top.f32(0.0);
-    Value init = filledTensor(rw, loc, sizes, zero);
-    SmallVector<AffineMap> maps = {mapOf(ctx, 3, {0, 2}), mapOf(ctx, 3, {1, 2}),
-                                   mapOf(ctx, 3, {0, 1})};
-    SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
-                                              utils::IteratorType::parallel,
-                                              utils::IteratorType::reduction};
-    auto gemm = linalg::GenericOp::create(
-        rw, loc, TypeRange{init.getType()}, ValueRange{a, b}, ValueRange{init},
-        maps, iters, [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Emitter e(nb, nl);
-          Value p;
-          if (ints) {
-            Value x = arith::ExtSIOp::create(e.b, e.b.getI32Type(), args[0]);
-            Value y = arith::ExtSIOp::create(e.b, e.b.getI32Type(), args[1]);
-            p = arith::AddIOp::create(e.b, args[2],
-                                      arith::MulIOp::create(e.b, x, y));
-          } else {
-            p = arith::AddFOp::create(
-                e.b, args[2],
-                arith::MulFOp::create(e.b, e.toF32(args[0]), e.toF32(args[1])));
-          }
-          linalg::YieldOp::create(nb, nl, p);
+    auto result = cast<RankedTensorType>(op.getResult().getType());
+    auto weight = cast<RankedTensorType>(op.getWeight().getType());
+    const int64_t V = weight.getShape()[0], D = result.getShape()[1];
+    WeightDecoder dec(rw, loc, op.getWeight(), op.getSide(), op.getRoles(),
+                      op.getFormat(), 1, V, D);
+    RotationAttr rot = op.getRotationAttr();
+    if (!unrotates(op.getFormat().getKind()))
+      rot = {};
+    Type valueType = rot ? rw.getF32Type() : result.getElementType();
+    Value idx = op.getIndices();
+    SmallVector<OpFoldResult> sizes = {mixedSizes(rw, loc, idx)[0],
+                                       rw.getIndexAttr(D)};
+    Value vals = buildParallel(
+        rw, loc, idx, mapOf(ctx, 2, {0}), emptyTensor(rw, loc, sizes, valueType),
+        [&](Emitter &e, ValueRange a) -> Value {
+          // Clamp so a bad index never reads outside the table (the
+          // runtime rejects such indices before calling).
+          Value row = arith::IndexCastOp::create(e.b, e.b.getIndexType(), a[0]);
+          row = arith::MaxSIOp::create(
+              e.b, e.idx(0), arith::MinSIOp::create(e.b, row, e.idx(V - 1)));
+          Value v = dec.dequantized(e, e.idx(0), row, e.index(1));
+          return e.fromF32(v, valueType);
         });
-    Value r = gemm.getResult(0);
-    if (r.getType() != resType)
-      r = tensor::CastOp::create(rw, loc, resType, r);
-    rw.replaceOp(op, r);
+    if (rot)
+      vals = buildButterfly(rw, loc, vals, rot.getGroup(),
+                            result.getElementType());
+    if (vals.getType() != result)
+      vals = tensor::CastOp::create(rw, loc, result, vals);
+    rw.replaceOp(op, vals);
     return success();
   }
 };
 
 //===----------------------------------------------------------------------===//
-// epilogue
+// qmatmul / epilogue / qgemm
 //===----------------------------------------------------------------------===//
+
+/// A float GEMM operand as f32 values, with its block scales applied when
+/// given (x·s, exact in f32); f32/bf16/f16 operands without scales pass
+/// through (the contraction widens them).
+Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
+                   int64_t block) {
+  Type elt = elementOf(v);
+  if (!scales && (elt.isF32() || elt.isBF16() || elt.isF16()))
+    return v;
+  Value s = toStorage(b, loc, v);
+  Value sc = scales ? toStorage(b, loc, scales) : Value();
+  Type scaleElt = scales ? elementOf(scales) : Type();
+  auto decode = [elt](Emitter &e, Value x) -> Value {
+    if (isa<Float8E4M3FNType>(elt))
+      return e.decodeE4M3(x);
+    if (isa<Float8E5M2Type>(elt))
+      return e.decodeE5M2(x);
+    if (isa<Float4E2M1FNType>(elt))
+      return e.decodeE2M1(x);
+    if (isa<Float8E8M0FNUType>(elt))
+      return e.decodeE8M0(x);
+    return e.toF32(x);
+  };
+  return buildParallel(
+      b, loc, s, b.getMultiDimIdentityMap(2),
+      emptyTensor(b, loc, mixedSizes(b, loc, s), b.getF32Type()),
+      [&](Emitter &e, ValueRange a) -> Value {
+        Value x = decode(e, a[0]);
+        if (!sc)
+          return x;
+        Value blk = arith::DivUIOp::create(e.b, e.index(1), e.idx(block));
+        Value raw = tensor::ExtractOp::create(e.b, sc, ValueRange{e.index(0), blk});
+        Value scale = isa<Float8E8M0FNUType>(scaleElt) ? e.decodeE8M0(raw)
+                      : isa<Float8E4M3FNType>(scaleElt) ? e.decodeE4M3(raw)
+                                                         : e.toF32(raw);
+        return e.mul(x, scale);
+      });
+}
+
+/// The GEMM as a linalg.generic contraction C[m,n] += A[m,k]·B[n,k]: i8·i8
+/// in i32 (exact), else f32 (operands decoded first).
+FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
+                           Value rhs, Value lhsScales, Value rhsScales,
+                           std::optional<int64_t> block, Type accType) {
+  Location loc = op->getLoc();
+  MLIRContext *ctx = rw.getContext();
+  bool ints = accType.isSignlessInteger(32);
+  Value a, b;
+  if (ints) {
+    a = toStorage(rw, loc, lhs);
+    b = toStorage(rw, loc, rhs);
+    if (!elementOf(a).isSignlessInteger(8) || !elementOf(b).isSignlessInteger(8))
+      return rw.notifyMatchFailure(op, "integer operands must be stored as i8");
+  } else {
+    if (static_cast<bool>(lhsScales) != static_cast<bool>(rhsScales) ||
+        (lhsScales && !block))
+      return rw.notifyMatchFailure(op, "block scales need both sides and B");
+    a = floatOperand(rw, loc, lhs, lhsScales, block.value_or(0));
+    b = floatOperand(rw, loc, rhs, rhsScales, block.value_or(0));
+  }
+  Emitter top(rw, loc);
+  SmallVector<OpFoldResult> sizes = {mixedSizes(rw, loc, a)[0],
+                                     mixedSizes(rw, loc, b)[0]};
+  Value init = filledTensor(rw, loc, sizes, ints ? top.i32(0) : top.f32(0.0));
+  SmallVector<AffineMap> maps = {mapOf(ctx, 3, {0, 2}), mapOf(ctx, 3, {1, 2}),
+                                 mapOf(ctx, 3, {0, 1})};
+  SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                            utils::IteratorType::parallel,
+                                            utils::IteratorType::reduction};
+  auto gemm = linalg::GenericOp::create(
+      rw, loc, TypeRange{init.getType()}, ValueRange{a, b}, ValueRange{init},
+      maps, iters, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Emitter e(nb, nl);
+        Value p;
+        if (ints) {
+          Value x = arith::ExtSIOp::create(e.b, e.b.getI32Type(), args[0]);
+          Value y = arith::ExtSIOp::create(e.b, e.b.getI32Type(), args[1]);
+          p = arith::AddIOp::create(e.b, args[2],
+                                    arith::MulIOp::create(e.b, x, y));
+        } else {
+          p = arith::AddFOp::create(
+              e.b, args[2],
+              arith::MulFOp::create(e.b, e.toF32(args[0]), e.toF32(args[1])));
+        }
+        linalg::YieldOp::create(nb, nl, p);
+      });
+  return gemm.getResult(0);
+}
+
+/// y = T((f32(acc)·row)·col + f32(bias)).
+Value buildEpilogue(PatternRewriter &rw, Location loc, Value acc, Value rowScale,
+                    Value colScale, Value bias, Type resultElt) {
+  MLIRContext *ctx = rw.getContext();
+  SmallVector<Value> inputs = {acc};
+  SmallVector<AffineMap> maps = {mapOf(ctx, 2, {0, 1})};
+  struct Operand {
+    Value scalar;
+    int input = -1;
+    bool present() const { return scalar || input >= 0; }
+  };
+  auto add = [&](Value v, bool row) -> Operand {
+    Operand o;
+    if (!v)
+      return o;
+    if (isOneElement(v)) {
+      o.scalar = extractScalar(rw, loc, v);
+      return o;
+    }
+    auto t = cast<RankedTensorType>(v.getType());
+    o.input = inputs.size();
+    inputs.push_back(v);
+    if (row)
+      maps.push_back(mapOf(ctx, 2, {0, -1})); // [M, 1]
+    else if (t.getRank() == 1)
+      maps.push_back(mapOf(ctx, 2, {1})); // [N]
+    else
+      maps.push_back(mapOf(ctx, 2, {1, -1})); // [N, 1]
+    return o;
+  };
+  Operand rs = add(rowScale, /*row=*/true);
+  Operand cs = add(colScale, /*row=*/false);
+  Operand bs = add(bias, /*row=*/false);
+  Value init = emptyTensor(rw, loc, mixedSizes(rw, loc, acc), resultElt);
+  return buildParallel(
+      rw, loc, inputs, maps, init, [&](Emitter &e, ValueRange a) -> Value {
+        auto get = [&](const Operand &o) {
+          return o.scalar ? o.scalar : a[o.input];
+        };
+        Value v = e.toF32(a[0]);
+        if (rs.present())
+          v = e.mul(v, e.toF32(get(rs)));
+        if (cs.present())
+          v = e.mul(v, e.toF32(get(cs)));
+        if (bs.present())
+          v = e.add(v, e.toF32(get(bs)));
+        return e.fromF32(v, resultElt);
+      });
+}
+
+Value castTo(PatternRewriter &rw, Location loc, Value v, Type t) {
+  return v.getType() == t ? v : tensor::CastOp::create(rw, loc, t, v);
+}
+
+std::optional<int64_t> blockOf(std::optional<uint64_t> b) {
+  if (!b)
+    return std::nullopt;
+  return static_cast<int64_t>(*b);
+}
+
+struct QMatmulLowering : OpRewritePattern<QMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(QMatmulOp op,
+                                PatternRewriter &rw) const override {
+    auto resType = cast<RankedTensorType>(op.getResult().getType());
+    FailureOr<Value> acc =
+        buildGemm(rw, op, op.getLhs(), op.getRhs(), op.getLhsBlockScales(),
+                  op.getRhsBlockScales(), blockOf(op.getBlock()),
+                  resType.getElementType());
+    if (failed(acc))
+      return failure();
+    rw.replaceOp(op, castTo(rw, op.getLoc(), *acc, resType));
+    return success();
+  }
+};
 
 struct EpilogueLowering : OpRewritePattern<EpilogueOp> {
   using OpRewritePattern::OpRewritePattern;
-
   LogicalResult matchAndRewrite(EpilogueOp op,
                                 PatternRewriter &rw) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = rw.getContext();
     auto resType = cast<RankedTensorType>(op.getResult().getType());
-    Value acc = op.getAcc();
-    SmallVector<Value> inputs = {acc};
-    SmallVector<AffineMap> maps = {mapOf(ctx, 2, {0, 1})};
-    // Scale operands: one element -> a scalar captured by the body;
-    // otherwise an input with its broadcasting map.
-    struct Operand {
-      Value scalar;
-      int input = -1;
-    };
-    auto add = [&](Value v, bool row) -> Operand {
-      Operand o;
-      if (!v)
-        return o;
-      if (isOneElement(v)) {
-        o.scalar = extractScalar(rw, loc, v);
-        return o;
-      }
-      auto t = cast<RankedTensorType>(v.getType());
-      o.input = inputs.size();
-      inputs.push_back(v);
-      if (row)
-        maps.push_back(mapOf(ctx, 2, {0, -1}));           // [M, 1]
-      else if (t.getRank() == 1)
-        maps.push_back(mapOf(ctx, 2, {1}));               // [N]
-      else
-        maps.push_back(mapOf(ctx, 2, {1, -1}));           // [N, 1]
-      return o;
-    };
-    Operand rs = add(op.getRowScale(), /*row=*/true);
-    Operand cs = add(op.getColScale(), /*row=*/false);
-    Operand bias = add(op.getBias(), /*row=*/false);
-    Value init = emptyTensor(rw, loc, mixedSizes(rw, loc, acc),
-                             resType.getElementType());
-    Value r = buildParallel(
-        rw, loc, inputs, maps, init, [&](Emitter &e, ValueRange a) -> Value {
-          auto get = [&](const Operand &o) {
-            return o.scalar ? o.scalar : a[o.input];
-          };
-          Value v = e.toF32(a[0]);
-          if (rs.scalar || rs.input >= 0)
-            v = e.mul(v, e.toF32(get(rs)));
-          if (cs.scalar || cs.input >= 0)
-            v = e.mul(v, e.toF32(get(cs)));
-          if (bias.scalar || bias.input >= 0)
-            v = e.add(v, e.toF32(get(bias)));
-          return e.fromF32(v, resType.getElementType());
-        });
-    if (r.getType() != resType)
-      r = tensor::CastOp::create(rw, loc, resType, r);
-    rw.replaceOp(op, r);
+    Value y = buildEpilogue(rw, op.getLoc(), op.getAcc(), op.getRowScale(),
+                            op.getColScale(), op.getBias(),
+                            resType.getElementType());
+    rw.replaceOp(op, castTo(rw, op.getLoc(), y, resType));
+    return success();
+  }
+};
+
+struct QGemmLowering : OpRewritePattern<QGemmOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(QGemmOp op,
+                                PatternRewriter &rw) const override {
+    auto resType = cast<RankedTensorType>(op.getResult().getType());
+    FailureOr<Value> acc =
+        buildGemm(rw, op, op.getLhs(), op.getRhs(), op.getLhsBlockScales(),
+                  op.getRhsBlockScales(), blockOf(op.getBlock()),
+                  op.getAccumulatorType());
+    if (failed(acc))
+      return failure();
+    Value y = buildEpilogue(rw, op.getLoc(), *acc, op.getRowScale(),
+                            op.getColScale(), op.getBias(),
+                            resType.getElementType());
+    rw.replaceOp(op, castTo(rw, op.getLoc(), y, resType));
+    return success();
+  }
+};
+
+/// Moves a storage -> original cast below a shape-only tensor op, so the
+/// op works on the storage type: extract_slice(cast(x)) -> cast(extract_
+/// slice(x)) (same for tensor.cast, collapse_shape, expand_shape).
+template <typename OpT>
+struct StorageCastThrough : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op, PatternRewriter &rw) const override {
+    Value src = op->getOperand(0);
+    auto cast = src.getDefiningOp<UnrealizedConversionCastOp>();
+    if (!cast || cast->getNumOperands() != 1)
+      return failure();
+    Value storage = cast.getOperand(0);
+    auto st = dyn_cast<RankedTensorType>(storage.getType());
+    auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!st || !rt || st != storageType(src.getType()) ||
+        st.getElementType() == rt.getElementType())
+      return failure();
+    Operation *clone = rw.clone(*op);
+    clone->setOperand(0, storage);
+    clone->getResult(0).setType(rt.clone(st.getElementType()));
+    rw.replaceOp(op, fromStorage(rw, op.getLoc(), clone->getResult(0), rt));
     return success();
   }
 };
@@ -659,7 +893,7 @@ struct EpilogueLowering : OpRewritePattern<EpilogueOp> {
 //===----------------------------------------------------------------------===//
 
 struct ConvertComfyQuantToLinalgPass
-    : impl::ConvertComfyQuantToLinalgBase<ConvertComfyQuantToLinalgPass> {
+    : mlir::comfyquant::impl::ConvertComfyQuantToLinalgBase<ConvertComfyQuantToLinalgPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto func : module.getOps<func::FuncOp>())
@@ -671,7 +905,7 @@ struct ConvertComfyQuantToLinalgPass
       return signalPassFailure();
     // Casts between storage and original types fold in pairs; one left over
     // means a comfyquant value reached an op this pass does not lower.
-    WalkResult res = module.walk([&](Operation *op) {
+    WalkResult res = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (isa<CheckpointOp, TensorOp, AttentionOp, LinearOp, EmbeddingOp,
               MoEOp>(op))
         return WalkResult::skip();
@@ -697,7 +931,13 @@ struct ConvertComfyQuantToLinalgPass
 void mlir::comfyquant::populateComfyQuantToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<RotateLowering, QuantizeLowering, DequantizeLowering,
-               QMatmulLowering, EpilogueLowering>(patterns.getContext());
+               UnpackLowering, UnswizzleLowering, LookupLowering,
+               QMatmulLowering, EpilogueLowering, QGemmLowering,
+               StorageCastThrough<tensor::ExtractSliceOp>,
+               StorageCastThrough<tensor::CastOp>,
+               StorageCastThrough<tensor::CollapseShapeOp>,
+               StorageCastThrough<tensor::ExpandShapeOp>>(
+      patterns.getContext());
 }
 
 //===----------------------------------------------------------------------===//
@@ -705,6 +945,12 @@ void mlir::comfyquant::populateComfyQuantToLinalgPatterns(
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::comfyquant::convertWeightsToArguments(func::FuncOp func) {
+  // The kernel takes more arguments than the module contract that
+  // `comfyquant.module` verifies: keep the record under another name.
+  if (Attribute info = func->getAttr(ComfyQuantDialect::getModuleAttrName())) {
+    func->removeAttr(ComfyQuantDialect::getModuleAttrName());
+    func->setAttr("comfyquant.lowered_module", info);
+  }
   SmallVector<WeightOp> weights;
   func.walk([&](WeightOp w) { weights.push_back(w); });
   if (weights.empty())

@@ -1984,3 +1984,509 @@ func.func @f(%acc: tensor<64xi32>) {
   %0 = comfyquant.epilogue %acc : tensor<64xi32> -> tensor<64xbf16>
   return
 }
+
+// -----
+
+// The bias is added in the result (activation) type: the producer casts it.
+func.func @f(%acc: tensor<4x16xi32>, %b: tensor<16xf32>) {
+  // expected-error @+1 {{'comfyquant.epilogue' op bias must be [N] of the result element type 'bf16'}}
+  %0 = comfyquant.epilogue %acc bias %b : tensor<16xf32> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// comfyquant.quantize: rotation and the nvfp4 global scale
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op rotation fuses only with the per-row integer schemes (ConvRot formats)}}
+  %c, %s = comfyquant.quantize %x <fp8_static, type = f8E4M3FN> rotation <64> : tensor<4x64xbf16> -> tensor<4x64xf8E4M3FN>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<?x96xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op K = 96 must be divisible by the rotation group 64}}
+  %c, %s = comfyquant.quantize %x <int8_row> rotation <64> : tensor<?x96xbf16> -> tensor<?x96xi8>, tensor<?x1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x64xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op only nvfp4_block returns a global scale}}
+  %c, %s, %g = comfyquant.quantize %x <int8_row> : tensor<4x64xbf16> -> tensor<4x64xi8>, tensor<4x1xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x80xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op global scale must be tensor<f32>}}
+  %c, %s, %g = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>, tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @f(%x: tensor<4x80xbf16>) {
+  // expected-error @+1 {{'comfyquant.quantize' op nvfp4_block returns the global scale as a third result (tensor<f32>)}}
+  %c, %s = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// comfyquant.unpack
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// 8-bit formats feed their storage to the GEMM.
+func.func @f(%w: tensor<32x64xi8>) {
+  // expected-error @+1 {{'comfyquant.unpack' op format 'int8_tensorwise' stores its GEMM operand directly (8-bit codes); only packed formats unpack}}
+  %0 = comfyquant.unpack %w roles [] format <int8_tensorwise, granularity = row> : (tensor<32x64xi8>) -> tensor<32x64xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<16x256xi8>) {
+  // expected-error @+1 {{'comfyquant.unpack' op format 'convrot_w4a4' stores [16, 256] as I8 [N, K/2] = [16, 128], got 'tensor<16x256xi8>'}}
+  %0 = comfyquant.unpack %w roles [] format <convrot_w4a4, granularity = row, nibbles = low_first> : (tensor<16x256xi8>) -> tensor<16x256xi8>
+  return
+}
+
+// -----
+
+// NVFP4 storage is padded to 16 rows (registry storageRows).
+func.func @f(%w: tensor<40x12xui8>) {
+  // expected-error @+1 {{'comfyquant.unpack' op format 'nvfp4' stores [40, 24] as U8 [Np16, Kp16/2] = [48, 16], got 'tensor<40x12xui8>'}}
+  %0 = comfyquant.unpack %w roles [] format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> : (tensor<40x12xui8>) -> tensor<40x24xf4E2M1FN>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<16x128xui8>) {
+  // expected-error @+1 {{'comfyquant.unpack' op format 'convrot_w4a4' stores [16, 256] as I8 [N, K/2] = [16, 128], got 'tensor<16x128xui8>'}}
+  %0 = comfyquant.unpack %w roles [] format <convrot_w4a4, granularity = row, nibbles = low_first> : (tensor<16x128xui8>) -> tensor<16x256xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<48x40xui8>) {
+  // expected-error @+1 {{'comfyquant.unpack' op format 'nvfp4' unpacks to f4E2M1FN codes}}
+  %0 = comfyquant.unpack %w roles [] format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> : (tensor<48x40xui8>) -> tensor<48x80xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<16x128xi8>) {
+  // expected-error @+1 {{'comfyquant.unpack' op format 'convrot_w4a4' unpacks to i4 or sign-extended i8 codes}}
+  %0 = comfyquant.unpack %w roles [] format <convrot_w4a4, granularity = row, nibbles = low_first> : (tensor<16x128xi8>) -> tensor<16x256xi16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x128xi8>, %r: tensor<64x16xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.unpack' op format 'asym_w4a8_int8' unpacks to its int8 grid (i8)}}
+  %0 = comfyquant.unpack %w, %r roles ["weight_s_rel"] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>) -> tensor<64x256xi4>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x128xi8>) {
+  // expected-error @+1 {{'comfyquant.unpack' op format 'asym_w4a8_int8' unpacks through weight_s_rel}}
+  %0 = comfyquant.unpack %w roles [] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>) -> tensor<64x256xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<16x128xi8>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{'comfyquant.unpack' op 'weight_scale' is not an operand of unpack for 'convrot_w4a4' (it takes no side tensors)}}
+  %0 = comfyquant.unpack %w, %s roles ["weight_scale"] format <convrot_w4a4, granularity = row, nibbles = low_first> : (tensor<16x128xi8>, tensor<16xf32>) -> tensor<16x256xi8>
+  return
+}
+
+// -----
+
+// s_channel is an epilogue factor, not part of the int8 grid.
+func.func @f(%w: tensor<64x128xi8>, %r: tensor<64x16xf8E4M3FN>, %c: tensor<64xf32>) {
+  // expected-error @+1 {{'comfyquant.unpack' op 'weight_s_channel' is not an operand of unpack for 'asym_w4a8_int8' (weight_s_rel and weight_codebook only)}}
+  %0 = comfyquant.unpack %w, %r, %c roles ["weight_s_rel", "weight_s_channel"] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>, tensor<64xf32>) -> tensor<64x256xi8>
+  return
+}
+
+// -----
+
+// 6-bit codes have no codebook (registry roles).
+func.func @f(%w: tensor<16x96xi8>, %r: tensor<16x4xf8E4M3FN>, %cb: tensor<16xf32>) {
+  // expected-error @+1 {{'comfyquant.unpack' op tensor 'weight_codebook' is not part of format 'w6a8_int8'}}
+  %0 = comfyquant.unpack %w, %r, %cb roles ["weight_s_rel", "weight_codebook"] format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<16x96xi8>, tensor<16x4xf8E4M3FN>, tensor<16xf32>) -> tensor<16x128xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x128xi8>, %r: tensor<64x16xbf16>) {
+  // expected-error @+1 {{'comfyquant.unpack' op 'weight_s_rel' has element type 'bf16', not one the registry accepts}}
+  %0 = comfyquant.unpack %w, %r roles ["weight_s_rel"] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>, tensor<64x16xbf16>) -> tensor<64x256xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x128xi8>, %r: tensor<64x8xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.unpack' op weight_s_rel must be [N, K/G] = [64, 16], got 'tensor<64x8xf8E4M3FN>'}}
+  %0 = comfyquant.unpack %w, %r roles ["weight_s_rel"] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>, tensor<64x8xf8E4M3FN>) -> tensor<64x256xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x128xi8>, %r: tensor<64x16xf8E4M3FN>, %cb: tensor<15xf32>) {
+  // expected-error @+1 {{'comfyquant.unpack' op weight_codebook must be one level per code: [16], got 'tensor<15xf32>'}}
+  %0 = comfyquant.unpack %w, %r, %cb roles ["weight_s_rel", "weight_codebook"] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>, tensor<15xf32>) -> tensor<64x256xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x128xi8>, %r: tensor<64x16xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.unpack' op role 'weight_s_rel' is named twice}}
+  %0 = comfyquant.unpack %w, %r, %r roles ["weight_s_rel", "weight_s_rel"] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>, tensor<64x16xf8E4M3FN>) -> tensor<64x256xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x128xi8>, %r: tensor<64x16xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.unpack' op names 0 roles for 1 side tensors}}
+  %0 = comfyquant.unpack %w, %r roles [] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>) -> tensor<64x256xi8>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// comfyquant.unswizzle
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%s: tensor<128x8xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.unswizzle' op result element type 'f32' is not the block-scale type of a block-scaled format}}
+  %0 = comfyquant.unswizzle %s : tensor<128x8xf8E4M3FN> -> tensor<48x5xf32>
+  return
+}
+
+// -----
+
+// U8 holds the bits; other dtypes cannot.
+func.func @f(%s: tensor<128x8xbf16>) {
+  // expected-error @+1 {{'comfyquant.unswizzle' op input element type 'bf16' cannot hold nvfp4 block scales}}
+  %0 = comfyquant.unswizzle %s : tensor<128x8xbf16> -> tensor<48x5xf8E4M3FN>
+  return
+}
+
+// -----
+
+// E8M0 storage cannot hold E4M3 scales (registry weight_scale dtypes).
+func.func @f(%s: tensor<128x8xf8E8M0FNU>) {
+  // expected-error @+1 {{'comfyquant.unswizzle' op input element type 'f8E8M0FNU' cannot hold nvfp4 block scales}}
+  %0 = comfyquant.unswizzle %s : tensor<128x8xf8E8M0FNU> -> tensor<48x5xf8E4M3FN>
+  return
+}
+
+// -----
+
+// 48 rows x 5 blocks are stored as 128 x 8.
+func.func @f(%s: tensor<128x5xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.unswizzle' op a swizzled [48, 5] scale matrix holds 1024 entries, got 'tensor<128x5xf8E4M3FN>'}}
+  %0 = comfyquant.unswizzle %s : tensor<128x5xf8E4M3FN> -> tensor<48x5xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @f(%s: tensor<128x8xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.unswizzle' op result must be the logical [rows, blocks] matrix}}
+  %0 = comfyquant.unswizzle %s : tensor<128x8xf8E4M3FN> -> tensor<1024xf8E4M3FN>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// comfyquant.lookup
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%w: tensor<48x40xui8>, %s: tensor<128x8xf8E4M3FN>, %s2: tensor<f32>, %i: tensor<?xi64>) {
+  // expected-error @+1 {{'comfyquant.lookup' op format 'nvfp4': format 'nvfp4' cannot be used by an embedding (not row-addressable; ComfyUI loads such a table as a plain tensor)}}
+  %0 = comfyquant.lookup %w[%i], %s, %s2 roles ["weight_scale", "weight_scale_2"] format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first>
+         : (tensor<48x40xui8>, tensor<?xi64>, tensor<128x8xf8E4M3FN>, tensor<f32>) -> tensor<?x80xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x32xf8E4M3FN>, %b: tensor<64xf32>, %i: tensor<?xi64>) {
+  // expected-error @+1 {{'comfyquant.lookup' op format 'float8_e4m3fn': bias is not valid on an embedding}}
+  %0 = comfyquant.lookup %w[%i], %b roles ["bias"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<64x32xf8E4M3FN>, tensor<?xi64>, tensor<64xf32>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// D comes from the result and must match the table.
+func.func @f(%w: tensor<64x32xf8E4M3FN>, %i: tensor<?xi64>) {
+  // expected-error @+1 {{'comfyquant.lookup' op format 'float8_e4m3fn': weight must be storage [N, K] = [64, 48], got F8_E4M3 [64, 32]}}
+  %0 = comfyquant.lookup %w[%i] roles [] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<64x32xf8E4M3FN>, tensor<?xi64>) -> tensor<?x48xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x32xf8E4M3FN>, %i: tensor<4x2xi64>) {
+  // expected-error @+1 {{'comfyquant.lookup' op indices must be 1-D}}
+  %0 = comfyquant.lookup %w[%i] roles [] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<64x32xf8E4M3FN>, tensor<4x2xi64>) -> tensor<8x32xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x32xf8E4M3FN>, %i: tensor<4xi64>) {
+  // expected-error @+1 {{'comfyquant.lookup' op result has one row per index}}
+  %0 = comfyquant.lookup %w[%i] roles [] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<64x32xf8E4M3FN>, tensor<4xi64>) -> tensor<5x32xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x32xi8>, %s: tensor<64x1xf32>, %i: tensor<?xi64>) {
+  // expected-error @+1 {{'comfyquant.lookup' op result must be a float [M, D] with static D}}
+  %0 = comfyquant.lookup %w[%i], %s roles ["weight_scale"] format <int8_tensorwise, granularity = row>
+         : (tensor<64x32xi8>, tensor<?xi64>, tensor<64x1xf32>) -> tensor<?x32xi8>
+  return
+}
+
+// -----
+
+func.func @f(%w: tensor<64x32xi8>, %s: tensor<64x1xf32>, %i: tensor<?xf32>) {
+  // expected-error @+1 {{'comfyquant.lookup' op operand #1 must be ranked tensor of signless integer or index values}}
+  %0 = comfyquant.lookup %w[%i], %s roles ["weight_scale"] format <int8_tensorwise, granularity = row>
+         : (tensor<64x32xi8>, tensor<?xf32>, tensor<64x1xf32>) -> tensor<?x32xbf16>
+  return
+}
+
+// -----
+
+// The registry's granularity check: a per-row scale says granularity = row.
+func.func @f(%w: tensor<64x32xi8>, %s: tensor<64x1xf32>, %i: tensor<?xi64>) {
+  // expected-error @+1 {{'comfyquant.lookup' op int8_tensorwise weight_scale is per-row, so granularity must be row}}
+  %0 = comfyquant.lookup %w[%i], %s roles ["weight_scale"] format <int8_tensorwise, granularity = tensor>
+         : (tensor<64x32xi8>, tensor<?xi64>, tensor<64x1xf32>) -> tensor<?x32xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// comfyquant.qmatmul / comfyquant.qgemm block scales
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%a: tensor<4x80xf4E2M1FN>, %b: tensor<48x80xf4E2M1FN>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op block scales come as a pair with their block size}}
+  %0 = "comfyquant.qmatmul"(%a, %b) <{block = 16 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<4x80xf4E2M1FN>, tensor<48x80xf4E2M1FN>) -> tensor<4x48xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x80xf4E2M1FN>, %as: tensor<4x5xf8E4M3FN>, %b: tensor<48x80xf4E2M1FN>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op block scales come as a pair with their block size}}
+  %0 = "comfyquant.qmatmul"(%a, %b, %as) <{block = 16 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (tensor<4x80xf4E2M1FN>, tensor<48x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>) -> tensor<4x48xf32>
+  return
+}
+
+// -----
+
+// MXFP8 blocks are 32 with E8M0 scales: no format has E4M3 32-blocks.
+func.func @f(%a: tensor<4x96xf8E4M3FN>, %as: tensor<4x3xf8E4M3FN>, %b: tensor<64x96xf8E4M3FN>, %bs: tensor<64x3xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op block 32 with 'f8E4M3FN' scales is not a block-scaled format}}
+  %0 = comfyquant.qmatmul %a, %b block 32 scales(%as, %bs : tensor<4x3xf8E4M3FN>, tensor<64x3xf8E4M3FN>) : tensor<4x96xf8E4M3FN>, tensor<64x96xf8E4M3FN> -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x80xf8E4M3FN>, %as: tensor<4x5xf8E4M3FN>, %b: tensor<48x80xf8E4M3FN>, %bs: tensor<48x5xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op 'nvfp4' block-scaled operands are 4-bit float codes of one type}}
+  %0 = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<4x5xf8E4M3FN>, tensor<48x5xf8E4M3FN>) : tensor<4x80xf8E4M3FN>, tensor<48x80xf8E4M3FN> -> tensor<4x48xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x96xi8>, %as: tensor<4x3xf8E8M0FNU>, %b: tensor<64x96xi8>, %bs: tensor<64x3xf8E8M0FNU>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op 'mxfp8' block-scaled operands are 8-bit float codes of one type}}
+  %0 = comfyquant.qmatmul %a, %b block 32 scales(%as, %bs : tensor<4x3xf8E8M0FNU>, tensor<64x3xf8E8M0FNU>) : tensor<4x96xi8>, tensor<64x96xi8> -> tensor<4x64xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x80xf4E2M1FN>, %as: tensor<4x4xf8E4M3FN>, %b: tensor<48x80xf4E2M1FN>, %bs: tensor<48x5xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op A block scales must be [M, ceil(K/16)]}}
+  %0 = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<4x4xf8E4M3FN>, tensor<48x5xf8E4M3FN>) : tensor<4x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<4x48xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<?x80xf4E2M1FN>, %as: tensor<?x5xf8E4M3FN>, %b: tensor<48x80xf4E2M1FN>, %bs: tensor<40x5xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op B block scales must be [N, ceil(K/16)]}}
+  %0 = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<?x5xf8E4M3FN>, tensor<40x5xf8E4M3FN>) : tensor<?x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<?x48xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x80xf4E2M1FN>, %as: tensor<4x5xf8E4M3FN>, %b: tensor<48x80xf4E2M1FN>, %bs: tensor<48x5xf8E8M0FNU>) {
+  // expected-error @+1 {{'comfyquant.qmatmul' op block scales of A and B differ in type}}
+  %0 = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<4x5xf8E4M3FN>, tensor<48x5xf8E8M0FNU>) : tensor<4x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<4x48xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xf8E4M3FN>) {
+  // expected-error @+1 {{'comfyquant.qgemm' op operands must both be integers or both floats}}
+  %0 = comfyquant.qgemm %a, %b : tensor<4x64xi8>, tensor<16x64xf8E4M3FN> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xi8>) {
+  // expected-error @+1 {{'comfyquant.qgemm' op result must be [M, N]}}
+  %0 = comfyquant.qgemm %a, %b : tensor<4x64xi8>, tensor<16x64xi8> -> tensor<4x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xi8>) {
+  // expected-error @+1 {{'comfyquant.qgemm' op result must be float}}
+  %0 = comfyquant.qgemm %a, %b : tensor<4x64xi8>, tensor<16x64xi8> -> tensor<4x16xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xi8>, %rs: tensor<4xf32>) {
+  // expected-error @+1 {{'comfyquant.qgemm' op row_scale must be f32 [M, 1] or a scalar}}
+  %0 = comfyquant.qgemm %a, %b row_scale %rs : tensor<4xf32> : tensor<4x64xi8>, tensor<16x64xi8> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xi8>, %cs: tensor<16x1xbf16>) {
+  // expected-error @+1 {{'comfyquant.qgemm' op col_scale must be f32 [N], [N, 1] or a scalar}}
+  %0 = comfyquant.qgemm %a, %b col_scale %cs : tensor<16x1xbf16> : tensor<4x64xi8>, tensor<16x64xi8> -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi8>, %b: tensor<16x64xi8>, %bias: tensor<16xf32>) {
+  // expected-error @+1 {{'comfyquant.qgemm' op bias must be [N] of the result element type 'f16'}}
+  %0 = comfyquant.qgemm %a, %b bias %bias : tensor<16xf32> : tensor<4x64xi8>, tensor<16x64xi8> -> tensor<4x16xf16>
+  return
+}
+
+// -----
+
+func.func @f(%a: tensor<4x64xi16>, %b: tensor<16x64xi16>) {
+  // expected-error @+1 {{'comfyquant.qgemm' op integer operands are at most 8 bits}}
+  %0 = comfyquant.qgemm %a, %b : tensor<4x64xi16>, tensor<16x64xi16> -> tensor<4x16xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// #comfyquant.module and the comfyquant.module function attribute
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{experts must be > 0 exactly for moe, got 3}}
+func.func private @f(tensor<?x64xbf16>) -> tensor<?x32xbf16> attributes {comfyquant.module = #comfyquant.module<linear, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64, experts = 3>}
+
+// -----
+
+// expected-error @+1 {{experts must be > 0 exactly for moe, got 0}}
+func.func private @f(tensor<?x64xbf16>, index) -> tensor<?x32xbf16> attributes {comfyquant.module = #comfyquant.module<moe, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64>}
+
+// -----
+
+// expected-error @+1 {{logical shape [0, 64] must be positive}}
+func.func private @f(tensor<?x64xbf16>) -> tensor<?x32xbf16> attributes {comfyquant.module = #comfyquant.module<linear, format = <float8_e4m3fn, granularity = tensor>, out_features = 0, in_features = 64>}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op 'comfyquant.module' is only valid on a function}}
+module attributes {comfyquant.module = #comfyquant.module<linear, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64>} {
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op 'comfyquant.module' must be a #comfyquant.module}}
+func.func private @f(tensor<?x64xbf16>) -> tensor<?x32xbf16> attributes {comfyquant.module = "proj"}
+
+// -----
+
+// K of the input must be in_features.
+// expected-error @+1 {{'func.func' op signature of a linear module must be (tensor<Mx64xT>) -> tensor<Mx32xT> with T = f32, bf16 or f16}}
+func.func private @f(tensor<?x32xbf16>) -> tensor<?x32xbf16> attributes {comfyquant.module = #comfyquant.module<linear, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64>}
+
+// -----
+
+// Input and output share the activation type.
+// expected-error @+1 {{'func.func' op signature of a linear module must be (tensor<Mx64xT>) -> tensor<Mx32xT> with T = f32, bf16 or f16}}
+func.func private @f(tensor<?x64xf16>) -> tensor<?x32xbf16> attributes {comfyquant.module = #comfyquant.module<linear, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64>}
+
+// -----
+
+// expected-error @+1 {{'func.func' op signature of a linear module must be (tensor<Mx64xT>) -> tensor<Mx32xT> with T = f32, bf16 or f16}}
+func.func private @f(tensor<?x64xf64>) -> tensor<?x32xf64> attributes {comfyquant.module = #comfyquant.module<linear, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64>}
+
+// -----
+
+// A bank takes the expert index.
+// expected-error @+1 {{'func.func' op signature of a moe module must be (tensor<Mx64xT>, index) -> tensor<Mx32xT> with T = f32, bf16 or f16}}
+func.func private @f(tensor<?x64xbf16>) -> tensor<?x32xbf16> attributes {comfyquant.module = #comfyquant.module<moe, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64, experts = 2>}
+
+// -----
+
+// expected-error @+1 {{'func.func' op signature of a embedding module must be (tensor<Mxi64>) -> tensor<Mx32xT> with T = f32, bf16 or f16}}
+func.func private @f(tensor<?xi32>) -> tensor<?x32xbf16> attributes {comfyquant.module = #comfyquant.module<embedding, format = <float8_e4m3fn, granularity = tensor>, out_features = 64, in_features = 32>}

@@ -449,17 +449,148 @@ func.func @int4_and_float_matmuls(%z: tensor<4x256xf32>, %w4: tensor<16x256xi4>,
 }
 
 // Block activation schemes: NVFP4 (E4M3 16-blocks, static or dynamic global
-// scale) and MXFP8 (E8M0 32-blocks).
+// scale, returned as the third result) and MXFP8 (E8M0 32-blocks).
 // CHECK-LABEL: func.func @block_schemes(
-// CHECK:         comfyquant.quantize %{{.*}} <nvfp4_block, block = 16> scale %{{.*}} : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
-// CHECK:         comfyquant.quantize %{{.*}} <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+// CHECK:         comfyquant.quantize %{{.*}} <nvfp4_block, block = 16> scale %{{.*}} : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>, tensor<f32>
+// CHECK:         comfyquant.quantize %{{.*}} <nvfp4_block, block = 16> : tensor<?x80xbf16> -> tensor<?x80xf4E2M1FN>, tensor<?x5xf8E4M3FN>, tensor<f32>
 // CHECK:         comfyquant.quantize %{{.*}} <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
-func.func @block_schemes(%x: tensor<4x80xbf16>, %y: tensor<4x96xf16>, %gs: tensor<f32>) {
-  %c0, %s0 = comfyquant.quantize %x <nvfp4_block, block = 16> scale %gs : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
-  %c1, %s1 = comfyquant.quantize %x <nvfp4_block, block = 16> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>
+func.func @block_schemes(%x: tensor<4x80xbf16>, %xd: tensor<?x80xbf16>, %y: tensor<4x96xf16>, %gs: tensor<f32>) {
+  %c0, %s0, %g0 = comfyquant.quantize %x <nvfp4_block, block = 16> scale %gs : tensor<f32> : tensor<4x80xbf16> -> tensor<4x80xf4E2M1FN>, tensor<4x5xf8E4M3FN>, tensor<f32>
+  %c1, %s1, %g1 = comfyquant.quantize %xd <nvfp4_block, block = 16> : tensor<?x80xbf16> -> tensor<?x80xf4E2M1FN>, tensor<?x5xf8E4M3FN>, tensor<f32>
   %c2, %s2 = comfyquant.quantize %y <mxfp8_block, block = 32> : tensor<4x96xf16> -> tensor<4x96xf8E4M3FN>, tensor<4x3xf8E8M0FNU>
   return
 }
+
+// Rotation fused into per-row integer quantization (int8 and int4 codes).
+// CHECK-LABEL: func.func @rotate_quantize(
+// CHECK:         comfyquant.quantize %{{.*}} <int8_row> rotation <256> : tensor<?x512xbf16> -> tensor<?x512xi8>, tensor<?x1xf32>
+// CHECK:         comfyquant.quantize %{{.*}} <int4_row> rotation <16> : tensor<?x512xbf16> -> tensor<?x512xi4>, tensor<?x1xf32>
+func.func @rotate_quantize(%x: tensor<?x512xbf16>) {
+  %q, %s = comfyquant.quantize %x <int8_row> rotation <256> : tensor<?x512xbf16> -> tensor<?x512xi8>, tensor<?x1xf32>
+  %q4, %s4 = comfyquant.quantize %x <int4_row> rotation <16> : tensor<?x512xbf16> -> tensor<?x512xi4>, tensor<?x1xf32>
+  return
+}
+
+// GEMM operands from packed storage: E2M1 codes (padded nvfp4 storage),
+// signed nibbles (native i4 or widened i8), the int8 grid of the grouped
+// formats (E4M3 / U8 / F32 group scales, with and without codebook; 6-bit).
+// CHECK-LABEL: func.func @unpack_all(
+// CHECK:         comfyquant.unpack %{{.*}} roles [] format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> : (tensor<48x16xui8>) -> tensor<40x24xf4E2M1FN>
+// CHECK:         comfyquant.unpack %{{.*}} roles [] format <convrot_w4a4, granularity = row, nibbles = low_first> : (tensor<16x128xi8>) -> tensor<16x256xi4>
+// CHECK:         comfyquant.unpack %{{.*}} roles [] format <convrot_w4a4, granularity = row, nibbles = low_first> : (tensor<16x128xi8>) -> tensor<16x256xi8>
+// CHECK:         comfyquant.unpack %{{.*}}, %{{.*}}, %{{.*}} roles ["weight_s_rel", "weight_codebook"] format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first> : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>, tensor<16xf32>) -> tensor<64x256xi8>
+// CHECK:         comfyquant.unpack %{{.*}}, %{{.*}} roles ["weight_s_rel"] format <asym_w4a8_int8, granularity = group, group = 4, scale = f8E4M3FN, nibbles = low_first> : (tensor<16x32xi8>, tensor<16x16xui8>) -> tensor<16x64xi8>
+// CHECK:         comfyquant.unpack %{{.*}}, %{{.*}} roles ["weight_s_rel"] format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> : (tensor<16x96xi8>, tensor<16x4xf8E4M3FN>) -> tensor<16x128xi8>
+func.func @unpack_all() {
+  %nv = comfyquant.weight @ckpt::@nvfp4u8.weight : tensor<48x16xui8>
+  %0 = comfyquant.unpack %nv roles [] format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first>
+         : (tensor<48x16xui8>) -> tensor<40x24xf4E2M1FN>
+  %w4 = comfyquant.weight @ckpt::@w4a4.weight : tensor<16x128xi8>
+  %1 = comfyquant.unpack %w4 roles [] format <convrot_w4a4, granularity = row, nibbles = low_first>
+         : (tensor<16x128xi8>) -> tensor<16x256xi4>
+  %2 = comfyquant.unpack %w4 roles [] format <convrot_w4a4, granularity = row, nibbles = low_first>
+         : (tensor<16x128xi8>) -> tensor<16x256xi8>
+  %a = comfyquant.weight @ckpt::@w4a8cb.weight : tensor<64x128xi8>
+  %ar = comfyquant.weight @ckpt::@w4a8cb.weight_s_rel : tensor<64x16xf8E4M3FN>
+  %acb = comfyquant.weight @ckpt::@w4a8cb.weight_codebook : tensor<16xf32>
+  %3 = comfyquant.unpack %a, %ar, %acb roles ["weight_s_rel", "weight_codebook"]
+         format <asym_w4a8_int8, granularity = group, group = 16, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<64x128xi8>, tensor<64x16xf8E4M3FN>, tensor<16xf32>) -> tensor<64x256xi8>
+  %u = comfyquant.weight @ckpt::@w4a8u8.weight : tensor<16x32xi8>
+  %ur = comfyquant.weight @ckpt::@w4a8u8.weight_s_rel : tensor<16x16xui8>
+  %4 = comfyquant.unpack %u, %ur roles ["weight_s_rel"]
+         format <asym_w4a8_int8, granularity = group, group = 4, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<16x32xi8>, tensor<16x16xui8>) -> tensor<16x64xi8>
+  %s6 = comfyquant.weight @ckpt::@w6a8.weight : tensor<16x96xi8>
+  %s6r = comfyquant.weight @ckpt::@w6a8.weight_s_rel : tensor<16x4xf8E4M3FN>
+  %5 = comfyquant.unpack %s6, %s6r roles ["weight_s_rel"]
+         format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first>
+         : (tensor<16x96xi8>, tensor<16x4xf8E4M3FN>) -> tensor<16x128xi8>
+  return
+}
+
+// Swizzled block scales to [rows, blocks]: E4M3 (nvfp4), flat U8 holding
+// E4M3, U8 holding E8M0 (mxfp8), padded rows dropped.
+// CHECK-LABEL: func.func @unswizzle_all(
+// CHECK:         comfyquant.unswizzle %{{.*}} : tensor<128x8xf8E4M3FN> -> tensor<48x5xf8E4M3FN>
+// CHECK:         comfyquant.unswizzle %{{.*}} : tensor<512xui8> -> tensor<40x2xf8E4M3FN>
+// CHECK:         comfyquant.unswizzle %{{.*}} : tensor<128x4xui8> -> tensor<50x2xf8E8M0FNU>
+func.func @unswizzle_all() {
+  %a = comfyquant.weight @ckpt::@nvfp4.weight_scale : tensor<128x8xf8E4M3FN>
+  %0 = comfyquant.unswizzle %a : tensor<128x8xf8E4M3FN> -> tensor<48x5xf8E4M3FN>
+  %b = comfyquant.weight @ckpt::@nvfp4u8.weight_scale : tensor<512xui8>
+  %1 = comfyquant.unswizzle %b : tensor<512xui8> -> tensor<40x2xf8E4M3FN>
+  %c = comfyquant.weight @ckpt::@mxfp8u8.weight_scale : tensor<128x4xui8>
+  %2 = comfyquant.unswizzle %c : tensor<128x4xui8> -> tensor<50x2xf8E8M0FNU>
+  return
+}
+
+// Embedding lookups: fp8 with and without scale, int8 per-row with ConvRot.
+// CHECK-LABEL: func.func @lookup_all(
+// CHECK-SAME:    %[[IDX:.*]]: tensor<?xi64>)
+// CHECK:         comfyquant.lookup %{{.*}}[%[[IDX]]], %{{.*}} roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor> : (tensor<64x32xf8E4M3FN>, tensor<?xi64>, tensor<f32>) -> tensor<?x32xbf16>
+// CHECK:         comfyquant.lookup %{{.*}}[%[[IDX]]] roles [] format <float8_e5m2, granularity = tensor> : (tensor<64x32xf8E5M2>, tensor<?xi64>) -> tensor<?x32xf32>
+// CHECK:         comfyquant.lookup %{{.*}}[%[[IDX]]], %{{.*}} roles ["weight_scale"] format <int8_tensorwise, granularity = row> rotation <64> : (tensor<48x128xi8>, tensor<?xi64>, tensor<48x1xf32>) -> tensor<?x128xf16>
+func.func @lookup_all(%idx: tensor<?xi64>) {
+  %e = comfyquant.weight @ckpt::@emb_fp8.weight : tensor<64x32xf8E4M3FN>
+  %es = comfyquant.weight @ckpt::@emb_fp8.weight_scale : tensor<f32>
+  %0 = comfyquant.lookup %e[%idx], %es roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor>
+         : (tensor<64x32xf8E4M3FN>, tensor<?xi64>, tensor<f32>) -> tensor<?x32xbf16>
+  %e5 = comfyquant.weight @ckpt::@emb_e5m2.weight : tensor<64x32xf8E5M2>
+  %1 = comfyquant.lookup %e5[%idx] roles [] format <float8_e5m2, granularity = tensor>
+         : (tensor<64x32xf8E5M2>, tensor<?xi64>) -> tensor<?x32xf32>
+  %r = comfyquant.weight @ckpt::@emb_rot.weight : tensor<48x128xi8>
+  %rs = comfyquant.weight @ckpt::@emb_rot.weight_scale : tensor<48x1xf32>
+  %2 = comfyquant.lookup %r[%idx], %rs roles ["weight_scale"] format <int8_tensorwise, granularity = row> rotation <64>
+         : (tensor<48x128xi8>, tensor<?xi64>, tensor<48x1xf32>) -> tensor<?x128xf16>
+  return
+}
+
+// Block-scaled GEMMs (NVFP4, MXFP8) and fused GEMM + epilogue.
+// CHECK-LABEL: func.func @block_gemms(
+// CHECK:         comfyquant.qmatmul %{{.*}}, %{{.*}} block 16 scales(%{{.*}}, %{{.*}} : tensor<?x5xf8E4M3FN>, tensor<48x5xf8E4M3FN>) : tensor<?x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<?x48xf32>
+// CHECK:         comfyquant.qmatmul %{{.*}}, %{{.*}} block 32 scales(%{{.*}}, %{{.*}} : tensor<?x3xf8E8M0FNU>, tensor<64x3xf8E8M0FNU>) : tensor<?x96xf8E4M3FN>, tensor<64x96xf8E4M3FN> -> tensor<?x64xf32>
+// CHECK:         comfyquant.qgemm %{{.*}}, %{{.*}} block 16 scales(%{{.*}}, %{{.*}} : tensor<?x5xf8E4M3FN>, tensor<48x5xf8E4M3FN>) col_scale %{{.*}} : tensor<f32> bias %{{.*}} : tensor<48xbf16> : tensor<?x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<?x48xbf16>
+func.func @block_gemms(%a: tensor<?x80xf4E2M1FN>, %as: tensor<?x5xf8E4M3FN>, %b: tensor<48x80xf4E2M1FN>, %bs: tensor<48x5xf8E4M3FN>,
+                       %c: tensor<?x96xf8E4M3FN>, %cs: tensor<?x3xf8E8M0FNU>, %d: tensor<64x96xf8E4M3FN>, %ds: tensor<64x3xf8E8M0FNU>,
+                       %alpha: tensor<f32>, %bias: tensor<48xbf16>) {
+  %0 = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<?x5xf8E4M3FN>, tensor<48x5xf8E4M3FN>)
+         : tensor<?x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<?x48xf32>
+  %1 = comfyquant.qmatmul %c, %d block 32 scales(%cs, %ds : tensor<?x3xf8E8M0FNU>, tensor<64x3xf8E8M0FNU>)
+         : tensor<?x96xf8E4M3FN>, tensor<64x96xf8E4M3FN> -> tensor<?x64xf32>
+  %2 = comfyquant.qgemm %a, %b block 16 scales(%as, %bs : tensor<?x5xf8E4M3FN>, tensor<48x5xf8E4M3FN>)
+         col_scale %alpha : tensor<f32> bias %bias : tensor<48xbf16>
+         : tensor<?x80xf4E2M1FN>, tensor<48x80xf4E2M1FN> -> tensor<?x48xbf16>
+  return
+}
+
+// Fused integer GEMM with every epilogue operand, and a float (full
+// precision) one with only a bias.
+// CHECK-LABEL: func.func @qgemm_int_and_float(
+// CHECK:         comfyquant.qgemm %{{.*}}, %{{.*}} row_scale %{{.*}} : tensor<?x1xf32> col_scale %{{.*}} : tensor<32x1xf32> bias %{{.*}} : tensor<32xbf16> : tensor<?x128xi8>, tensor<32x128xi8> -> tensor<?x32xbf16>
+// CHECK:         comfyquant.qgemm %{{.*}}, %{{.*}} bias %{{.*}} : tensor<32xf16> : tensor<?x128xf16>, tensor<32x128xf16> -> tensor<?x32xf16>
+func.func @qgemm_int_and_float(%a: tensor<?x128xi8>, %as: tensor<?x1xf32>, %b: tensor<32x128xi8>, %bs: tensor<32x1xf32>,
+                               %bias: tensor<32xbf16>, %x: tensor<?x128xf16>, %w: tensor<32x128xf16>, %bias16: tensor<32xf16>) {
+  %0 = comfyquant.qgemm %a, %b row_scale %as : tensor<?x1xf32> col_scale %bs : tensor<32x1xf32> bias %bias : tensor<32xbf16>
+         : tensor<?x128xi8>, tensor<32x128xi8> -> tensor<?x32xbf16>
+  %1 = comfyquant.qgemm %x, %w bias %bias16 : tensor<32xf16> : tensor<?x128xf16>, tensor<32x128xf16> -> tensor<?x32xf16>
+  return
+}
+
+// A decomposed function states its module (comfyquant.module) and has the
+// kernel signature of its kind.
+// CHECK-LABEL: func.func private @blocks.0.proj(tensor<?x256xbf16>) -> tensor<?x64xbf16>
+// CHECK-SAME:    attributes {comfyquant.module = #comfyquant.module<linear, format = <int8_tensorwise, granularity = row>, out_features = 64, in_features = 256, rotation = <256>>}
+// CHECK-LABEL: func.func private @experts(tensor<?x64xf16>, index) -> tensor<?x32xf16>
+// CHECK-SAME:    attributes {comfyquant.module = #comfyquant.module<moe, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64, experts = 3, options = <full_precision_matrix_mult = true>>}
+// CHECK-LABEL: func.func private @tok(tensor<?xi64>) -> tensor<?x48xf32>
+// CHECK-SAME:    attributes {comfyquant.module = #comfyquant.module<embedding, format = <int8_tensorwise, granularity = row>, out_features = 64, in_features = 48>, comfyquant.strategy = "any"}
+func.func private @"blocks.0.proj"(tensor<?x256xbf16>) -> tensor<?x64xbf16>
+    attributes {comfyquant.module = #comfyquant.module<linear, format = <int8_tensorwise, granularity = row>, in_features = 256, out_features = 64, rotation = <256>>}
+func.func private @experts(tensor<?x64xf16>, index) -> tensor<?x32xf16>
+    attributes {comfyquant.module = #comfyquant.module<moe, format = <float8_e4m3fn, granularity = tensor>, out_features = 32, in_features = 64, experts = 3, options = <full_precision_matrix_mult = true>>}
+func.func private @tok(tensor<?xi64>) -> tensor<?x48xf32>
+    attributes {comfyquant.module = #comfyquant.module<embedding, format = <int8_tensorwise, granularity = row>, out_features = 64, in_features = 48>, comfyquant.strategy = "any"}
 
 // Dequantize every format (formats.md §4), including a MoE bank ([E, N, K])
 // and the un-rotation of ConvRot formats.
@@ -536,15 +667,19 @@ func.func @dequantize_all() {
   return
 }
 
-// Epilogue scale shapes: row [M, 1], col [N] / [N, 1] / scalar; no bias.
+// Epilogue scale shapes: row [M, 1], col [N] / [N, 1] / scalar; bias of
+// the result type or none.
 // CHECK-LABEL: func.func @epilogue_shapes(
-// CHECK-SAME:    %[[ACC:.*]]: tensor<4x16xi32>, %[[RS:.*]]: tensor<4x1xf32>, %[[CS:.*]]: tensor<16xf32>, %[[B:.*]]: tensor<16xf16>)
+// CHECK-SAME:    %[[ACC:.*]]: tensor<4x16xi32>, %[[RS:.*]]: tensor<4x1xf32>, %[[CS:.*]]: tensor<16xf32>, %[[B:.*]]: tensor<16xf16>, %[[BB:.*]]: tensor<16xbf16>, %[[CS2:.*]]: tensor<16x1xf32>, %[[FACC:.*]]: tensor<?x16xf32>, %[[S:.*]]: tensor<f32>)
 // CHECK:         comfyquant.epilogue %[[ACC]] row_scale %[[RS]] : tensor<4x1xf32> col_scale %[[CS]] : tensor<16xf32> : tensor<4x16xi32> -> tensor<4x16xf16>
-// CHECK:         comfyquant.epilogue %[[ACC]] col_scale %[[CS]] : tensor<16xf32> bias %[[B]] : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xf32>
-// CHECK:         comfyquant.epilogue %[[ACC]] bias %[[B]] : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
-func.func @epilogue_shapes(%acc: tensor<4x16xi32>, %rs: tensor<4x1xf32>, %cs: tensor<16xf32>, %b: tensor<16xf16>) {
+// CHECK:         comfyquant.epilogue %[[ACC]] col_scale %[[CS2]] : tensor<16x1xf32> bias %[[B]] : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xf16>
+// CHECK:         comfyquant.epilogue %[[ACC]] bias %[[BB]] : tensor<16xbf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
+// CHECK:         comfyquant.epilogue %[[FACC]] row_scale %[[S]] : tensor<f32> col_scale %[[S]] : tensor<f32> : tensor<?x16xf32> -> tensor<?x16xf32>
+func.func @epilogue_shapes(%acc: tensor<4x16xi32>, %rs: tensor<4x1xf32>, %cs: tensor<16xf32>, %b: tensor<16xf16>,
+                           %bb: tensor<16xbf16>, %cs2: tensor<16x1xf32>, %facc: tensor<?x16xf32>, %s: tensor<f32>) {
   %0 = comfyquant.epilogue %acc row_scale %rs : tensor<4x1xf32> col_scale %cs : tensor<16xf32> : tensor<4x16xi32> -> tensor<4x16xf16>
-  %1 = comfyquant.epilogue %acc col_scale %cs : tensor<16xf32> bias %b : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xf32>
-  %2 = comfyquant.epilogue %acc bias %b : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  %1 = comfyquant.epilogue %acc col_scale %cs2 : tensor<16x1xf32> bias %b : tensor<16xf16> : tensor<4x16xi32> -> tensor<4x16xf16>
+  %2 = comfyquant.epilogue %acc bias %bb : tensor<16xbf16> : tensor<4x16xi32> -> tensor<4x16xbf16>
+  %3 = comfyquant.epilogue %facc row_scale %s : tensor<f32> col_scale %s : tensor<f32> : tensor<?x16xf32> -> tensor<?x16xf32>
   return
 }

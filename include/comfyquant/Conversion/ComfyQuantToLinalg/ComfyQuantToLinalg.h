@@ -23,7 +23,9 @@ void populateComfyQuantToLinalgPatterns(RewritePatternSet &patterns);
 /// Replaces every `comfyquant.weight` in `func` by a function argument of
 /// the storage type (one per distinct tensor, appended in order of first
 /// use) and records the weight list as the `comfyquant.weights` attribute
-/// (array of {tensor, dtype, offset, shape[, shard]}). Fails with a
+/// (array of {tensor, dtype, offset, shape, arg[, shard]}). The function's
+/// `comfyquant.module` record moves to `comfyquant.lowered_module` (the
+/// signature no longer is the module contract). Fails with a
 /// diagnostic when a weight does not resolve to a `comfyquant.tensor`.
 LogicalResult convertWeightsToArguments(func::FuncOp func);
 

@@ -53,8 +53,7 @@ std::optional<ModuleParts> getParts(Operation *op) {
   if (auto e = dyn_cast<EmbeddingOp>(op))
     return partsOf(e, ModuleKind::embedding, 0);
   if (auto m = dyn_cast<MoEOp>(op))
-    return partsOf(m, ModuleKind::moe,
-                   static_cast<int64_t>(m.getExperts()));
+    return partsOf(m, ModuleKind::moe, static_cast<int64_t>(m.getExperts()));
   return std::nullopt;
 }
 
@@ -75,8 +74,8 @@ Value convertFloat(OpBuilder &b, Location loc, Value v, FloatType to) {
   FloatType f32 = b.getF32Type();
   if (from != f32)
     v = from.getWidth() < 32
-            ? Value(arith::ExtFOp::create(
-                  b, loc, withElementType(v.getType(), f32), v))
+            ? Value(arith::ExtFOp::create(b, loc,
+                                          withElementType(v.getType(), f32), v))
             : Value(arith::TruncFOp::create(
                   b, loc, withElementType(v.getType(), f32), v));
   if (to == f32)
@@ -151,8 +150,8 @@ public:
     auto xt = cast<RankedTensorType>(x.getType());
     MLIRContext *ctx = b.getContext();
     Value rows = tensor::DimOp::create(b, loc, x, 0);
-    Value init = tensor::EmptyOp::create(b, loc, xt.getShape(), T,
-                                         ValueRange{rows});
+    Value init =
+        tensor::EmptyOp::create(b, loc, xt.getShape(), T, ValueRange{rows});
     AffineMap id = AffineMap::getMultiDimIdentityMap(2, ctx);
     AffineMap col = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
     SmallVector<utils::IteratorType> iters(2, utils::IteratorType::parallel);
@@ -177,7 +176,8 @@ public:
   /// The side operands of a dequantize-like op: bound roles other than the
   /// weight and those `skip` names, in registry order.
   void sides(const llvm::StringMap<Value> &t, ArrayRef<StringRef> skip,
-             SmallVectorImpl<Value> &values, SmallVectorImpl<Attribute> &roles) {
+             SmallVectorImpl<Value> &values,
+             SmallVectorImpl<Attribute> &roles) {
     for (const rt::TensorRole &r : f.roles) {
       StringRef key = r.key;
       auto it = t.find(key);
@@ -218,9 +218,20 @@ Value BodyBuilder::linear(Value x, const llvm::StringMap<Value> &t) {
     SmallVector<Value> side;
     SmallVector<Attribute> roles;
     sides(t, {"bias", "input_scale", "pre_quant_scale"}, side, roles);
-    Value w = DequantizeOp::create(b, loc, RankedTensorType::get({N, K}, T),
-                                   weight, side, b.getArrayAttr(roles),
-                                   m.format, m.rotation);
+    // An int8 expert of one row has a one-element per-row scale, which the
+    // registry reads as a scalar: state that granularity for the slice.
+    FormatAttr format = m.format;
+    if (f.format == rt::Format::Int8Tensorwise && get("weight_scale")) {
+      auto st = cast<RankedTensorType>(get("weight_scale").getType());
+      std::vector<int64_t> shape(st.getShape().begin(), st.getShape().end());
+      auto g = static_cast<ScaleGranularity>(rt::int8ScaleGranularity(shape));
+      if (g != format.getGranularity())
+        format = FormatAttr::get(ctx, format.getKind(), g, format.getGroup(),
+                                 format.getScale(), format.getNibbles());
+    }
+    Value w =
+        DequantizeOp::create(b, loc, RankedTensorType::get({N, K}, T), weight,
+                             side, b.getArrayAttr(roles), format, m.rotation);
     Value acc = QMatmulOp::create(b, loc, rowsOf(N, f32), x, w, Value(),
                                   Value(), IntegerAttr());
     return EpilogueOp::create(b, loc, result, acc, Value(), Value(), bias);
@@ -261,10 +272,10 @@ Value BodyBuilder::linear(Value x, const llvm::StringMap<Value> &t) {
     Value inScale = nvfp4 && get("input_scale")
                         ? convertFloat(b, loc, get("input_scale"), f32)
                         : Value();
-    auto q = QuantizeOp::create(
-        b, loc, rowsOf(K, code), rowsOf(C, blockScale),
-        nvfp4 ? Type(RankedTensorType::get({}, f32)) : Type(), x, scheme,
-        RotationAttr(), inScale);
+    auto q = QuantizeOp::create(b, loc, rowsOf(K, code), rowsOf(C, blockScale),
+                                nvfp4 ? Type(RankedTensorType::get({}, f32))
+                                      : Type(),
+                                x, scheme, RotationAttr(), inScale);
     auto operand = RankedTensorType::get({N, K}, code);
     Value w;
     if (nvfp4)
@@ -281,16 +292,16 @@ Value BodyBuilder::linear(Value x, const llvm::StringMap<Value> &t) {
       w = weight;
     Value wScales = UnswizzleOp::create(
         b, loc, RankedTensorType::get({N, C}, blockScale), get("weight_scale"));
-    Value acc = QMatmulOp::create(b, loc, rowsOf(N, f32), q.getCodes(), w,
-                                  q.getScales(), wScales,
-                                  b.getI64IntegerAttr(B));
+    Value acc =
+        QMatmulOp::create(b, loc, rowsOf(N, f32), q.getCodes(), w,
+                          q.getScales(), wScales, b.getI64IntegerAttr(B));
     if (!nvfp4)
       return EpilogueOp::create(b, loc, result, acc, Value(), Value(), bias);
     // alpha = g · weight_scale_2, formed first (kitchen's GEMM alpha).
-    Value g = tensor::ExtractOp::create(b, loc, q.getGlobalScale(),
-                                        ValueRange{});
-    Value alpha = arith::MulFOp::create(b, loc, g,
-                                        scalarF32(get("weight_scale_2")));
+    Value g =
+        tensor::ExtractOp::create(b, loc, q.getGlobalScale(), ValueRange{});
+    Value alpha =
+        arith::MulFOp::create(b, loc, g, scalarF32(get("weight_scale_2")));
     Value alphaT = tensor::FromElementsOp::create(
         b, loc, RankedTensorType::get({}, f32), ValueRange{alpha});
     return EpilogueOp::create(b, loc, result, acc, Value(), alphaT, bias);
@@ -311,8 +322,8 @@ Value BodyBuilder::linear(Value x, const llvm::StringMap<Value> &t) {
     Type code = b.getIntegerType(int4 ? 4 : 8);
     auto scheme = ActQuantAttr::get(
         ctx, int4 ? ActScheme::int4_row : ActScheme::int8_row, Type(), 0);
-    auto q = QuantizeOp::create(b, loc, rowsOf(K, code), rowsOf(1, f32),
-                                Type(), xr, scheme, RotationAttr(), Value());
+    auto q = QuantizeOp::create(b, loc, rowsOf(K, code), rowsOf(1, f32), Type(),
+                                xr, scheme, RotationAttr(), Value());
     Value w = weight;
     Value colScale = get("weight_scale");
     if (f.granularity == rt::ScaleGranularity::Group) {
@@ -328,9 +339,9 @@ Value BodyBuilder::linear(Value x, const llvm::StringMap<Value> &t) {
       w = UnpackOp::create(b, loc, RankedTensorType::get({N, K}, code), weight,
                            ValueRange{}, b.getArrayAttr({}), m.format);
     }
-    Value acc = QMatmulOp::create(b, loc, rowsOf(N, b.getI32Type()),
-                                  q.getCodes(), w, Value(), Value(),
-                                  IntegerAttr());
+    Value acc =
+        QMatmulOp::create(b, loc, rowsOf(N, b.getI32Type()), q.getCodes(), w,
+                          Value(), Value(), IntegerAttr());
     return EpilogueOp::create(b, loc, result, acc, q.getScales(),
                               convertFloat(b, loc, colScale, f32), bias);
   }
@@ -350,7 +361,8 @@ int64_t perExpertRank(StringRef role) {
 }
 
 struct DecomposeModulesPass
-    : mlir::comfyquant::impl::ComfyQuantDecomposeModulesBase<DecomposeModulesPass> {
+    : mlir::comfyquant::impl::ComfyQuantDecomposeModulesBase<
+          DecomposeModulesPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -361,7 +373,8 @@ struct DecomposeModulesPass
                         .Case("f16", Float16Type::get(ctx))
                         .Default(FloatType());
     if (!act) {
-      getOperation().emitError("activation-type must be f32, bf16 or f16, got '")
+      getOperation().emitError(
+          "activation-type must be f32, bf16 or f16, got '")
           << activationType << "'";
       return signalPassFailure();
     }
@@ -462,4 +475,3 @@ mlir::comfyquant::decomposeModule(RewriterBase &rewriter, Operation *op,
   rewriter.eraseOp(op);
   return fn;
 }
-

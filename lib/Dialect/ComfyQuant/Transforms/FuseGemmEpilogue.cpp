@@ -38,7 +38,8 @@ struct FuseEpilogueIntoGemm : OpRewritePattern<EpilogueOp> {
 };
 
 struct FuseGemmEpiloguePass
-    : mlir::comfyquant::impl::ComfyQuantFuseGemmEpilogueBase<FuseGemmEpiloguePass> {
+    : mlir::comfyquant::impl::ComfyQuantFuseGemmEpilogueBase<
+          FuseGemmEpiloguePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFuseGemmEpiloguePatterns(patterns);

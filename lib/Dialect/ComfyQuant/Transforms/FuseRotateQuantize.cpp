@@ -25,7 +25,8 @@ struct FuseRotateIntoQuantize : OpRewritePattern<QuantizeOp> {
       return rewriter.notifyMatchFailure(op, "already rotates");
     auto rotate = op.getInput().getDefiningOp<RotateOp>();
     if (!rotate || !rotate->hasOneUse())
-      return rewriter.notifyMatchFailure(op, "input is not a single-use rotate");
+      return rewriter.notifyMatchFailure(op,
+                                         "input is not a single-use rotate");
     ActScheme scheme = op.getScheme().getScheme();
     if (scheme != ActScheme::int8_row && scheme != ActScheme::int4_row)
       return rewriter.notifyMatchFailure(op, "not a per-row integer scheme");
@@ -39,7 +40,8 @@ struct FuseRotateIntoQuantize : OpRewritePattern<QuantizeOp> {
 };
 
 struct FuseRotateQuantizePass
-    : mlir::comfyquant::impl::ComfyQuantFuseRotateQuantizeBase<FuseRotateQuantizePass> {
+    : mlir::comfyquant::impl::ComfyQuantFuseRotateQuantizeBase<
+          FuseRotateQuantizePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     populateFuseRotateQuantizePatterns(patterns);

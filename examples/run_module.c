@@ -1,0 +1,192 @@
+/*===- run_module.c - run a compiled module through the C API --------------===*
+ *
+ *   run_module ARTIFACT_DIR CHECKPOINT [MODULE|-] [M] [f32|bf16|f16] [THREADS]
+ *
+ * Opens the artifact written by comfyquant-compile together with its
+ * checkpoint (the runtime refuses a different file), runs MODULE (default:
+ * every module) on a deterministic activation x [M, K] (default M = 7) with
+ * the compiled kernels of the best CPU variant ($COMFYQUANT_CPU_VARIANT
+ * overrides), and compares y with the reference forward of the same C API.
+ * Prints one line per module; exit code 0 when every module agrees within
+ * the tolerance (f32: 1e-4, bf16/f16: 1e-2 of max|y_ref|; integer formats
+ * are expected to agree exactly), 1 otherwise.
+ *===----------------------------------------------------------------------===*/
+#include "comfyquant/comfyquant.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float bits_to_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static float half_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1F,
+           man = h & 0x3FF;
+  if (exp == 0x1F)
+    return bits_to_f32(sign | 0x7F800000u | (man << 13));
+  if (exp == 0) /* zero or subnormal: man * 2^-24 */
+    return (sign ? -1.0f : 1.0f) * (float)man * 5.9604644775390625e-8f;
+  return bits_to_f32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* Element i of a row-major buffer of `dtype` as f32. */
+static float load(const void *p, int dtype, size_t i) {
+  if (dtype == CQ_DTYPE_F32)
+    return ((const float *)p)[i];
+  uint16_t b = ((const uint16_t *)p)[i];
+  return dtype == CQ_DTYPE_BF16 ? bits_to_f32((uint32_t)b << 16)
+                                : half_to_f32(b);
+}
+
+/* A deterministic activation: a small LCG in [-2, 2), stored as `dtype`
+ * (bf16/f16 by truncating an f32 that is exact in both). */
+static void fill(void *p, int dtype, size_t n) {
+  uint32_t s = 12345u;
+  for (size_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    /* 8 fraction bits: exact in bf16 and f16. */
+    float v = (float)((int)(s >> 23) - 256) / 128.0f;
+    if (dtype == CQ_DTYPE_F32) {
+      ((float *)p)[i] = v;
+    } else if (dtype == CQ_DTYPE_BF16) {
+      uint32_t u;
+      memcpy(&u, &v, 4);
+      ((uint16_t *)p)[i] = (uint16_t)(u >> 16);
+    } else { /* f16 of a value with |v| <= 2 and 8 fraction bits */
+      uint32_t u;
+      memcpy(&u, &v, 4);
+      uint16_t h = (uint16_t)((u >> 16) & 0x8000);
+      if (v != 0.0f) {
+        int e = (int)((u >> 23) & 0xFF) - 127;
+        h |= (uint16_t)(((e + 15) << 10) | ((u >> 13) & 0x3FF));
+      }
+      ((uint16_t *)p)[i] = h;
+    }
+  }
+}
+
+static int run_one(cq_session *s, cq_checkpoint *ck, size_t index, int64_t m,
+                   int dtype) {
+  cq_session_module_info info;
+  if (cq_session_module_info(s, index, &info)) {
+    fprintf(stderr, "run_module: %s\n", cq_last_error());
+    return 1;
+  }
+  int64_t ref_index = cq_module_find(ck, info.name);
+  if (ref_index < 0) {
+    fprintf(stderr, "run_module: %s: not in the checkpoint\n", info.name);
+    return 1;
+  }
+  size_t esize = dtype == CQ_DTYPE_F32 ? 4 : 2;
+  int embedding = info.kind == CQ_KIND_EMBEDDING;
+  int64_t in_cols = embedding ? 0 : info.in_features;
+  int64_t out_cols = embedding ? info.in_features : info.out_features;
+  void *x = malloc((size_t)(m * (in_cols ? in_cols : 1)) * esize);
+  void *y = malloc((size_t)(m * out_cols) * esize);
+  float *ref = malloc((size_t)(m * out_cols) * sizeof(float));
+  void *yref = malloc((size_t)(m * out_cols) * esize);
+  int64_t *idx = malloc((size_t)m * sizeof(int64_t));
+  int rc = 0;
+  if (embedding) {
+    for (int64_t i = 0; i < m; ++i)
+      idx[i] = (i * 7 + 3) % info.out_features;
+    rc = cq_session_lookup(s, index, dtype, idx, m, y);
+    for (int64_t i = 0; !rc && i < m; ++i)
+      rc = cq_dequantize_rows(ck, (size_t)ref_index, 0, idx[i], idx[i] + 1,
+                              ref + i * out_cols, (size_t)out_cols);
+  } else {
+    int64_t expert = info.experts > 1 ? info.experts - 1 : 0;
+    fill(x, dtype, (size_t)(m * in_cols));
+    rc = cq_session_run_expert(s, index, expert, dtype, x, m, y);
+    if (!rc)
+      rc = cq_reference_linear(ck, (size_t)ref_index, expert, dtype, x, m,
+                               yref);
+    for (int64_t i = 0; !rc && i < m * out_cols; ++i)
+      ref[i] = load(yref, dtype, (size_t)i);
+  }
+  if (rc) {
+    fprintf(stderr, "run_module: %s: %s\n", info.name, cq_last_error());
+    rc = 1;
+    goto done;
+  }
+  {
+    double max_ref = 0, max_err = 0;
+    int64_t exact = 0, n = m * out_cols;
+    for (int64_t i = 0; i < n; ++i) {
+      double r = ref[i], v = load(y, dtype, (size_t)i);
+      double err = fabs(v - r);
+      if (isnan(r) != isnan(v))
+        err = INFINITY;
+      max_ref = fmax(max_ref, fabs(r));
+      max_err = fmax(max_err, err);
+      exact += v == r || (isnan(r) && isnan(v));
+    }
+    double tol = (dtype == CQ_DTYPE_F32 ? 1e-4 : 1e-2) * fmax(1.0, max_ref);
+    int ok = max_err <= tol;
+    printf("%s %s %s %lldx%lld M=%lld: max_abs_err=%.3g (max|y|=%.3g) "
+           "exact=%lld/%lld %s\n",
+           info.name, info.format,
+           dtype == CQ_DTYPE_F32 ? "f32" : dtype == CQ_DTYPE_BF16 ? "bf16" : "f16",
+           (long long)info.out_features, (long long)info.in_features,
+           (long long)m, max_err, max_ref, (long long)exact, (long long)n,
+           ok ? "OK" : "MISMATCH");
+    rc = ok ? 0 : 1;
+  }
+done:
+  free(x);
+  free(y);
+  free(ref);
+  free(yref);
+  free(idx);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: run_module ARTIFACT_DIR CHECKPOINT [MODULE|-] [M] "
+                    "[f32|bf16|f16] [THREADS]\n");
+    return 2;
+  }
+  const char *module = argc > 3 ? argv[3] : "-";
+  int64_t m = argc > 4 ? atoll(argv[4]) : 7;
+  int dtype = CQ_DTYPE_F32;
+  if (argc > 5)
+    dtype = !strcmp(argv[5], "bf16") ? CQ_DTYPE_BF16
+            : !strcmp(argv[5], "f16") ? CQ_DTYPE_F16 : CQ_DTYPE_F32;
+  int threads = argc > 6 ? atoi(argv[6]) : 0;
+
+  cq_session *s = cq_session_open(argv[1], argv[2], NULL, threads);
+  if (!s) {
+    fprintf(stderr, "run_module: %s\n", cq_last_error());
+    return 1;
+  }
+  cq_checkpoint *ck = cq_checkpoint_open(argv[2]);
+  if (!ck) {
+    fprintf(stderr, "run_module: %s\n", cq_last_error());
+    cq_session_close(s);
+    return 1;
+  }
+  printf("variant %s\n", cq_session_variant(s));
+  int rc = 0;
+  if (strcmp(module, "-") != 0) {
+    int64_t i = cq_session_module_find(s, module);
+    if (i < 0) {
+      fprintf(stderr, "run_module: no module '%s' in the artifact\n", module);
+      rc = 1;
+    } else {
+      rc = run_one(s, ck, (size_t)i, m, dtype);
+    }
+  } else {
+    for (size_t i = 0; i < cq_session_module_count(s); ++i)
+      rc |= run_one(s, ck, i, m, dtype);
+  }
+  cq_checkpoint_close(ck);
+  cq_session_close(s);
+  return rc;
+}

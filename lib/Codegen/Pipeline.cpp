@@ -1,0 +1,93 @@
+//===- Pipeline.cpp - the comfyquant CPU codegen pipeline -----------------===//
+#include "comfyquant/Codegen/CPUCodegen.h"
+#include "comfyquant/Codegen/Passes.h"
+#include "comfyquant/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::comfyquant;
+
+void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
+    OpPassManager &pm, const CPUCodegenOptions &options) {
+  if (options.lowerComfyQuant)
+    pm.addPass(createConvertComfyQuantToLinalg());
+  pm.addPass(createComfyQuantCPUPrepareABI());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Strategy, then register-blocked vector GEMMs on tensors.
+  ComfyQuantCPUSelectStrategyOptions strategy;
+  strategy.variant = options.variant;
+  strategy.ukernel = options.ukernel;
+  strategy.mr = options.mr;
+  strategy.nr = options.nr;
+  strategy.mc = options.mc;
+  pm.addPass(createComfyQuantCPUSelectStrategy(strategy));
+  pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeGemm());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (!options.lowerToLLVM)
+    return;
+
+  // Bufferize: y is written in place (empty-tensor elimination into the
+  // destination argument), arguments keep the identity layout of the ABI.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createComfyQuantCPUMaterializeIntrinsics());
+  pm.addPass(createCanonicalizerPass());
+
+  // Lower to the LLVM dialect.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createFoldMemRefAliasOpsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll(true)));
+  pm.addPass(createSCFToControlFlowPass());
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  ConvertVectorToLLVMPassOptions vec;
+  vec.reassociateFPReductions = true;
+  pm.addPass(createConvertVectorToLLVMPass(vec));
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createComfyQuantCPUEmitPackedEntries());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::comfyquant::registerComfyQuantCPUCodegen() {
+  registerComfyQuantCodegenPasses();
+  PassPipelineRegistration<CPUCodegenOptions>(
+      "comfyquant-cpu-codegen",
+      "comfyquant CPU pipeline: (comfyquant ops ->) linalg on tensors -> "
+      "strategy -> vector GEMMs -> bufferization -> LLVM dialect with packed "
+      "entries",
+      buildComfyQuantCPUCodegenPipeline);
+}

@@ -1,0 +1,182 @@
+//===- Target.cpp - LLVM IR, object emission, shared-library linking ------===//
+#include "comfyquant/Codegen/CPUCodegen.h"
+
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::comfyquant;
+
+namespace {
+
+void initLLVMTargets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+bool emitFile(llvm::Module &m, llvm::TargetMachine &tm,
+              llvm::CodeGenFileType kind, std::string &out,
+              std::string &error) {
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, kind)) {
+    error = "the target cannot emit this file type";
+    return false;
+  }
+  pm.run(m);
+  out.assign(buffer.begin(), buffer.end());
+  return true;
+}
+
+} // namespace
+
+bool mlir::comfyquant::emitCPUObject(ModuleOp module, const CPUVariant &variant,
+                                     std::string &object, std::string &error,
+                                     std::string *assembly,
+                                     std::string *llvmIR) {
+  initLLVMTargets();
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> m =
+      translateModuleToLLVMIR(module, llvmContext, "comfyquant_kernels");
+  if (!m) {
+    error = "translation to LLVM IR failed";
+    return false;
+  }
+  llvm::Triple triple("x86_64-unknown-linux-gnu");
+  std::string lookupError;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target) {
+    error = "no LLVM target for " + triple.str() + ": " + lookupError;
+    return false;
+  }
+  llvm::TargetOptions options; // FP contraction: only explicit fmuladd/fma
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, variant.cpu, variant.features, options, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!tm) {
+    error = std::string("cannot create a target machine for -mcpu=") +
+            variant.cpu;
+    return false;
+  }
+  m->setTargetTriple(triple);
+  m->setDataLayout(tm->createDataLayout());
+  for (llvm::Function &f : *m) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", variant.cpu);
+    if (*variant.features)
+      f.addFnAttr("target-features", variant.features);
+  }
+  if (llvm::verifyModule(*m, &llvm::errs())) {
+    error = "invalid LLVM IR";
+    return false;
+  }
+
+  // O3 (loop vectorization of the element-wise stages, unrolling, ...).
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder pb(tm.get(), tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*m, mam);
+
+  if (llvmIR) {
+    llvmIR->clear();
+    llvm::raw_string_ostream os(*llvmIR);
+    m->print(os, nullptr);
+  }
+  if (assembly) {
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(*m);
+    if (!emitFile(*copy, *tm, llvm::CodeGenFileType::AssemblyFile, *assembly,
+                  error))
+      return false;
+  }
+  return emitFile(*m, *tm, llvm::CodeGenFileType::ObjectFile, object, error);
+}
+
+bool mlir::comfyquant::linkSharedLibrary(
+    const std::vector<std::string> &objectPaths, const std::string &outputPath,
+    std::string &error) {
+  std::string lld;
+  for (const char *name : {"ld.lld-22", "ld.lld"}) {
+    if (auto p = llvm::sys::findProgramByName(name, {"/usr/lib/llvm-22/bin"})) {
+      lld = *p;
+      break;
+    }
+    if (auto p = llvm::sys::findProgramByName(name)) {
+      lld = *p;
+      break;
+    }
+  }
+  if (lld.empty()) {
+    error = "ld.lld not found (install lld-22)";
+    return false;
+  }
+  llvm::SmallString<128> log;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("comfyquant-lld", "log", log)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return false;
+  }
+  std::vector<std::string> args = {lld,  "-shared", "-o",     outputPath,
+                                   "-z", "noexecstack", "-z", "now",
+                                   "--hash-style=gnu", "-O2"};
+  args.insert(args.end(), objectPaths.begin(), objectPaths.end());
+  std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.str(),
+                                                log.str()};
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(lld, argRefs, std::nullopt, redirects, 0,
+                                     0, &execError);
+  std::string output;
+  if (auto buf = llvm::MemoryBuffer::getFile(log))
+    output = (*buf)->getBuffer().str();
+  llvm::sys::fs::remove(log);
+  if (rc != 0) {
+    error = "ld.lld failed";
+    if (!execError.empty())
+      error += ": " + execError;
+    if (!output.empty())
+      error += ":\n" + output;
+    return false;
+  }
+  return true;
+}

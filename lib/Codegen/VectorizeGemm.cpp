@@ -1,0 +1,445 @@
+//===- VectorizeGemm.cpp - register-blocked vector GEMMs on tensors -------===//
+//
+// C[m, n] += A[m, k] · B[n, k] with both operands contiguous along K: the
+// micro-kernel keeps mr x nr vector accumulators of kv K-elements (A rows
+// times B rows, element-wise products accumulated along K) and reduces each
+// horizontally once per tile. The loops are built on tensors, before
+// bufferization, so the accumulators are SSA values that never touch
+// memory:
+//
+//   for mb in [0, M) step mc                      (M block)
+//     for n0 in [0, N) step nr (+ a static partial tile)
+//       Bt = B[n0 : n0+nr, :]   (or B's elementwise producer, tiled here)
+//       for m0 in block step mr (+ single-row remainder)
+//         acc[mr][nr] = 0
+//         for k0 in [0, K) step kv: acc[i][j] = dot(acc[i][j], A[m0+i, k0:],
+//                                                   Bt[j, k0:])
+//         (padded K tail)
+//         C[m0+i, n0:n0+nr] = (C +) reduce(acc[i][:])
+//
+// Micro-kernels ("dot"):
+//   f32-fma           acc(f32 x kv) = fma(ext(a), ext(b), acc)
+//   i8-generic        acc(i32 x kv) += sext(a) * sext(b)
+//   i8-pmaddwd        acc(i32 x kv/2) += pmaddwd(sext16(a), sext16(b))
+//   i8-vnni           acc(i32 x 16) = vpdpbusd(acc, a ^ 0x80, b); the
+//                     unsigned bias is removed with 128 · Σk B[n, k]
+//   i8-vnni-emulated  the same algorithm with portable vector ops (tests
+//                     the VNNI bias correction on any CPU)
+// Intrinsics are placeholders (`builtin.unrealized_conversion_cast` tagged
+// `comfyquant.intrinsic`) until comfyquant-cpu-materialize-intrinsics.
+//===----------------------------------------------------------------------===//
+#include "Gemm.h"
+
+#include "comfyquant/Codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+namespace mlir::comfyquant {
+#define GEN_PASS_DEF_COMFYQUANTCPUVECTORIZEGEMM
+#include "comfyquant/Codegen/Passes.h.inc"
+} // namespace mlir::comfyquant
+
+using namespace mlir;
+using namespace mlir::comfyquant;
+using namespace mlir::comfyquant::detail;
+
+namespace {
+
+class GemmBuilder {
+public:
+  GemmBuilder(linalg::GenericOp op, const GemmMatch &m, const GemmConfig &c)
+      : op(op), m(m), c(c) {}
+
+  LogicalResult build(RewriterBase &rw);
+
+private:
+  linalg::GenericOp op;
+  GemmMatch m;
+  GemmConfig c;
+  Value A, B, dest;
+  bool zeroInit = false;
+  linalg::GenericOp bProducer;
+  bool ints() const { return m.kind == GemmMatch::Kind::I8I8I32; }
+  bool vnni() const {
+    return c.ukernel == "i8-vnni" || c.ukernel == "i8-vnni-emulated";
+  }
+
+  Type accElt(ImplicitLocOpBuilder &b) const {
+    return ints() ? Type(b.getI32Type()) : Type(b.getF32Type());
+  }
+  VectorType accType(ImplicitLocOpBuilder &b) const {
+    int64_t lanes = c.kv;
+    if (c.ukernel == "i8-pmaddwd")
+      lanes = c.kv / 2;
+    else if (vnni())
+      lanes = c.kv / 4;
+    return VectorType::get({lanes}, accElt(b));
+  }
+
+  Value zeroAcc(ImplicitLocOpBuilder &b) const {
+    VectorType t = accType(b);
+    return arith::ConstantOp::create(b, t, b.getZeroAttr(t));
+  }
+
+  Value readRow(ImplicitLocOpBuilder &b, Value src, Value row, Value col,
+                bool inBounds) const {
+    Type elt = cast<RankedTensorType>(src.getType()).getElementType();
+    auto vt = VectorType::get({c.kv}, elt);
+    Value pad = arith::ConstantOp::create(b, b.getZeroAttr(elt));
+    return vector::TransferReadOp::create(b, vt, src, ValueRange{row, col}, pad,
+                                          ArrayRef<bool>{inBounds});
+  }
+
+  /// An LLVM intrinsic call, held as a pure placeholder (a tagged
+  /// unrealized cast) until comfyquant-cpu-materialize-intrinsics: the
+  /// buffer deallocation pipeline rejects llvm.call_intrinsic, whose memory
+  /// effects are unknown.
+  Value intrinsic(ImplicitLocOpBuilder &b, StringRef name, Type result,
+                  ValueRange args) const {
+    auto op = UnrealizedConversionCastOp::create(b, TypeRange{result}, args);
+    op->setAttr("comfyquant.intrinsic", b.getStringAttr(name));
+    return op.getResult(0);
+  }
+
+  /// vpdpbusd semantics: acc[i] += Σ_{j<4} zext(u[4i+j]) · sext(s[4i+j]).
+  Value dpbusd(ImplicitLocOpBuilder &b, Value acc, Value u, Value s) const {
+    if (c.ukernel == "i8-vnni")
+      return intrinsic(b, "llvm.x86.avx512.vpdpbusd.512", acc.getType(),
+                       ValueRange{acc, u, s});
+    auto wide = VectorType::get({c.kv}, b.getI32Type());
+    Value p = arith::MulIOp::create(b, arith::ExtUIOp::create(b, wide, u),
+                                    arith::ExtSIOp::create(b, wide, s));
+    auto grouped = VectorType::get({c.kv / 4, 4}, b.getI32Type());
+    Value g = vector::ShapeCastOp::create(b, grouped, p);
+    return vector::MultiDimReductionOp::create(
+        b, g, acc, ArrayRef<bool>{false, true}, vector::CombiningKind::ADD);
+  }
+
+  /// One micro-kernel step on loaded A and B vectors.
+  Value dot(ImplicitLocOpBuilder &b, Value acc, Value a, Value bv) const {
+    if (c.ukernel == "f32-fma") {
+      auto f = VectorType::get({c.kv}, b.getF32Type());
+      auto ext = [&](Value v) -> Value {
+        if (cast<VectorType>(v.getType()).getElementType().isF32())
+          return v;
+        return arith::ExtFOp::create(b, f, v);
+      };
+      return vector::FMAOp::create(b, ext(a), ext(bv), acc);
+    }
+    if (c.ukernel == "i8-generic") {
+      auto w = VectorType::get({c.kv}, b.getI32Type());
+      Value p = arith::MulIOp::create(b, arith::ExtSIOp::create(b, w, a),
+                                      arith::ExtSIOp::create(b, w, bv));
+      return arith::AddIOp::create(b, acc, p);
+    }
+    if (c.ukernel == "i8-pmaddwd") {
+      auto w = VectorType::get({c.kv}, b.getI16Type());
+      StringRef name = c.kv == 32 ? "llvm.x86.avx512.pmaddw.d.512"
+                                  : "llvm.x86.avx2.pmadd.wd";
+      Value p = intrinsic(b, name, acc.getType(),
+                          ValueRange{arith::ExtSIOp::create(b, w, a),
+                                     arith::ExtSIOp::create(b, w, bv)});
+      return arith::AddIOp::create(b, acc, p);
+    }
+    // VNNI: a ^ 0x80 is the unsigned code a + 128.
+    Value bias = arith::ConstantOp::create(
+        b, a.getType(),
+        DenseElementsAttr::get(cast<ShapedType>(a.getType()),
+                               b.getIntegerAttr(b.getI8Type(), -128)));
+    Value u = arith::XOrIOp::create(b, a, bias);
+    return dpbusd(b, acc, u, bv);
+  }
+
+  Value reduce(ImplicitLocOpBuilder &b, Value acc) const {
+    return vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc);
+  }
+
+  /// Σk Bt[j, k] for j < nr (VNNI bias correction), as i32 scalars.
+  SmallVector<Value> rowSums(ImplicitLocOpBuilder &b, Value bt,
+                             int64_t nr) const;
+
+  /// The mr x nr tile at (m0, n0) of C.
+  Value microKernel(ImplicitLocOpBuilder &b, Value C, Value bt, Value m0,
+                    Value n0, int64_t mr, int64_t nr,
+                    ArrayRef<Value> sums) const;
+
+  /// All M rows of [mb, mEnd) for the N tile at n0 (nr static).
+  Value nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr, Value mb,
+              Value mEnd) const;
+};
+
+SmallVector<Value> GemmBuilder::rowSums(ImplicitLocOpBuilder &b, Value bt,
+                                        int64_t nr) const {
+  const int64_t K = m.k, kFull = K - K % c.kv;
+  auto ones = DenseElementsAttr::get(VectorType::get({c.kv}, b.getI8Type()),
+                                     b.getIntegerAttr(b.getI8Type(), 1));
+  Value one = arith::ConstantOp::create(b, ones.getType(), ones);
+  SmallVector<Value> init(nr, zeroAcc(b));
+  SmallVector<Value> accs = init;
+  if (kFull > 0) {
+    auto loop = scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0),
+        arith::ConstantIndexOp::create(b, kFull),
+        arith::ConstantIndexOp::create(b, c.kv), init,
+        [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          SmallVector<Value> next;
+          for (int64_t j = 0; j < nr; ++j)
+            next.push_back(dpbusd(
+                ib, iter[j], one,
+                readRow(ib, bt, arith::ConstantIndexOp::create(ib, j), k0,
+                        true)));
+          scf::YieldOp::create(ib, next);
+        });
+    accs = loop.getResults();
+  }
+  if (K % c.kv) {
+    Value k0 = arith::ConstantIndexOp::create(b, kFull);
+    for (int64_t j = 0; j < nr; ++j)
+      accs[j] = dpbusd(b, accs[j], one,
+                       readRow(b, bt, arith::ConstantIndexOp::create(b, j), k0,
+                               false));
+  }
+  SmallVector<Value> sums;
+  for (Value a : accs)
+    sums.push_back(reduce(b, a));
+  return sums;
+}
+
+Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
+                               Value m0, Value n0, int64_t mr, int64_t nr,
+                               ArrayRef<Value> sums) const {
+  const int64_t K = m.k, kFull = K - K % c.kv;
+  auto rowOf = [&](ImplicitLocOpBuilder &ib, Value base, int64_t i) -> Value {
+    if (i == 0)
+      return base;
+    return arith::AddIOp::create(ib, base,
+                                 arith::ConstantIndexOp::create(ib, i));
+  };
+  SmallVector<Value> init(mr * nr, zeroAcc(b));
+  SmallVector<Value> accs = init;
+  auto step = [&](ImplicitLocOpBuilder &ib, Value k0, ValueRange in,
+                  bool inBounds) {
+    SmallVector<Value> as, bs, out;
+    for (int64_t i = 0; i < mr; ++i)
+      as.push_back(readRow(ib, A, rowOf(ib, m0, i), k0, inBounds));
+    for (int64_t j = 0; j < nr; ++j)
+      bs.push_back(readRow(ib, bt, arith::ConstantIndexOp::create(ib, j), k0,
+                           inBounds));
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nr; ++j)
+        out.push_back(dot(ib, in[i * nr + j], as[i], bs[j]));
+    return out;
+  };
+  if (kFull > 0) {
+    auto loop = scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0),
+        arith::ConstantIndexOp::create(b, kFull),
+        arith::ConstantIndexOp::create(b, c.kv), init,
+        [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          scf::YieldOp::create(ib, step(ib, k0, iter, /*inBounds=*/true));
+        });
+    accs = loop.getResults();
+  }
+  if (K % c.kv)
+    accs = step(b, arith::ConstantIndexOp::create(b, kFull), accs,
+                /*inBounds=*/false);
+  Type elt = accElt(b);
+  Value c128;
+  if (vnni())
+    c128 = arith::ConstantOp::create(b, b.getI32IntegerAttr(128));
+  for (int64_t i = 0; i < mr; ++i) {
+    Value row = rowOf(b, m0, i);
+    SmallVector<Value> vals;
+    for (int64_t j = 0; j < nr; ++j) {
+      Value s = reduce(b, accs[i * nr + j]);
+      if (vnni())
+        s = arith::SubIOp::create(b, s, arith::MulIOp::create(b, c128, sums[j]));
+      if (!zeroInit) {
+        Value col = rowOf(b, n0, j);
+        Value old = tensor::ExtractOp::create(b, C, ValueRange{row, col});
+        s = ints() ? Value(arith::AddIOp::create(b, old, s))
+                   : Value(arith::AddFOp::create(b, old, s));
+      }
+      vals.push_back(s);
+    }
+    Value v = vector::FromElementsOp::create(
+        b, VectorType::get({nr}, elt), vals);
+    C = vector::TransferWriteOp::create(b, v, C, ValueRange{row, n0},
+                                        ArrayRef<bool>{true})
+            .getResult();
+  }
+  return C;
+}
+
+Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
+                         Value mb, Value mEnd) const {
+  // The B rows of this tile: a slice, or B's elementwise producer computed
+  // for the slice only (e.g. a weight decoder, once per tile).
+  SmallVector<OpFoldResult> offsets = {n0, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(nr), b.getIndexAttr(m.k)};
+  Value bt;
+  if (bProducer) {
+    linalg::GenericOp producer = bProducer;
+    FailureOr<TilingResult> tiled =
+        cast<TilingInterface>(producer.getOperation())
+            .generateResultTileValue(b, 0, offsets, sizes);
+    if (succeeded(tiled))
+      bt = tiled->tiledValues[0];
+  }
+  if (!bt) {
+    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+    auto type = RankedTensorType::get(
+        {nr, m.k}, cast<RankedTensorType>(B.getType()).getElementType());
+    bt = tensor::ExtractSliceOp::create(b, type, B, offsets, sizes, strides);
+  }
+  SmallVector<Value> sums;
+  if (vnni())
+    sums = rowSums(b, bt, nr);
+  // Full mr-row tiles, then single rows.
+  Value span = arith::SubIOp::create(b, mEnd, mb);
+  Value mrC = arith::ConstantIndexOp::create(b, c.mr);
+  Value fullEnd = arith::AddIOp::create(
+      b, mb,
+      arith::MulIOp::create(b, arith::DivUIOp::create(b, span, mrC), mrC));
+  auto full = scf::ForOp::create(
+      b, mb, fullEnd, mrC, ValueRange{C},
+      [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(
+            ib, microKernel(ib, iter[0], bt, m0, n0, c.mr, nr, sums));
+      });
+  if (c.mr == 1)
+    return full.getResult(0);
+  auto rest = scf::ForOp::create(
+      b, fullEnd, mEnd, arith::ConstantIndexOp::create(b, 1),
+      full.getResults(),
+      [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib,
+                             microKernel(ib, iter[0], bt, m0, n0, 1, nr, sums));
+      });
+  return rest.getResult(0);
+}
+
+LogicalResult GemmBuilder::build(RewriterBase &rw) {
+  A = op.getDpsInputs()[0];
+  B = op.getDpsInputs()[1];
+  dest = op.getDpsInits()[0];
+  if (auto fill = dest.getDefiningOp<linalg::FillOp>()) {
+    Value v = fill.getInputs()[0];
+    if (matchPattern(v, m_Zero()) || matchPattern(v, m_AnyZeroFloat())) {
+      zeroInit = true;
+      dest = fill.getOutputs()[0];
+    }
+  }
+  if (auto producer = B.getDefiningOp<linalg::GenericOp>())
+    if (producer.getNumResults() == 1 &&
+        producer.getNumReductionLoops() == 0 && producer.getNumLoops() == 2)
+      bProducer = producer;
+
+  rw.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rw);
+  const int64_t N = m.n, nFull = N - N % c.nr;
+  Value M = tensor::DimOp::create(b, A, 0);
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  Value mcC = arith::ConstantIndexOp::create(b, c.mc);
+  auto blocks = scf::ForOp::create(
+      b, zero, M, mcC, ValueRange{dest},
+      [&](OpBuilder &nb, Location loc, Value mb, ValueRange iter) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        Value mEnd = arith::MinSIOp::create(
+            ib, arith::AddIOp::create(ib, mb, mcC), M);
+        Value C = iter[0];
+        if (nFull > 0) {
+          auto tiles = scf::ForOp::create(
+              ib, arith::ConstantIndexOp::create(ib, 0),
+              arith::ConstantIndexOp::create(ib, nFull),
+              arith::ConstantIndexOp::create(ib, c.nr), ValueRange{C},
+              [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
+                ImplicitLocOpBuilder ib2(loc2, nb2);
+                scf::YieldOp::create(ib2, nTile(ib2, it2[0], n0, c.nr, mb, mEnd));
+              });
+          C = tiles.getResult(0);
+        }
+        if (N % c.nr)
+          C = nTile(ib, C, arith::ConstantIndexOp::create(ib, nFull), N % c.nr,
+                    mb, mEnd);
+        scf::YieldOp::create(ib, C);
+      });
+  Value result = blocks.getResult(0);
+  if (result.getType() != op.getResult(0).getType())
+    result = tensor::CastOp::create(b, op.getResult(0).getType(), result);
+  rw.replaceOp(op, result);
+  return success();
+}
+
+struct VectorizeGemmPass
+    : mlir::comfyquant::impl::ComfyQuantCPUVectorizeGemmBase<VectorizeGemmPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> gemms;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op->hasAttr("comfyquant.gemm"))
+        gemms.push_back(op);
+    });
+    IRRewriter rw(&getContext());
+    for (linalg::GenericOp op : gemms) {
+      std::optional<GemmMatch> m = matchGemm(op);
+      std::optional<GemmConfig> c = readGemmConfig(op);
+      if (!m || !c) {
+        op.emitError("comfyquant.gemm on an op that is not a supported GEMM "
+                     "or with an incomplete configuration");
+        return signalPassFailure();
+      }
+      if (c->mr < 1 || c->nr < 1 || c->kv < 1 || c->mc < 1) {
+        op.emitError("comfyquant.gemm tile sizes must be positive");
+        return signalPassFailure();
+      }
+      GemmBuilder builder(op, *m, *c);
+      if (failed(builder.build(rw)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Intrinsic placeholders -> llvm.call_intrinsic
+//===----------------------------------------------------------------------===//
+
+namespace mlir::comfyquant {
+#define GEN_PASS_DEF_COMFYQUANTCPUMATERIALIZEINTRINSICS
+#include "comfyquant/Codegen/Passes.h.inc"
+} // namespace mlir::comfyquant
+
+namespace {
+struct MaterializeIntrinsicsPass
+    : mlir::comfyquant::impl::ComfyQuantCPUMaterializeIntrinsicsBase<
+          MaterializeIntrinsicsPass> {
+  void runOnOperation() override {
+    SmallVector<UnrealizedConversionCastOp> casts;
+    getOperation().walk([&](UnrealizedConversionCastOp op) {
+      if (op->hasAttr("comfyquant.intrinsic"))
+        casts.push_back(op);
+    });
+    IRRewriter rw(&getContext());
+    for (UnrealizedConversionCastOp op : casts) {
+      rw.setInsertionPoint(op);
+      auto name = op->getAttrOfType<StringAttr>("comfyquant.intrinsic");
+      auto call = LLVM::CallIntrinsicOp::create(
+          rw, op.getLoc(), op.getResult(0).getType(), name, op.getOperands());
+      rw.replaceOp(op, call.getResults());
+    }
+  }
+};
+} // namespace

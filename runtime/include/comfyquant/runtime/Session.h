@@ -1,0 +1,76 @@
+//===- Session.h - run compiled modules on a mapped checkpoint --*- C++ -*-===//
+//
+// A Session joins an Artifact (kernels.so + manifest) with the checkpoint it
+// was compiled for: it refuses a checkpoint whose size or header hash differs
+// from the manifest's, checks every bound tensor (name, dtype, shape,
+// offset), picks the best CPU variant this machine supports (or the one
+// asked for), and runs modules with memref descriptors that point into the
+// mapped file (zero copy). Linear/MoE calls split the rows of x across
+// threads when the module's rows are independent.
+//===----------------------------------------------------------------------===//
+#ifndef COMFYQUANT_RUNTIME_SESSION_H
+#define COMFYQUANT_RUNTIME_SESSION_H
+
+#include "comfyquant/runtime/Artifact.h"
+#include "comfyquant/runtime/DType.h"
+#include "comfyquant/runtime/Safetensors.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace comfyquant::rt {
+
+struct SessionOptions {
+  /// The checkpoint; empty: the path recorded in the manifest.
+  std::string checkpoint;
+  /// CPU variant; empty: $COMFYQUANT_CPU_VARIANT, else the best supported.
+  std::string variant;
+  /// Threads per call; 0: $COMFYQUANT_THREADS, else hardware concurrency.
+  int threads = 0;
+};
+
+class Session {
+public:
+  /// Throws Error (unloadable artifact, mismatched checkpoint, unsupported
+  /// variant, ...).
+  static std::unique_ptr<Session> open(const std::string &artifactDir,
+                                       const SessionOptions &options = {});
+  ~Session();
+
+  const Manifest &manifest() const;
+  const Checkpoint &checkpoint() const { return *checkpoint_; }
+  const std::string &variant() const { return variant_; }
+  int threads() const { return threads_; }
+  void setThreads(int threads);
+
+  size_t moduleCount() const;
+  const ArtifactModule &module(size_t index) const;
+  /// Index of a module by name, or -1.
+  int64_t findModule(const std::string &name) const;
+
+  /// y [m, N] = module(x [m, K]), x and y row-major in `dtype` (F32, BF16 or
+  /// F16); `expert` selects the slice of a MoE bank. Throws Error.
+  void run(size_t module, DType dtype, const void *x, int64_t m, void *y,
+           int64_t expert = 0) const;
+  /// Embedding rows: y [m, D] = table rows indices[0..m) in `dtype`.
+  void lookup(size_t module, DType dtype, const int64_t *indices, int64_t m,
+              void *y) const;
+
+private:
+  Session() = default;
+  struct Bound;
+  const Bound &bound(size_t module) const;
+  KernelEntry entryFor(const Bound &b, DType dtype) const;
+
+  std::unique_ptr<Artifact> artifact_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  std::string variant_;
+  int threads_ = 1;
+  std::vector<Bound> bound_;
+};
+
+} // namespace comfyquant::rt
+
+#endif // COMFYQUANT_RUNTIME_SESSION_H

@@ -1,0 +1,277 @@
+//===- Session.cpp - run compiled modules on a mapped checkpoint ----------===//
+#include "comfyquant/runtime/Session.h"
+
+#include "comfyquant/runtime/CpuFeatures.h"
+#include "comfyquant/runtime/Error.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace comfyquant::rt {
+
+namespace {
+
+/// A ranked memref descriptor {allocated, aligned, offset, sizes, strides}
+/// of a contiguous row-major array, as 8-byte words.
+std::vector<int64_t> descriptor(const void *data,
+                                const std::vector<int64_t> &shape) {
+  std::vector<int64_t> d(3 + 2 * shape.size());
+  auto p = static_cast<int64_t>(reinterpret_cast<uintptr_t>(data));
+  d[0] = d[1] = p;
+  d[2] = 0;
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    d[3 + i] = shape[i];
+    d[3 + shape.size() + i] = stride;
+    stride *= shape[i];
+  }
+  return d;
+}
+
+const char *dtypeKey(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "f32";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  default:
+    return nullptr;
+  }
+}
+
+std::string hashString(uint64_t h) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016" PRIx64, h);
+  return buf;
+}
+
+std::string baseName(const std::string &p) {
+  size_t s = p.find_last_of('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+} // namespace
+
+struct Session::Bound {
+  const ArtifactModule *m = nullptr;
+  /// dtype key -> entry of the session's variant.
+  std::vector<std::pair<std::string, KernelEntry>> entries;
+  /// One descriptor per weight, in argument order.
+  std::vector<std::vector<int64_t>> weights;
+};
+
+std::unique_ptr<Session> Session::open(const std::string &artifactDir,
+                                       const SessionOptions &options) {
+  std::unique_ptr<Session> s(new Session());
+  s->artifact_ = Artifact::open(artifactDir);
+  const Manifest &mf = s->artifact_->manifest();
+
+  // The checkpoint, and its identity against the manifest.
+  std::string path =
+      options.checkpoint.empty() ? mf.checkpointPath : options.checkpoint;
+  s->checkpoint_ = Checkpoint::open(path);
+  const uint64_t size = s->checkpoint_->totalSize();
+  const std::string hash = hashString(s->checkpoint_->headerHash());
+  if (size != mf.checkpointSize || hash != mf.checkpointHash)
+    throw Error(path, "",
+                "checkpoint does not match the artifact '" + artifactDir +
+                    "' (compiled for " + mf.checkpointPath + ": size " +
+                    std::to_string(mf.checkpointSize) + ", " +
+                    mf.checkpointHash + "; this file: size " +
+                    std::to_string(size) + ", " + hash + ")");
+
+  // The CPU variant.
+  std::string variant = options.variant;
+  if (variant.empty())
+    if (const char *env = std::getenv("COMFYQUANT_CPU_VARIANT"))
+      variant = env;
+  if (variant.empty()) {
+    variant = bestCpuVariant(mf.variants);
+    if (variant.empty())
+      throw Error(artifactDir, "",
+                  "this CPU supports none of the artifact's variants (" +
+                      cpuFeatures().describe() + ")");
+  } else {
+    if (std::find(mf.variants.begin(), mf.variants.end(), variant) ==
+        mf.variants.end())
+      throw Error(artifactDir, "",
+                  "the artifact has no kernels for CPU variant '" + variant +
+                      "'");
+    std::string why;
+    if (!cpuSupportsVariant(variant, &why))
+      throw Error(artifactDir, "", why);
+    if (variant == "amx" && !enableAmx(&why))
+      throw Error(artifactDir, "", why);
+  }
+  s->variant_ = variant;
+
+  int threads = options.threads;
+  if (threads <= 0)
+    if (const char *env = std::getenv("COMFYQUANT_THREADS"))
+      threads = std::atoi(env);
+  if (threads <= 0)
+    threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  s->threads_ = threads;
+
+  // Bind every module: entries of the variant, weights into the mapping.
+  for (const ArtifactModule &m : mf.modules) {
+    Bound b;
+    b.m = &m;
+    const std::string subject = moduleSubject(m.name);
+    for (const auto &[dt, byVariant] : m.entries) {
+      auto it = byVariant.find(variant);
+      if (it == byVariant.end())
+        throw Error(artifactDir, subject,
+                    "no " + dt + " kernel for CPU variant '" + variant + "'");
+      b.entries.push_back({dt, s->artifact_->entry(it->second)});
+    }
+    for (const ArtifactWeight &w : m.weights) {
+      const TensorInfo *t = s->checkpoint_->find(w.tensor);
+      auto mismatch = [&](const std::string &what) {
+        return Error(path, subject,
+                     "tensor '" + w.tensor + "' " + what +
+                         " differs from the artifact (was the checkpoint "
+                         "rewritten?)");
+      };
+      if (!t)
+        throw Error(path, subject,
+                    "tensor '" + w.tensor + "' the kernels bind is missing");
+      if (dtypeName(t->dtype) != w.dtype)
+        throw mismatch("dtype");
+      if (t->shape != w.shape)
+        throw mismatch("shape");
+      if (t->fileOffset != w.offset)
+        throw mismatch("offset");
+      if (!w.shard.empty() && t->file && baseName(*t->file) != baseName(w.shard))
+        throw mismatch("shard");
+      b.weights.push_back(descriptor(t->data, w.shape));
+    }
+    s->bound_.push_back(std::move(b));
+  }
+  return s;
+}
+
+Session::~Session() = default;
+
+const Manifest &Session::manifest() const { return artifact_->manifest(); }
+
+void Session::setThreads(int threads) { threads_ = std::max(1, threads); }
+
+size_t Session::moduleCount() const { return bound_.size(); }
+
+const ArtifactModule &Session::module(size_t index) const {
+  return *bound(index).m;
+}
+
+int64_t Session::findModule(const std::string &name) const {
+  for (size_t i = 0; i < bound_.size(); ++i)
+    if (bound_[i].m->name == name)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+const Session::Bound &Session::bound(size_t module) const {
+  if (module >= bound_.size())
+    throw Error(artifact_->dir(), "",
+                "module index " + std::to_string(module) + " out of range");
+  return bound_[module];
+}
+
+KernelEntry Session::entryFor(const Bound &b, DType dtype) const {
+  const char *key = dtypeKey(dtype);
+  if (!key)
+    throw Error(artifact_->dir(), moduleSubject(b.m->name),
+                std::string("activations must be F32, BF16 or F16, got ") +
+                    dtypeName(dtype));
+  for (const auto &[dt, fn] : b.entries)
+    if (dt == key)
+      return fn;
+  throw Error(artifact_->dir(), moduleSubject(b.m->name),
+              std::string("the artifact has no ") + key +
+                  " kernels (compile with --dtypes including " + key + ")");
+}
+
+void Session::run(size_t module, DType dtype, const void *x, int64_t m,
+                  void *y, int64_t expert) const {
+  const Bound &b = bound(module);
+  const ArtifactModule &am = *b.m;
+  const std::string subject = moduleSubject(am.name);
+  if (am.kind == "embedding")
+    throw Error(artifact_->dir(), subject, "an embedding takes indices (lookup)");
+  KernelEntry fn = entryFor(b, dtype);
+  if (m < 0 || (m > 0 && (!x || !y)))
+    throw Error(artifact_->dir(), subject, "bad activation rows or pointers");
+  const bool moe = am.kind == "moe";
+  if (moe && (expert < 0 || expert >= am.experts))
+    throw Error(artifact_->dir(), subject,
+                "expert " + std::to_string(expert) + " is out of range [0, " +
+                    std::to_string(am.experts) + ")");
+  if (m == 0)
+    return;
+  const size_t esize = dtypeSize(dtype);
+  const int64_t K = am.inFeatures, N = am.outFeatures;
+  // Rows per thread: at least 16, so small calls stay on one thread.
+  int64_t parts = 1;
+  if (am.rowIndependent && threads_ > 1)
+    parts = std::min<int64_t>(threads_, (m + 15) / 16);
+  const int64_t chunk = (m + parts - 1) / parts;
+  auto call = [&](int64_t row0, int64_t rows) {
+    std::vector<int64_t> xd = descriptor(
+        static_cast<const uint8_t *>(x) + row0 * K * esize, {rows, K});
+    std::vector<int64_t> yd = descriptor(
+        static_cast<uint8_t *>(y) + row0 * N * esize, {rows, N});
+    int64_t e = expert;
+    std::vector<void *> args = {xd.data(), yd.data()};
+    if (moe)
+      args.push_back(&e);
+    for (const std::vector<int64_t> &w : b.weights)
+      args.push_back(const_cast<int64_t *>(w.data()));
+    fn(args.data());
+  };
+  if (parts == 1) {
+    call(0, m);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int64_t p = 1; p < parts; ++p) {
+    int64_t r0 = p * chunk, rows = std::min(chunk, m - r0);
+    if (rows > 0)
+      pool.emplace_back(call, r0, rows);
+  }
+  call(0, std::min(chunk, m));
+  for (std::thread &t : pool)
+    t.join();
+}
+
+void Session::lookup(size_t module, DType dtype, const int64_t *indices,
+                     int64_t m, void *y) const {
+  const Bound &b = bound(module);
+  const ArtifactModule &am = *b.m;
+  const std::string subject = moduleSubject(am.name);
+  if (am.kind != "embedding")
+    throw Error(artifact_->dir(), subject, "is not an embedding");
+  KernelEntry fn = entryFor(b, dtype);
+  if (m < 0 || (m > 0 && (!indices || !y)))
+    throw Error(artifact_->dir(), subject, "bad index count or pointers");
+  for (int64_t i = 0; i < m; ++i)
+    if (indices[i] < 0 || indices[i] >= am.outFeatures)
+      throw Error(artifact_->dir(), subject,
+                  "index " + std::to_string(indices[i]) +
+                      " is out of range [0, " +
+                      std::to_string(am.outFeatures) + ")");
+  if (m == 0)
+    return;
+  std::vector<int64_t> id = descriptor(indices, {m});
+  std::vector<int64_t> yd = descriptor(y, {m, am.inFeatures});
+  std::vector<void *> args = {id.data(), yd.data()};
+  for (const std::vector<int64_t> &w : b.weights)
+    args.push_back(const_cast<int64_t *>(w.data()));
+  fn(args.data());
+}
+
+} // namespace comfyquant::rt

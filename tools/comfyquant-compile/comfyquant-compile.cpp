@@ -1,0 +1,482 @@
+//===- comfyquant-compile.cpp - checkpoint -> CPU kernel artifact ---------===//
+//
+//   comfyquant-compile CHECKPOINT --target cpu -o DIR [--modules GLOB]...
+//       [--dtypes f32,bf16,f16] [--variants x86-64-v3,avx512-vnni,amx]
+//       [--emit=so|mlir|llvm|asm] [--print-ir-after-all]
+//       [--kind NAME=KIND]... [--shape NAME=NxK]...
+//
+// Imports the checkpoint (lib/Import), decomposes every selected module
+// into computation ops per activation dtype (buildComfyQuantDecomposePipeline),
+// lowers them to linalg (convert-comfyquant-to-linalg), compiles each
+// distinct kernel for every CPU variant (buildComfyQuantCPUCodegenPipeline,
+// LLVM object emission) and links one kernels.so. DIR receives kernels.so
+// and manifest.json (docs/CpuCodegen.md §3) atomically: both are written in
+// a temporary sibling directory that is renamed over DIR at the end.
+// Identical kernels (same format, shape and options) are compiled once and
+// shared. Progress per module on stderr; any error: message, exit code 1.
+//===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/CPUCodegen.h"
+#include "comfyquant/Codegen/Passes.h"
+#include "comfyquant/Conversion/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+#include "comfyquant/Import/CheckpointImporter.h"
+#include "comfyquant/Pipelines/Pipelines.h"
+#include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/ModuleResolver.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+namespace cl = llvm::cl;
+namespace rt = ::comfyquant::rt;
+using namespace mlir;
+using namespace mlir::comfyquant;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<checkpoint>"),
+                                      cl::Required);
+static cl::opt<std::string> target("target", cl::desc("Target (cpu)"),
+                                   cl::init("cpu"));
+static cl::opt<std::string> outputDir("o", cl::desc("Artifact directory"));
+static cl::list<std::string>
+    moduleGlobs("modules", cl::desc("Compile the modules matching this glob "
+                                    "(repeatable, comma-separated; all when "
+                                    "absent)"),
+                cl::CommaSeparated);
+static cl::list<std::string> dtypes("dtypes",
+                                    cl::desc("Activation dtypes (f32,bf16,f16)"),
+                                    cl::CommaSeparated);
+static cl::list<std::string>
+    variants("variants",
+             cl::desc("CPU variants (x86-64-v3,avx512-vnni,amx; default all)"),
+             cl::CommaSeparated);
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("so: the artifact (default); mlir: the vectorized tensor "
+                  "IR with strategy attributes; llvm: optimized LLVM IR; asm: "
+                  "assembly (mlir/llvm/asm print to stdout, no -o needed)"),
+         cl::init("so"));
+static cl::opt<bool> printIRAfterAll("print-ir-after-all",
+                                     cl::desc("Print the IR after every pass"));
+static cl::opt<std::string> ukernel("ukernel",
+                                    cl::desc("Force a GEMM micro-kernel"),
+                                    cl::init(""));
+static cl::list<std::string>
+    kinds("kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
+static cl::list<std::string>
+    shapes("shape", cl::desc("Logical shape override NAME=NxK"));
+
+namespace {
+
+[[noreturn]] void die(const std::string &msg) {
+  llvm::errs() << "comfyquant-compile: error: " << msg << "\n";
+  llvm::errs().flush();
+  std::exit(1);
+}
+
+std::string hex64(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// Runs `build` on a pass manager over `module`; diagnostics go to stderr.
+void runPipeline(ModuleOp module, StringRef what,
+                 function_ref<void(OpPassManager &)> build) {
+  PassManager pm(module->getContext());
+  if (printIRAfterAll) {
+    module->getContext()->disableMultithreading();
+    pm.enableIRPrinting([](Pass *, Operation *) { return false; },
+                        [](Pass *, Operation *) { return true; },
+                        /*printModuleScope=*/true,
+                        /*printAfterOnlyOnChange=*/false);
+  }
+  build(pm);
+  if (failed(pm.run(module)))
+    die(what.str() + " failed (see the diagnostics above)");
+}
+
+std::string printOp(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os, OpPrintingFlags().printGenericOpForm(false));
+  return s;
+}
+
+/// The kernel text with its symbol and tensor bindings neutralised: two
+/// modules with equal keys compile to the same code.
+std::string kernelKey(func::FuncOp fn) {
+  OwningOpRef<func::FuncOp> copy(fn.clone());
+  copy->setSymName("kernel");
+  (*copy)->removeAttr("comfyquant.weights");
+  (*copy)->removeAttr("comfyquant.lowered_module");
+  for (unsigned i = 0; i < copy->getNumArguments(); ++i)
+    for (StringRef a : {"comfyquant.tensor", "comfyquant.offset",
+                        "comfyquant.shard"})
+      copy->removeArgAttr(i, a);
+  return printOp(copy.get());
+}
+
+struct Kernel {
+  std::string key;
+  OwningOpRef<func::FuncOp> fn; // lowered to linalg, weights as arguments
+  std::string dtype;
+  std::map<std::string, std::string> entries; // variant -> symbol
+};
+
+struct ModuleRecord {
+  std::string name;
+  ModuleInfoAttr info;
+  nlohmann::ordered_json weights;
+  std::map<std::string, int> kernelOf; // dtype -> kernel index
+  double seconds = 0;
+  bool rowIndependent = true;
+};
+
+bool matchesAny(const std::string &name,
+                const std::vector<llvm::GlobPattern> &globs) {
+  if (globs.empty())
+    return true;
+  for (const llvm::GlobPattern &g : globs)
+    if (g.match(name))
+      return true;
+  return false;
+}
+
+nlohmann::ordered_json weightsJson(ArrayAttr weights) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  if (!weights)
+    return list;
+  for (Attribute a : weights) {
+    auto d = cast<DictionaryAttr>(a);
+    nlohmann::ordered_json w;
+    w["tensor"] = d.getAs<StringAttr>("tensor").str();
+    w["offset"] = d.getAs<IntegerAttr>("offset").getInt();
+    w["dtype"] = d.getAs<StringAttr>("dtype").str();
+    std::vector<int64_t> shape;
+    for (Attribute s : d.getAs<ArrayAttr>("shape"))
+      shape.push_back(cast<IntegerAttr>(s).getInt());
+    w["shape"] = shape;
+    if (auto shard = d.getAs<StringAttr>("shard"))
+      w["shard"] = shard.str();
+    list.push_back(w);
+  }
+  return list;
+}
+
+void writeFile(const std::string &path, const std::string &bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f)
+    die(path + ": cannot write");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "comfyquant CPU compiler: checkpoint -> "
+                              "kernels.so + manifest.json\n");
+  if (target != "cpu")
+    die("unknown --target '" + target + "' (supported: cpu)");
+  const bool emitArtifact = emit == "so";
+  if (!emitArtifact && emit != "mlir" && emit != "llvm" && emit != "asm")
+    die("unknown --emit '" + emit + "' (so, mlir, llvm, asm)");
+  if (emitArtifact && outputDir.empty())
+    die("-o DIR is required");
+
+  std::vector<std::string> dts(dtypes.begin(), dtypes.end());
+  if (dts.empty())
+    dts = {"f32", "bf16", "f16"};
+  for (const std::string &d : dts)
+    if (d != "f32" && d != "bf16" && d != "f16")
+      die("unknown dtype '" + d + "' (f32, bf16, f16)");
+  std::vector<const CPUVariant *> vs;
+  if (variants.empty())
+    for (const CPUVariant &v : getCPUVariants())
+      vs.push_back(&v);
+  for (const std::string &v : variants) {
+    const CPUVariant *cv = lookupCPUVariant(v);
+    if (!cv)
+      die("unknown CPU variant '" + v + "' (x86-64-v3, avx512-vnni, amx)");
+    vs.push_back(cv);
+  }
+  std::vector<llvm::GlobPattern> globs;
+  for (const std::string &g : moduleGlobs) {
+    auto p = llvm::GlobPattern::create(g);
+    if (!p)
+      die("--modules '" + g + "': " + llvm::toString(p.takeError()));
+    globs.push_back(std::move(*p));
+  }
+
+  // The checkpoint: resolve and validate every module.
+  std::unique_ptr<rt::Checkpoint> ckpt;
+  rt::ResolvedCheckpoint resolved;
+  try {
+    rt::ResolveOptions opts;
+    for (const std::string &k : kinds)
+      if (std::string err = rt::addKindOverride(opts, k); !err.empty())
+        die(err);
+    for (const std::string &s : shapes)
+      if (std::string err = rt::addShapeOverride(opts, s); !err.empty())
+        die(err);
+    ckpt = rt::Checkpoint::open(inputFile);
+    resolved = rt::resolveCheckpoint(*ckpt, opts);
+  } catch (const std::exception &e) {
+    die(e.what());
+  }
+  std::vector<std::string> selected;
+  for (const rt::ResolvedModule &m : resolved.modules)
+    if (matchesAny(m.desc.name, globs))
+      selected.push_back(m.desc.name);
+  if (selected.empty())
+    die(inputFile + ": no quantized module matches --modules");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<ComfyQuantDialect>();
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+
+  ImportOptions importOptions;
+  importOptions.modules = selected;
+  importOptions.onlyReferencedTensors = true;
+  OwningOpRef<ModuleOp> imported =
+      mlir::comfyquant::importCheckpoint(&ctx, resolved, importOptions);
+  if (!imported)
+    die(inputFile + ": import failed");
+
+  // Per dtype: decompose, lower to linalg, collect kernels (deduplicated).
+  std::vector<Kernel> kernels;
+  std::map<std::string, int> kernelIndex; // dtype + key -> index
+  std::map<std::string, ModuleRecord> records;
+  std::map<std::string, double> decomposeSeconds;
+  for (const std::string &dt : dts) {
+    auto t0 = std::chrono::steady_clock::now();
+    OwningOpRef<ModuleOp> m(cast<ModuleOp>(imported->getOperation()->clone()));
+    runPipeline(*m, "decomposition (" + dt + ")", [&](OpPassManager &pm) {
+      DecomposeOptions d;
+      d.activationType = dt;
+      buildComfyQuantDecomposePipeline(pm, d);
+      pm.addPass(createConvertComfyQuantToLinalg());
+    });
+    double share =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count() /
+        static_cast<double>(selected.size());
+    for (auto fn : m->getOps<func::FuncOp>()) {
+      std::string name = fn.getSymName().str();
+      ModuleRecord &r = records[name];
+      r.name = name;
+      r.info = fn->getAttrOfType<ModuleInfoAttr>("comfyquant.lowered_module");
+      if (!r.info)
+        die("module '" + name + "': the decomposed function has no "
+            "comfyquant.module record");
+      nlohmann::ordered_json w =
+          weightsJson(fn->getAttrOfType<ArrayAttr>("comfyquant.weights"));
+      if (!r.weights.is_null() && r.weights != w)
+        die("module '" + name + "': weight lists differ between dtypes");
+      r.weights = w;
+      r.seconds += share;
+      std::string key = kernelKey(fn);
+      auto [it, fresh] =
+          kernelIndex.emplace(dt + "\n" + key, static_cast<int>(kernels.size()));
+      if (fresh) {
+        Kernel k;
+        k.key = key;
+        k.dtype = dt;
+        k.fn = cast<func::FuncOp>(fn->clone());
+        kernels.push_back(std::move(k));
+      }
+      r.kernelOf[dt] = it->second;
+    }
+  }
+
+  // Row independence: every activation row is computed on its own, except
+  // NVFP4 without input_scale (a dynamic global scale over all rows).
+  for (const rt::ResolvedModule &m : resolved.modules)
+    if (auto it = records.find(m.desc.name); it != records.end())
+      it->second.rowIndependent =
+          !(m.desc.format == rt::Format::NVFP4 && !m.desc.fullPrecision &&
+            !m.tensor("input_scale"));
+
+  // Compile each kernel for each variant.
+  llvm::SmallString<128> tmpDir;
+  if (emitArtifact) {
+    llvm::SmallString<128> abs(outputDir);
+    llvm::sys::fs::make_absolute(abs);
+    llvm::sys::path::remove_dots(abs, true);
+    std::string templ = abs.str().str() + ".tmp-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (!mkdtemp(buf.data()))
+      die(outputDir + ": cannot create a temporary directory next to it");
+    tmpDir = buf.data();
+  }
+  auto cleanupAndDie = [&](const std::string &msg) {
+    if (!tmpDir.empty())
+      llvm::sys::fs::remove_directories(tmpDir);
+    die(msg);
+  };
+  std::vector<std::string> objects;
+  size_t done = 0;
+  for (const std::string &name : selected) {
+    ModuleRecord &r = records[name];
+    auto t0 = std::chrono::steady_clock::now();
+    int fresh = 0;
+    for (auto &[dt, ki] : r.kernelOf) {
+      Kernel &k = kernels[ki];
+      if (!k.entries.empty())
+        continue; // shared with an earlier module
+      ++fresh;
+      for (const CPUVariant *v : vs) {
+        std::string entry = "cq_" + std::to_string(ki) + "_" + dt + "_" +
+                            v->shortName;
+        OwningOpRef<ModuleOp> km(ModuleOp::create(UnknownLoc::get(&ctx)));
+        auto fn = cast<func::FuncOp>(k.fn->clone());
+        fn->setAttr("comfyquant.entry", StringAttr::get(&ctx, entry));
+        km->push_back(fn);
+        runPipeline(*km, "codegen of '" + name + "' (" + dt + ", " + v->name + ")",
+                    [&](OpPassManager &pm) {
+                      CPUCodegenOptions o;
+                      o.variant = v->name;
+                      o.ukernel = ukernel;
+                      o.lowerComfyQuant = false;
+                      o.lowerToLLVM = emit != "mlir";
+                      buildComfyQuantCPUCodegenPipeline(pm, o);
+                    });
+        if (emit == "mlir") {
+          llvm::outs() << "// " << name << " " << dt << " " << v->name << "\n"
+                       << printOp(*km) << "\n";
+          continue;
+        }
+        std::string object, error, text;
+        if (!emitCPUObject(*km, *v, object, error,
+                           emit == "asm" ? &text : nullptr,
+                           emit == "llvm" ? &text : nullptr))
+          cleanupAndDie("module '" + name + "' (" + dt + ", " + v->name +
+                        "): " + error);
+        if (!emitArtifact) {
+          llvm::outs() << "; " << name << " " << dt << " " << v->name << "\n"
+                       << text << "\n";
+          continue;
+        }
+        std::string path = (tmpDir + "/" + entry + ".o").str();
+        writeFile(path, object);
+        objects.push_back(path);
+        k.entries[v->name] = entry;
+      }
+    }
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    r.seconds += secs;
+    ++done;
+    llvm::errs() << "comfyquant-compile: [" << done << "/" << selected.size()
+                 << "] " << name << " ("
+                 << rt::formatName(toRegistry(r.info.getFormat().getKind()))
+                 << " " << r.info.getOutFeatures() << "x"
+                 << r.info.getInFeatures() << "): "
+                 << llvm::format("%.2f", r.seconds) << " s"
+                 << (fresh ? "" : " (kernels shared)") << "\n";
+  }
+  llvm::outs().flush();
+  if (!emitArtifact)
+    return 0;
+
+  // Link, write the manifest, publish atomically.
+  std::string error;
+  std::string soPath = (tmpDir + "/kernels.so").str();
+  if (!linkSharedLibrary(objects, soPath, error))
+    cleanupAndDie(error);
+  for (const std::string &o : objects)
+    llvm::sys::fs::remove(o);
+
+  nlohmann::ordered_json manifest;
+  manifest["version"] = 1;
+  manifest["target"] = "cpu";
+  manifest["checkpoint"] = {{"path", inputFile.getValue()},
+                            {"size", ckpt->totalSize()},
+                            {"hash", "fnv1a64:" + hex64(ckpt->headerHash())}};
+  std::vector<std::string> vnames;
+  for (const CPUVariant *v : vs)
+    vnames.push_back(v->name);
+  manifest["variants"] = vnames;
+  manifest["dtypes"] = dts;
+  nlohmann::ordered_json mods = nlohmann::ordered_json::array();
+  for (const std::string &name : selected) {
+    ModuleRecord &r = records[name];
+    nlohmann::ordered_json j;
+    j["name"] = name;
+    j["kind"] = stringifyModuleKind(r.info.getKind()).str();
+    j["format"] = rt::formatName(toRegistry(r.info.getFormat().getKind()));
+    j["out_features"] = r.info.getOutFeatures();
+    j["in_features"] = r.info.getInFeatures();
+    if (r.info.getKind() == ModuleKind::moe)
+      j["experts"] = r.info.getExperts();
+    else
+      j["experts"] = nullptr;
+    j["rotation_group"] =
+        r.info.getRotation() ? r.info.getRotation().getGroup() : 0;
+    j["row_independent"] = r.rowIndependent;
+    nlohmann::ordered_json entry;
+    for (auto &[dt, ki] : r.kernelOf)
+      entry[dt] = kernels[ki].entries;
+    j["entry"] = entry;
+    j["weights"] = r.weights;
+    j["compile_seconds"] = std::round(r.seconds * 1000.0) / 1000.0;
+    mods.push_back(j);
+  }
+  manifest["modules"] = mods;
+  writeFile((tmpDir + "/manifest.json").str(), manifest.dump(2) + "\n");
+
+  // Publish: DIR -> DIR.old-*, tmp -> DIR, remove the old one.
+  std::string dir = outputDir;
+  llvm::SmallString<128> old;
+  if (llvm::sys::fs::exists(dir)) {
+    std::error_code ec;
+    bool empty = llvm::sys::fs::directory_iterator(dir, ec) ==
+                 llvm::sys::fs::directory_iterator();
+    if (!llvm::sys::fs::is_directory(dir) ||
+        (!llvm::sys::fs::exists(dir + "/manifest.json") && !empty))
+      cleanupAndDie(dir + ": exists and is not an artifact directory; "
+                          "refusing to replace it");
+    old = (dir + ".old-" + std::to_string(getpid())).c_str();
+    if (auto ec = llvm::sys::fs::rename(dir, old))
+      cleanupAndDie(dir + ": cannot move the previous artifact aside: " +
+                    ec.message());
+  }
+  if (auto ec = llvm::sys::fs::rename(tmpDir, dir)) {
+    if (!old.empty())
+      llvm::sys::fs::rename(old, dir);
+    cleanupAndDie(dir + ": cannot publish the artifact: " + ec.message());
+  }
+  if (!old.empty())
+    llvm::sys::fs::remove_directories(old);
+  return 0;
+}
