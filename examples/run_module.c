@@ -74,7 +74,7 @@ static void fill(void *p, int dtype, size_t n) {
 static int run_one(cq_session *s, cq_checkpoint *ck, size_t index, int64_t m,
                    int dtype) {
   cq_session_module_info info;
-  if (cq_session_module_info(s, index, &info)) {
+  if (cq_session_module_info_at(s, index, &info)) {
     fprintf(stderr, "run_module: %s\n", cq_last_error());
     return 1;
   }

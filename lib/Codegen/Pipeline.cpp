@@ -53,6 +53,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantCPUAmxGemm());
   pm.addPass(createComfyQuantCPUMaterializeIntrinsics());
   pm.addPass(createCanonicalizerPass());
 
@@ -75,7 +76,8 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
+  // cf and amx together: AMX tiles carried across loop iterations.
+  pm.addPass(createComfyQuantCPUConvertCFAndAMXToLLVM());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createComfyQuantCPUEmitPackedEntries());

@@ -117,45 +117,55 @@ private:
     auto wide = VectorType::get({c.kv}, b.getI32Type());
     Value p = arith::MulIOp::create(b, arith::ExtUIOp::create(b, wide, u),
                                     arith::ExtSIOp::create(b, wide, s));
-    auto grouped = VectorType::get({c.kv / 4, 4}, b.getI32Type());
-    Value g = vector::ShapeCastOp::create(b, grouped, p);
-    return vector::MultiDimReductionOp::create(
-        b, g, acc, ArrayRef<bool>{false, true}, vector::CombiningKind::ADD);
+    // Sum of each group of four: four strided 1-D shuffles.
+    Value sum = acc;
+    for (int64_t j = 0; j < 4; ++j) {
+      SmallVector<int64_t> mask;
+      for (int64_t i = 0; i < c.kv / 4; ++i)
+        mask.push_back(4 * i + j);
+      sum = arith::AddIOp::create(b, sum,
+                                  vector::ShuffleOp::create(b, p, p, mask));
+    }
+    return sum;
   }
 
-  /// One micro-kernel step on loaded A and B vectors.
-  Value dot(ImplicitLocOpBuilder &b, Value acc, Value a, Value bv) const {
+  /// A loaded A (isA) or B vector in the form the micro-kernel multiplies:
+  /// widened to f32 (f32-fma), sign-extended to i16 (pmaddwd) or i32
+  /// (generic), or, for A under VNNI, biased to unsigned (a ^ 0x80 =
+  /// a + 128). Done once per loaded vector, not per accumulator.
+  Value prepare(ImplicitLocOpBuilder &b, Value v, bool isA) const {
+    auto type = cast<VectorType>(v.getType());
     if (c.ukernel == "f32-fma") {
-      auto f = VectorType::get({c.kv}, b.getF32Type());
-      auto ext = [&](Value v) -> Value {
-        if (cast<VectorType>(v.getType()).getElementType().isF32())
-          return v;
-        return arith::ExtFOp::create(b, f, v);
-      };
-      return vector::FMAOp::create(b, ext(a), ext(bv), acc);
+      if (type.getElementType().isF32())
+        return v;
+      return arith::ExtFOp::create(b, type.clone(b.getF32Type()), v);
     }
-    if (c.ukernel == "i8-generic") {
-      auto w = VectorType::get({c.kv}, b.getI32Type());
-      Value p = arith::MulIOp::create(b, arith::ExtSIOp::create(b, w, a),
-                                      arith::ExtSIOp::create(b, w, bv));
-      return arith::AddIOp::create(b, acc, p);
-    }
+    if (c.ukernel == "i8-pmaddwd")
+      return arith::ExtSIOp::create(b, type.clone(b.getI16Type()), v);
+    if (c.ukernel == "i8-generic")
+      return arith::ExtSIOp::create(b, type.clone(b.getI32Type()), v);
+    if (!isA)
+      return v;
+    Value bias = arith::ConstantOp::create(
+        b, type,
+        DenseElementsAttr::get(cast<ShapedType>(type),
+                               b.getIntegerAttr(b.getI8Type(), -128)));
+    return arith::XOrIOp::create(b, v, bias);
+  }
+
+  /// One micro-kernel step on prepared A and B vectors.
+  Value dot(ImplicitLocOpBuilder &b, Value acc, Value a, Value bv) const {
+    if (c.ukernel == "f32-fma")
+      return vector::FMAOp::create(b, a, bv, acc);
+    if (c.ukernel == "i8-generic")
+      return arith::AddIOp::create(b, acc, arith::MulIOp::create(b, a, bv));
     if (c.ukernel == "i8-pmaddwd") {
-      auto w = VectorType::get({c.kv}, b.getI16Type());
       StringRef name = c.kv == 32 ? "llvm.x86.avx512.pmaddw.d.512"
                                   : "llvm.x86.avx2.pmadd.wd";
-      Value p = intrinsic(b, name, acc.getType(),
-                          ValueRange{arith::ExtSIOp::create(b, w, a),
-                                     arith::ExtSIOp::create(b, w, bv)});
+      Value p = intrinsic(b, name, acc.getType(), ValueRange{a, bv});
       return arith::AddIOp::create(b, acc, p);
     }
-    // VNNI: a ^ 0x80 is the unsigned code a + 128.
-    Value bias = arith::ConstantOp::create(
-        b, a.getType(),
-        DenseElementsAttr::get(cast<ShapedType>(a.getType()),
-                               b.getIntegerAttr(b.getI8Type(), -128)));
-    Value u = arith::XOrIOp::create(b, a, bias);
-    return dpbusd(b, acc, u, bv);
+    return dpbusd(b, acc, a, bv);
   }
 
   Value reduce(ImplicitLocOpBuilder &b, Value acc) const {
@@ -230,10 +240,13 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
                   bool inBounds) {
     SmallVector<Value> as, bs, out;
     for (int64_t i = 0; i < mr; ++i)
-      as.push_back(readRow(ib, A, rowOf(ib, m0, i), k0, inBounds));
+      as.push_back(prepare(
+          ib, readRow(ib, A, rowOf(ib, m0, i), k0, inBounds), /*isA=*/true));
     for (int64_t j = 0; j < nr; ++j)
-      bs.push_back(readRow(ib, bt, arith::ConstantIndexOp::create(ib, j), k0,
-                           inBounds));
+      bs.push_back(prepare(ib,
+                           readRow(ib, bt, arith::ConstantIndexOp::create(ib, j),
+                                   k0, inBounds),
+                           /*isA=*/false));
     for (int64_t i = 0; i < mr; ++i)
       for (int64_t j = 0; j < nr; ++j)
         out.push_back(dot(ib, in[i * nr + j], as[i], bs[j]));
@@ -388,8 +401,10 @@ struct VectorizeGemmPass
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> gemms;
     getOperation().walk([&](linalg::GenericOp op) {
-      if (op->hasAttr("comfyquant.gemm"))
-        gemms.push_back(op);
+      // AMX GEMMs are tiled after bufferization (comfyquant-cpu-amx-gemm).
+      if (std::optional<GemmConfig> c = readGemmConfig(op))
+        if (!StringRef(c->ukernel).starts_with("i8-amx"))
+          gemms.push_back(op);
     });
     IRRewriter rw(&getContext());
     for (linalg::GenericOp op : gemms) {

@@ -191,8 +191,8 @@ size_t cq_session_module_count(const cq_session *session) {
   return session ? session->session->moduleCount() : 0;
 }
 
-int cq_session_module_info(const cq_session *session, size_t index,
-                           cq_session_module_info *info) {
+int cq_session_module_info_at(const cq_session *session, size_t index,
+                              cq_session_module_info *info) {
   return guarded(1, [&] {
     if (!session || !info || index >= session->session->moduleCount())
       throw Error("", "", "invalid session, info pointer or module index");

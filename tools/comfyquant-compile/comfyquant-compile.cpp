@@ -89,11 +89,12 @@ static cl::list<std::string>
 
 namespace {
 
-[[noreturn]] void die(const std::string &msg) {
-  llvm::errs() << "comfyquant-compile: error: " << msg << "\n";
-  llvm::errs().flush();
-  std::exit(1);
-}
+/// A fatal error: main reports it and returns 1 (objects are destroyed).
+struct Fatal {
+  std::string message;
+};
+
+[[noreturn]] void die(const std::string &msg) { throw Fatal{msg}; }
 
 std::string hex64(uint64_t v) {
   char buf[32];
@@ -194,8 +195,20 @@ void writeFile(const std::string &path, const std::string &bytes) {
 
 } // namespace
 
+static int compileMain(int argc, char **argv);
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  try {
+    return compileMain(argc, argv);
+  } catch (const Fatal &f) {
+    llvm::outs().flush();
+    llvm::errs() << "comfyquant-compile: error: " << f.message << "\n";
+    return 1;
+  }
+}
+
+static int compileMain(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   cl::ParseCommandLineOptions(argc, argv,
@@ -209,6 +222,16 @@ int main(int argc, char **argv) {
   if (emitArtifact && outputDir.empty())
     die("-o DIR is required");
 
+  // Never replace something that is not a previous artifact.
+  if (emitArtifact && llvm::sys::fs::exists(outputDir.getValue())) {
+    std::error_code ec;
+    bool empty = llvm::sys::fs::directory_iterator(outputDir.getValue(), ec) ==
+                 llvm::sys::fs::directory_iterator();
+    if (!llvm::sys::fs::is_directory(outputDir.getValue()) ||
+        (!llvm::sys::fs::exists(outputDir + "/manifest.json") && !empty))
+      die(outputDir + ": exists and is not an artifact directory; refusing "
+                      "to replace it");
+  }
   std::vector<std::string> dts(dtypes.begin(), dtypes.end());
   if (dts.empty())
     dts = {"f32", "bf16", "f16"};
@@ -338,11 +361,15 @@ int main(int argc, char **argv) {
       die(outputDir + ": cannot create a temporary directory next to it");
     tmpDir = buf.data();
   }
-  auto cleanupAndDie = [&](const std::string &msg) {
-    if (!tmpDir.empty())
-      llvm::sys::fs::remove_directories(tmpDir);
-    die(msg);
-  };
+  // Removes the temporary directory on every failure path.
+  struct TmpGuard {
+    llvm::SmallString<128> &dir;
+    ~TmpGuard() {
+      if (!dir.empty())
+        llvm::sys::fs::remove_directories(dir);
+    }
+  } tmpGuard{tmpDir};
+  auto cleanupAndDie = [&](const std::string &msg) { die(msg); };
   std::vector<std::string> objects;
   size_t done = 0;
   for (const std::string &name : selected) {
@@ -471,11 +498,15 @@ int main(int argc, char **argv) {
       cleanupAndDie(dir + ": cannot move the previous artifact aside: " +
                     ec.message());
   }
+  llvm::sys::fs::setPermissions(tmpDir, llvm::sys::fs::all_read |
+                                            llvm::sys::fs::all_exe |
+                                            llvm::sys::fs::owner_write);
   if (auto ec = llvm::sys::fs::rename(tmpDir, dir)) {
     if (!old.empty())
       llvm::sys::fs::rename(old, dir);
     cleanupAndDie(dir + ": cannot publish the artifact: " + ec.message());
   }
+  tmpDir.clear(); // published
   if (!old.empty())
     llvm::sys::fs::remove_directories(old);
   return 0;

@@ -2,6 +2,7 @@
 #ifndef COMFYQUANT_CODEGEN_PASSES_H
 #define COMFYQUANT_CODEGEN_PASSES_H
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

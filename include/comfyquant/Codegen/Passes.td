@@ -30,13 +30,21 @@ def ComfyQuantCPUSelectStrategy
     -> i32 or f32/bf16/f16 -> f32) `comfyquant.gemm = {ukernel, mr, nr, kv,
     mc}`: the micro-kernel, the register tile (mr rows x nr columns of
     accumulators of kv K-elements each) and the M block.
+
+    | variant (LLVM cpu)           | f32 GEMM              | i8 GEMM                      |
+    |------------------------------|-----------------------|------------------------------|
+    | x86-64-v3 (x86-64-v3)        | f32-fma, 4x3, kv 8    | i8-pmaddwd, 4x2, kv 16       |
+    | avx512-vnni (cascadelake)    | f32-fma, 4x4, kv 16   | i8-vnni, 4x4, kv 64          |
+    | amx (sapphirerapids)         | f32-fma, 4x4, kv 16   | i8-amx (16x16 tiles) when N % 16 == 0 and K % 64 == 0, else i8-vnni |
+
+    mc is 64 rows, 256 when B is decoded per N tile.
   }];
   let options = [
     Option<"variant", "variant", "std::string", "\"x86-64-v3\"",
            "CPU variant: x86-64-v3, avx512-vnni or amx">,
     Option<"ukernel", "ukernel", "std::string", "\"\"",
            "Force a micro-kernel (f32-fma, i8-generic, i8-pmaddwd, i8-vnni, "
-           "i8-vnni-emulated)">,
+           "i8-vnni-emulated, i8-amx, i8-amx-emulated)">,
     Option<"mr", "mr", "int64_t", "0", "Register tile rows (0: default)">,
     Option<"nr", "nr", "int64_t", "0", "Register tile columns (0: default)">,
     Option<"mc", "mc", "int64_t", "0", "M block (0: default)">
@@ -58,6 +66,39 @@ def ComfyQuantCPUVectorizeGemm
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::LLVM::LLVMDialect"];
+}
+
+def ComfyQuantCPUAmxGemm
+    : Pass<"comfyquant-cpu-amx-gemm", "::mlir::func::FuncOp"> {
+  let summary = "AMX int8 tile GEMMs (tdpbssd) on buffers";
+  let description = [{
+    Runs after bufferization (the amx dialect works on memrefs). Rewrites
+    every `linalg.generic` whose `comfyquant.gemm` micro-kernel is `i8-amx`
+    (or `i8-amx-emulated`) into AMX tile loops: the weights B [N, K] load
+    as 16 x 64-byte tiles straight from their buffer (the mapped
+    checkpoint); the activation codes are packed once per call so that
+    Ap[k/4][4m + k%4] = A[m][k] (rows padded to a multiple of 16 with
+    zeros); each `tdpbssd` accumulates a transposed 16 x 16 tile of C,
+    which is added into C. N % 16 == 0 and K % 64 == 0 are required (the
+    strategy only picks AMX then). `i8-amx-emulated` does the tile product
+    with plain loops to test the packing and write-back on any CPU.
+  }];
+  let dependentDialects = ["::mlir::amx::AMXDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def ComfyQuantCPUConvertCFAndAMXToLLVM
+    : Pass<"comfyquant-cpu-convert-cf-amx-to-llvm", "::mlir::ModuleOp"> {
+  let summary = "cf and amx to LLVM with one type converter";
+  let description = [{
+    `convert-cf-to-llvm` does not know `!amx.tile`, so a tile carried
+    across loop iterations (a block argument after scf-to-cf) cannot be
+    converted by it. This pass lowers control flow and the amx ops in one
+    conversion whose type converter maps tiles to `!llvm.x86_amx`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def ComfyQuantCPUMaterializeIntrinsics

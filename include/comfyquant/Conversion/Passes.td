@@ -9,30 +9,38 @@ def ConvertComfyQuantToLinalg
   let summary = "Lower comfyquant computation ops to linalg/tensor/arith/math";
   let description = [{
     Turns the computation level of a decomposed module (`comfyquant.weight`,
-    `rotate`, `quantize`, `dequantize`, `qmatmul`, `epilogue`) into upstream
-    dialects on tensors:
+    `rotate`, `quantize`, `unpack`, `unswizzle`, `dequantize`, `lookup`,
+    `qmatmul`, `epilogue`, `qgemm`) into upstream dialects on tensors:
 
     * `comfyquant.weight` becomes a function argument (a memref bound
       zero-copy by the runtime). Arguments are appended in order of first
       use; each carries `comfyquant.tensor`, `comfyquant.dtype`,
       `comfyquant.offset` (and `comfyquant.shard`) and the function lists
       them in `comfyquant.weights` (the artifact manifest's weight list).
-      Storage element types without arithmetic (ui8, f8*, f4*) are passed as
-      signless integers of the same width and decoded with integer ops.
-    * `rotate` is the radix-4 fast Walsh–Hadamard butterfly of
-      docs/CpuCodegen.md §1 (log4(Gr) stages, f32, stride 1 first), never a
-      dense Gr×Gr product.
-    * `quantize` computes the schemes bit for bit like the reference forward
-      (division in the activation dtype, RNE, clamps).
-    * `qmatmul` is a `linalg.generic` contraction `C[m,n] += A[m,k]·B[n,k]`:
-      i8·i8 accumulates exactly in i32; float operands are decoded to f32.
-    * `dequantize` decodes every format (swizzled block scales, nibble
-      orders, codebooks, the W4A8/W6A8 int8 grid) and un-rotates.
-    * `epilogue` is `(f32(acc)·row)·col + bias` in f32, one rounding.
+      The function's `comfyquant.module` record moves to
+      `comfyquant.lowered_module`.
+    * Element types without arithmetic (ui8, f8*, f4*, i4) are carried in a
+      storage type (signless integers of the same width, sub-byte values in
+      an i8) and decoded with integer ops; function arguments of such types
+      take the storage type.
+    * `rotate` (and `quantize ... rotation`) is the radix-4 fast
+      Walsh–Hadamard butterfly of docs/CpuCodegen.md §1 (log4(Gr) stages,
+      f32, stride 1 first), never a dense Gr×Gr product.
+    * `quantize` computes every scheme bit for bit like the reference
+      forward (division in the activation dtype, RNE, clamps; E8M0/E4M3/
+      E2M1 encoders on the bits).
+    * `qmatmul`/`qgemm` become a `linalg.generic` contraction
+      `C[m,n] += A[m,k]·B[n,k]`: i8·i8 accumulates exactly in i32; float
+      operands (with their block scales) are decoded to exact f32 values.
+    * `unpack`, `unswizzle`, `dequantize` and `lookup` decode the stored
+      formats element-wise (swizzled block scales, nibble orders, codebooks,
+      the W4A8/W6A8 int8 grid) and un-rotate.
+    * `epilogue` (and the tail of `qgemm`) is `(f32(acc)·row)·col + bias`
+      in f32, one rounding.
 
-    Values of storage types without arithmetic cross between lowered ops
-    as `builtin.unrealized_conversion_cast`s that fold away once both
-    sides are lowered.
+    Values of storage types cross between lowered ops as
+    `builtin.unrealized_conversion_cast`s that fold away once both sides are
+    lowered (one may remain only where a function returns such a value).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

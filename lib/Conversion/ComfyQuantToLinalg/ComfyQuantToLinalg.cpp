@@ -892,13 +892,37 @@ struct StorageCastThrough : OpRewritePattern<OpT> {
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// Tensor arguments of element types without arithmetic (f8*, f4*, ui8,
+/// i4) take their storage type; the body sees them through a cast.
+void storageTypedArguments(func::FuncOp func) {
+  if (func.isExternal())
+    return;
+  Block &entry = func.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  SmallVector<Type> inputs;
+  for (BlockArgument arg : entry.getArguments()) {
+    auto t = dyn_cast<RankedTensorType>(arg.getType());
+    if (t && storageType(t) != t) {
+      arg.setType(storageType(t));
+      Value v = fromStorage(b, func.getLoc(), arg, t);
+      arg.replaceAllUsesExcept(v, v.getDefiningOp());
+    }
+    inputs.push_back(arg.getType());
+  }
+  func.setFunctionType(
+      FunctionType::get(func.getContext(), inputs,
+                        func.getFunctionType().getResults()));
+}
+
 struct ConvertComfyQuantToLinalgPass
     : mlir::comfyquant::impl::ConvertComfyQuantToLinalgBase<ConvertComfyQuantToLinalgPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    for (auto func : module.getOps<func::FuncOp>())
+    for (auto func : module.getOps<func::FuncOp>()) {
       if (failed(convertWeightsToArguments(func)))
         return signalPassFailure();
+      storageTypedArguments(func);
+    }
     RewritePatternSet patterns(&getContext());
     populateComfyQuantToLinalgPatterns(patterns);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
@@ -913,7 +937,11 @@ struct ConvertComfyQuantToLinalgPass
         op->emitOpError("was not lowered to linalg");
         return WalkResult::interrupt();
       }
-      if (auto cast = dyn_cast<UnrealizedConversionCastOp>(op)) {
+      // A storage value may leave a function in its declared type.
+      auto cast = dyn_cast<UnrealizedConversionCastOp>(op);
+      if (cast && !llvm::all_of(cast->getUsers(), [](Operation *u) {
+            return isa<func::ReturnOp>(u);
+          })) {
         cast.emitOpError("storage-type cast left after lowering (a "
                          "comfyquant value has a consumer that was not "
                          "lowered)");

@@ -90,8 +90,8 @@ const char *cq_session_variant(const cq_session *session);
 int cq_session_set_threads(cq_session *session, int threads);
 
 size_t cq_session_module_count(const cq_session *session);
-int cq_session_module_info(const cq_session *session, size_t index,
-                           cq_session_module_info *info);
+int cq_session_module_info_at(const cq_session *session, size_t index,
+                              cq_session_module_info *info);
 /* Index of a module by name, or -1. */
 int64_t cq_session_module_find(const cq_session *session, const char *name);
 

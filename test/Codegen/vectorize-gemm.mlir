@@ -1,0 +1,127 @@
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-gemm --canonicalize | FileCheck %s
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// Register blocking on tensors: M blocks of mc rows, N tiles of nr rows of
+// B, M tiles of mr rows (then single rows), a K loop of kv-element vector
+// steps carrying mr x nr accumulators (here 2 x 3 pmaddwd accumulators of
+// vector<8xi32>), a padded K tail (K = 40 = 2 x 16 + 8), one horizontal
+// reduction per accumulator, a static partial N tile (N = 7 = 2 x 3 + 1).
+// CHECK-LABEL: func.func @i8_pmaddwd
+// CHECK:       scf.for %[[MB:.*]] = %c0 to %{{.*}} step %c4 iter_args(%{{.*}} = %{{.*}}) -> (tensor<?x7xi32>)
+// CHECK:         scf.for %[[N0:.*]] = %c0 to %c6 step %c3
+// CHECK:           %[[BT:.*]] = tensor.extract_slice %arg1[%[[N0]], 0] [3, 40] [1, 1]
+// CHECK:           scf.for %{{.*}} step %c2
+// CHECK:             %[[ACC:.*]]:6 = scf.for %[[K:.*]] = %c0 to %c32 step %c16 iter_args({{.*}}) -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>)
+// CHECK-COUNT-2:       vector.transfer_read %arg0[%{{.*}}, %[[K]]], %c0_i8 {in_bounds = [true]} : tensor<?x40xi8>, vector<16xi8>
+// CHECK-COUNT-3:       vector.transfer_read %[[BT]][%{{.*}}, %[[K]]], %c0_i8 {in_bounds = [true]} : tensor<3x40xi8>, vector<16xi8>
+// CHECK:               arith.extsi %{{.*}} : vector<16xi8> to vector<16xi16>
+// CHECK:               builtin.unrealized_conversion_cast %{{.*}}, %{{.*}} : vector<16xi16>, vector<16xi16> to vector<8xi32> {comfyquant.intrinsic = "llvm.x86.avx2.pmadd.wd"}
+// CHECK:             vector.transfer_read %arg0[%{{.*}}, %c32], %c0_i8 : tensor<?x40xi8>, vector<16xi8>
+// CHECK:             vector.reduction <add>, %{{.*}} : vector<8xi32> into i32
+// CHECK:             vector.from_elements %{{.*}}, %{{.*}}, %{{.*}} : vector<3xi32>
+// CHECK:             vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<3xi32>, tensor<?x7xi32>
+// CHECK:           scf.for %{{.*}} step %c1
+// CHECK:         tensor.extract_slice %arg1[6, 0] [1, 40] [1, 1] : tensor<7x40xi8> to tensor<1x40xi8>
+// CHECK:           vector.transfer_write %{{.*}} : vector<1xi32>, tensor<?x7xi32>
+// CHECK-NOT:   linalg.generic
+func.func @i8_pmaddwd(%a: tensor<?x40xi8>, %b: tensor<7x40xi8>) -> tensor<?x7xi32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x40xi8>
+  %e = tensor.empty(%m) : tensor<?x7xi32>
+  %z = arith.constant 0 : i32
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x7xi32>) -> tensor<?x7xi32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x40xi8>, tensor<7x40xi8>) outs(%f : tensor<?x7xi32>)
+      attrs = {comfyquant.gemm = {ukernel = "i8-pmaddwd", mr = 2 : i64, nr = 3 : i64, kv = 16 : i64, mc = 4 : i64}} {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x7xi32>
+  return %r : tensor<?x7xi32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// VNNI: a ^ 0x80 as the unsigned operand of vpdpbusd, and 128·Σk B[n,k]
+// (computed per N tile with vpdpbusd against ones) subtracted.
+// CHECK-LABEL: func.func @i8_vnni
+// CHECK:       scf.for {{.*}} -> (vector<16xi32>)
+// CHECK:         {comfyquant.intrinsic = "llvm.x86.avx512.vpdpbusd.512"}
+// CHECK:       %[[WS:.*]] = vector.reduction <add>
+// CHECK:       scf.for
+// CHECK:         arith.xori %{{.*}}, %cst{{.*}} : vector<64xi8>
+// CHECK:         {comfyquant.intrinsic = "llvm.x86.avx512.vpdpbusd.512"}
+// CHECK:         %[[S:.*]] = vector.reduction <add>
+// CHECK:         %[[CORR:.*]] = arith.muli %[[WS]], %c128_i32 : i32
+// CHECK:         arith.subi %[[S]], %[[CORR]] : i32
+func.func @i8_vnni(%a: tensor<?x128xi8>, %b: tensor<1x128xi8>) -> tensor<?x1xi32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x128xi8>
+  %e = tensor.empty(%m) : tensor<?x1xi32>
+  %z = arith.constant 0 : i32
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x1xi32>) -> tensor<?x1xi32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x128xi8>, tensor<1x128xi8>) outs(%f : tensor<?x1xi32>)
+      attrs = {comfyquant.gemm = {ukernel = "i8-vnni", mr = 1 : i64, nr = 1 : i64, kv = 64 : i64, mc = 8 : i64}} {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x1xi32>
+  return %r : tensor<?x1xi32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// f32 FMA on widened bf16 A rows; B's element-wise producer (a decoder) is
+// computed per N tile (the tiled producer reads a slice of the weights), and
+// a non-zero accumulator is read back and added.
+// CHECK-LABEL: func.func @f32_fused_b
+// CHECK:       scf.for %[[N0:.*]] = %c0 to %c8 step %c4
+// CHECK:         %[[WS:.*]] = tensor.extract_slice %arg1[%[[N0]], 0] [4, 16] [1, 1] : tensor<8x16xi8> to tensor<4x16xi8>
+// CHECK:         %[[BT:.*]] = linalg.generic {{.*}} ins(%[[WS]] : tensor<4x16xi8>)
+// CHECK:           arith.sitofp
+// CHECK:         scf.for
+// CHECK:           scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK:             vector.transfer_read %arg0{{.*}} : tensor<?x16xbf16>, vector<8xbf16>
+// CHECK-NEXT:        arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK-COUNT-4:     vector.transfer_read %[[BT]]
+// CHECK-COUNT-4:     vector.fma
+// CHECK-NOT:         arith.extf
+// CHECK:           tensor.extract %{{.*}} : tensor<?x8xf32>
+// CHECK:           arith.addf
+func.func @f32_fused_b(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<8x16xi8>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: i8, %o: f32):
+    %f = arith.sitofp %x : i8 to f32
+    linalg.yield %f : f32
+  } -> tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x16xbf16>, tensor<8x16xf32>) outs(%c : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = {ukernel = "f32-fma", mr = 1 : i64, nr = 4 : i64, kv = 8 : i64, mc = 16 : i64}} {
+  ^bb0(%x: bf16, %y: f32, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %p = arith.mulf %x32, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}

@@ -1,0 +1,54 @@
+// RUN: comfyquant-opt %s --convert-comfyquant-to-linalg -split-input-file | FileCheck %s
+
+// Integer GEMM: C[m,n] += sext(A[m,k]) * sext(B[n,k]), exact in i32, from a
+// zero-filled accumulator.
+// CHECK-DAG:   #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG:   #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG:   #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @int_gemm
+// CHECK:       %[[Z:.*]] = linalg.fill ins(%c0_i32 : i32)
+// CHECK:       linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<?x32xi8>, tensor<16x32xi8>) outs(%[[Z]] : tensor<?x16xi32>)
+// CHECK:         arith.extsi %{{.*}} : i8 to i32
+// CHECK:         arith.extsi %{{.*}} : i8 to i32
+// CHECK:         arith.muli
+// CHECK:         arith.addi
+func.func @int_gemm(%a: tensor<?x32xi8>, %b: tensor<16x32xi8>) -> tensor<?x16xi32> {
+  %c = comfyquant.qmatmul %a, %b : tensor<?x32xi8>, tensor<16x32xi8> -> tensor<?x16xi32>
+  return %c : tensor<?x16xi32>
+}
+
+// -----
+
+// qgemm = the GEMM then the epilogue (f32(acc)·row)·col + bias, one rounding.
+// CHECK-LABEL: func.func @qgemm
+// CHECK:       %[[ACC:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK:       linalg.generic {{.*}} ins(%[[ACC]], %arg2, %arg3, %arg4 : tensor<?x16xi32>, tensor<?x1xf32>, tensor<16x1xf32>, tensor<16xbf16>)
+// CHECK:         %[[F:.*]] = arith.sitofp %{{.*}} : i32 to f32
+// CHECK:         %[[R:.*]] = arith.mulf %[[F]], %{{.*}} : f32
+// CHECK:         %[[RC:.*]] = arith.mulf %[[R]], %{{.*}} : f32
+// CHECK:         %[[B:.*]] = arith.extf %{{.*}} : bf16 to f32
+// CHECK:         %[[Y:.*]] = arith.addf %[[RC]], %[[B]] : f32
+// CHECK:         arith.truncf %[[Y]] : f32 to bf16
+func.func @qgemm(%a: tensor<?x32xi8>, %b: tensor<16x32xi8>, %xs: tensor<?x1xf32>, %ws: tensor<16x1xf32>, %bias: tensor<16xbf16>) -> tensor<?x16xbf16> {
+  %y = comfyquant.qgemm %a, %b row_scale %xs : tensor<?x1xf32> col_scale %ws : tensor<16x1xf32> bias %bias : tensor<16xbf16> : tensor<?x32xi8>, tensor<16x32xi8> -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}
+
+// -----
+
+// Block-scaled float GEMM (NVFP4): both operands decoded to exact f32 values
+// code · block scale (E2M1 · E4M3), then an f32 contraction.
+// CHECK-LABEL: func.func @nvfp4_gemm
+// CHECK:       %[[AD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK:         arith.divui %{{.*}}, %c16 : index
+// CHECK:         tensor.extract
+// CHECK:         arith.mulf
+// CHECK:       %[[BD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[AD]], %[[BD]] : tensor<?x32xf32>, tensor<8x32xf32>)
+// CHECK:         arith.mulf
+// CHECK:         arith.addf
+// CHECK-NOT:   unrealized_conversion_cast
+func.func @nvfp4_gemm(%a: tensor<?x32xf4E2M1FN>, %as: tensor<?x2xf8E4M3FN>, %b: tensor<8x32xf4E2M1FN>, %bs: tensor<8x2xf8E4M3FN>) -> tensor<?x8xf32> {
+  %c = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<?x2xf8E4M3FN>, tensor<8x2xf8E4M3FN>) : tensor<?x32xf4E2M1FN>, tensor<8x32xf4E2M1FN> -> tensor<?x8xf32>
+  return %c : tensor<?x8xf32>
+}
