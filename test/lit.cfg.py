@@ -18,7 +18,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [os.path.join(config.comfyquant_obj_root, "bin"),
              config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["comfyquant-opt", "comfyquant-translate", "comfyquant-run"], tool_dirs)
+    ["comfyquant-opt", "comfyquant-translate", "comfyquant-run", "comfyquant-compile"], tool_dirs)
 
 src = config.comfyquant_src_root
 config.substitutions.append(("%fixtures", os.path.join(src, "test", "fixtures")))
