@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static float bits_to_f32(uint32_t u) {
   float f;
@@ -116,6 +117,18 @@ static int run_one(cq_session *s, cq_checkpoint *ck, size_t index, int64_t m,
     goto done;
   }
   {
+    /* Run time of the compiled module: mean of a few warm calls. */
+    struct timespec t0, t1;
+    const int reps = 10;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int r = 0; r < reps && !rc; ++r)
+      rc = embedding ? cq_session_lookup(s, index, dtype, idx, m, y)
+                     : cq_session_run_expert(s, index,
+                                             info.experts > 1 ? info.experts - 1 : 0,
+                                             dtype, x, m, y);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double run_us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) /
+                    1e3 / reps;
     double max_ref = 0, max_err = 0;
     int64_t exact = 0, n = m * out_cols;
     for (int64_t i = 0; i < n; ++i) {
@@ -130,12 +143,12 @@ static int run_one(cq_session *s, cq_checkpoint *ck, size_t index, int64_t m,
     double tol = (dtype == CQ_DTYPE_F32 ? 1e-4 : 1e-2) * fmax(1.0, max_ref);
     int ok = max_err <= tol;
     printf("%s %s %s %lldx%lld M=%lld: max_abs_err=%.3g (max|y|=%.3g) "
-           "exact=%lld/%lld %s\n",
+           "exact=%lld/%lld %s run_us=%.1f\n",
            info.name, info.format,
            dtype == CQ_DTYPE_F32 ? "f32" : dtype == CQ_DTYPE_BF16 ? "bf16" : "f16",
            (long long)info.out_features, (long long)info.in_features,
            (long long)m, max_err, max_ref, (long long)exact, (long long)n,
-           ok ? "OK" : "MISMATCH");
+           ok ? "OK" : "MISMATCH", run_us);
     rc = ok ? 0 : 1;
   }
 done:
