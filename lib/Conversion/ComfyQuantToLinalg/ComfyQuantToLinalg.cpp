@@ -11,6 +11,7 @@
 #include "Emitter.h"
 
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+#include "comfyquant/runtime/Numerics.h"
 
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/IR/SymbolTable.h"
@@ -427,9 +428,9 @@ public:
     Value half = arith::DivUIOp::create(e.b, k, e.idx(2));
     switch (kind) {
     case FormatKind::nvfp4:
-      return trunc8(e, nibble(e, byteAt(e, rowBase, half), k, true));
+      return trunc8(e, nibble(e, byteAt(e, rowBase, half), k));
     case FormatKind::convrot_w4a4: {
-      Value nib = nibble(e, byteAt(e, rowBase, half), k, false);
+      Value nib = nibble(e, byteAt(e, rowBase, half), k);
       Value sv = e.select(arith::CmpIOp::create(e.b, arith::CmpIPredicate::uge,
                                                 nib, e.i32(8)),
                           arith::SubIOp::create(e.b, nib, e.i32(16)), nib);
@@ -437,7 +438,7 @@ public:
     }
     case FormatKind::asym_w4a8_int8:
     case FormatKind::w6a8_int8: {
-      Value lo = nibble(e, byteAt(e, rowBase, half), k, false);
+      Value lo = nibble(e, byteAt(e, rowBase, half), k);
       Value level;
       if (kind == FormatKind::w6a8_int8) {
         Value hiByte = byteAt(
@@ -477,6 +478,7 @@ public:
   }
 
 private:
+  const rt::FormatInfo &info() const { return rt::formatInfo(toRegistry(kind)); }
   FormatKind kind;
   int64_t G, E, N, K, rowBytes = 1, Ns = 1;
   llvm::StringMap<Value> flat;
@@ -512,7 +514,10 @@ private:
       return e.f32(1.0);
     return scaleAt(e, role, numel(role) == 1 ? e.idx(0) : ex);
   }
-  Value nibble(Emitter &e, Value byte, Value col, bool highFirst) {
+  /// The 4-bit code of column `col`; which nibble holds the even column is
+  /// the registry's (nvfp4 high first, the integer formats low first).
+  Value nibble(Emitter &e, Value byte, Value col) {
+    const bool highFirst = info().nibbles == rt::NibbleOrder::HighFirst;
     Value u = arith::ExtUIOp::create(e.b, e.b.getI32Type(), byte);
     Value even = arith::CmpIOp::create(
         e.b, arith::CmpIPredicate::eq,
@@ -524,9 +529,10 @@ private:
   }
   /// The swizzled block scale of (n, k).
   Value blockScale(Emitter &e, Value ex, Value n, Value k) {
-    const int64_t blk = kind == FormatKind::nvfp4 ? 16 : 32;
+    const int64_t blk = info().blockSize;
     const int64_t cols = (K + blk - 1) / blk;
-    const int64_t count = (Ns + 127) / 128 * 128 * ((cols + 3) / 4 * 4);
+    const int64_t count =
+        static_cast<int64_t>(rt::swizzledScaleCount(Ns, cols));
     Value off = e.add(
         e.mul(ex, e.idx(count)),
         e.swizzledOffset(n, arith::DivUIOp::create(e.b, k, e.idx(blk)), cols));

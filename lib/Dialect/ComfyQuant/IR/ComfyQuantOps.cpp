@@ -381,6 +381,20 @@ void describeFormat(rt::ModuleDesc &d, FormatAttr format,
     d.linearDtype = "int4";
 }
 
+/// The weight-side rules of a dequantize-like op (dequantize, lookup): the
+/// operands described under their roles, every registry rule, and the format
+/// attribute matching the tensors.
+LogicalResult verifyOperandsWithRegistry(Operation *op, rt::ModuleDesc &d,
+                                         FormatAttr format, Value weight,
+                                         ArrayAttr roles, ValueRange side) {
+  if (failed(describeOperands(op, d, weight, roles, side)))
+    return failure();
+  if (auto err = rt::verifyModule(d))
+    return op->emitOpError("format '")
+           << rt::formatName(d.format) << "': " << *err;
+  return verifyFormatMatchesTensors(op, format, d);
+}
+
 } // namespace
 
 LogicalResult DequantizeOp::verify() {
@@ -398,11 +412,8 @@ LogicalResult DequantizeOp::verify() {
   d.outFeatures = shape[bank ? 1 : 0];
   d.inFeatures = shape[bank ? 2 : 1];
   describeFormat(d, getFormat(), getRotationAttr());
-  if (failed(describeOperands(*this, d, getWeight(), getRoles(), getSide())))
-    return failure();
-  if (auto err = rt::verifyModule(d))
-    return emitOpError("format '") << rt::formatName(d.format) << "': " << *err;
-  return verifyFormatMatchesTensors(*this, getFormat(), d);
+  return verifyOperandsWithRegistry(*this, d, getFormat(), getWeight(),
+                                    getRoles(), getSide());
 }
 
 LogicalResult LookupOp::verify() {
@@ -427,11 +438,8 @@ LogicalResult LookupOp::verify() {
   d.inFeatures = result.getDimSize(1);
   describeFormat(d, getFormat(), getRotationAttr());
   d.linearDtype.clear(); // not a linear
-  if (failed(describeOperands(*this, d, getWeight(), getRoles(), getSide())))
-    return failure();
-  if (auto err = rt::verifyModule(d))
-    return emitOpError("format '") << rt::formatName(d.format) << "': " << *err;
-  return verifyFormatMatchesTensors(*this, getFormat(), d);
+  return verifyOperandsWithRegistry(*this, d, getFormat(), getWeight(),
+                                    getRoles(), getSide());
 }
 
 LogicalResult UnpackOp::verify() {
