@@ -37,6 +37,11 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeGemm());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Everything around the GEMMs (quantizers, per-tile decoders, epilogues),
+  // once dead full-size producers are gone.
+  pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeElementwise());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
   if (!options.lowerToLLVM)
     return;
 

@@ -67,6 +67,8 @@ private:
   Value A, B, dest;
   bool zeroInit = false;
   linalg::GenericOp bProducer;
+  /// tensor.empty [nr, K] and [N % nr, K] for B's decoded tiles.
+  Value tileBuffer, tailBuffer;
   bool ints() const { return m.kind == GemmMatch::Kind::I8I8I32; }
   bool vnni() const {
     return c.ukernel == "i8-vnni" || c.ukernel == "i8-vnni-emulated";
@@ -306,8 +308,19 @@ Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
     FailureOr<TilingResult> tiled =
         cast<TilingInterface>(producer.getOperation())
             .generateResultTileValue(b, 0, offsets, sizes);
-    if (succeeded(tiled))
+    if (succeeded(tiled)) {
       bt = tiled->tiledValues[0];
+      // Decode into one [nr, K] buffer reused by every tile, not into a
+      // slice of a full-size [N, K] temporary (which bufferizes to an N x K
+      // allocation per call).
+      auto tiledOp = dyn_cast<linalg::GenericOp>(bt.getDefiningOp());
+      if (tiledOp && tiledOp.getNumDpsInits() == 1)
+        if (auto slice = tiledOp.getDpsInits()[0]
+                             .getDefiningOp<tensor::ExtractSliceOp>())
+          if (slice.getSource().getDefiningOp<tensor::EmptyOp>())
+            tiledOp.getDpsInitsMutable()[0].set(
+                nr == c.nr ? tileBuffer : tailBuffer);
+    }
   }
   if (!bt) {
     SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
@@ -366,6 +379,13 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
   Value M = tensor::DimOp::create(b, A, 0);
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value mcC = arith::ConstantIndexOp::create(b, c.mc);
+  if (bProducer) {
+    Type elt = cast<RankedTensorType>(B.getType()).getElementType();
+    tileBuffer = tensor::EmptyOp::create(b, ArrayRef<int64_t>{c.nr, m.k}, elt);
+    if (N % c.nr)
+      tailBuffer =
+          tensor::EmptyOp::create(b, ArrayRef<int64_t>{N % c.nr, m.k}, elt);
+  }
   auto blocks = scf::ForOp::create(
       b, zero, M, mcC, ValueRange{dest},
       [&](OpBuilder &nb, Location loc, Value mb, ValueRange iter) {

@@ -68,6 +68,34 @@ def ComfyQuantCPUVectorizeGemm
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def ComfyQuantCPUVectorizeElementwise
+    : Pass<"comfyquant-cpu-vectorize-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "Vectorize elementwise linalg.generics along their innermost dimension";
+  let description = [{
+    Runs after `comfyquant-cpu-vectorize-gemm`, on tensors. Every
+    all-parallel `linalg.generic` (activation quantization, weight decoders,
+    including the per-N-tile decoders the GEMM pass created, epilogues) whose
+    innermost loop has a static extent of at least 2 is tiled to one vector:
+    tile 1 on every outer loop and `lanes` elements on the innermost one
+    (a remainder of fewer than `lanes` elements becomes its own static tile),
+    and each tile is vectorized by upstream `linalg::vectorize` with
+    `tensor.extract` support: contiguous reads become vector loads, uniform
+    ones broadcasts, the rest (nibble, codebook and block-scale lookups)
+    `vector.gather`. The lane count is the function's
+    `comfyquant.strategy.vector_bits` / 32 unless `lanes` is set. An op the
+    vectorizer rejects is left as it is. Elementwise arithmetic is the same
+    per element, so results are bit-identical to the scalar loops.
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", "0",
+           "Vector length along the innermost dimension (0: from "
+           "comfyquant.strategy)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def ComfyQuantCPUAmxGemm
     : Pass<"comfyquant-cpu-amx-gemm", "::mlir::func::FuncOp"> {
   let summary = "AMX int8 tile GEMMs (tdpbssd) on buffers";

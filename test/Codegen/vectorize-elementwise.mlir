@@ -1,0 +1,133 @@
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise=lanes=8 --canonicalize | FileCheck %s
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise --canonicalize | FileCheck %s --check-prefix=STRATEGY
+
+// A weight decoder: one row at a time, eight K elements per vector; the
+// contiguous weight bytes become one vector load, the scalar scale a
+// broadcast. No scalar generic is left.
+// CHECK-LABEL: func.func @decode_rows
+// CHECK:       scf.for %[[N:.*]] = %c0 to %c4 step %c1
+// CHECK:         scf.for %[[K:.*]] = %c0 to %c32 step %c8
+// CHECK:           vector.transfer_read %{{.*}} : tensor<8xi8>, vector<8xi8>
+// CHECK:           arith.sitofp %{{.*}} : vector<8xi8> to vector<8xf32>
+// CHECK:           arith.mulf %{{.*}} : vector<8xf32>
+// CHECK:           vector.transfer_write %{{.*}} : vector<8xf32>, tensor<8xf32>
+// CHECK-NOT:   linalg.generic
+// The lane count comes from comfyquant.strategy when not given.
+// STRATEGY-LABEL: func.func @decode_rows
+// STRATEGY:       scf.for %{{.*}} = %c0 to %c32 step %c16
+// STRATEGY:         arith.sitofp %{{.*}} : vector<16xi8> to vector<16xf32>
+func.func @decode_rows(%w: tensor<4x32xi8>, %s: tensor<f32>) -> tensor<4x32xf32>
+    attributes {comfyquant.strategy = {vector_bits = 512 : i64}} {
+  %e = tensor.empty() : tensor<4x32xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> ()>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w, %s : tensor<4x32xi8>, tensor<f32>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%x: i8, %sc: f32, %o: f32):
+    %f = arith.sitofp %x : i8 to f32
+    %m = arith.mulf %f, %sc : f32
+    linalg.yield %m : f32
+  } -> tensor<4x32xf32>
+  return %d : tensor<4x32xf32>
+}
+
+// -----
+
+// Rows of a dynamic M; K = 20 is 2 full vectors and a static tail of 4
+// (its own tile, vector<4>), so no masks are needed.
+// CHECK-LABEL: func.func @tail
+// CHECK:       scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK:         scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK:           arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK:       scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK:         arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// CHECK-NOT:   linalg.generic
+// CHECK-NOT:   vector.mask
+func.func @tail(%x: tensor<?x20xf32>) -> tensor<?x20xbf16> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %x, %c0 : tensor<?x20xf32>
+  %e = tensor.empty(%m) : tensor<?x20xbf16>
+  %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<?x20xf32>) outs(%e : tensor<?x20xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<?x20xbf16>
+  return %d : tensor<?x20xbf16>
+}
+
+// -----
+
+// Signed low-first nibbles read from flat storage at k / 2: the read is not
+// contiguous, so it becomes a gather; the nibble select stays elementwise.
+// CHECK-LABEL: func.func @nibbles
+// CHECK:       scf.for %{{.*}} step %c8
+// CHECK:         vector.gather %{{.*}} : tensor<32xi8>, vector<8xindex>, vector<8xi1>, vector<8xi8> into vector<8xi8>
+// CHECK:         arith.select %{{.*}} : vector<8xi1>, vector<8xi32>
+// CHECK-NOT:   linalg.generic
+func.func @nibbles(%w: tensor<2x16xi8>) -> tensor<2x32xi8> {
+  %flat = tensor.collapse_shape %w [[0, 1]] : tensor<2x16xi8> into tensor<32xi8>
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<2x32xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<2x32xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %row = arith.muli %n, %c16 : index
+    %half = arith.divui %k, %c2 : index
+    %i = arith.addi %row, %half : index
+    %byte = tensor.extract %flat[%i] : tensor<32xi8>
+    %b = arith.extui %byte : i8 to i32
+    %odd = arith.remui %k, %c2 : index
+    %lo = arith.cmpi eq, %odd, %c0 : index
+    %hi = arith.shrui %b, %c4 : i32
+    %l = arith.andi %b, %c15 : i32
+    %v = arith.select %lo, %l, %hi : i32
+    %t = arith.trunci %v : i32 to i8
+    linalg.yield %t : i8
+  } -> tensor<2x32xi8>
+  return %d : tensor<2x32xi8>
+}
+
+// -----
+
+// Left alone: a reduction (amax of a row), a dynamic innermost extent and a
+// GEMM that comfyquant-cpu-vectorize-gemm owns.
+// CHECK-LABEL: func.func @untouched
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT:   vector.
+func.func @untouched(%x: tensor<4x16xf32>, %y: tensor<?xf32>, %w: tensor<3x16xf32>) -> (tensor<4xf32>, tensor<?xf32>, tensor<4x3xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %amax = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x16xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %abs = math.absf %a : f32
+    %m = arith.maxnumf %o, %abs : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %y, %c0 : tensor<?xf32>
+  %e2 = tensor.empty(%n) : tensor<?xf32>
+  %neg = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%y : tensor<?xf32>) outs(%e2 : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.negf %a : f32
+    linalg.yield %v : f32
+  } -> tensor<?xf32>
+  %e3 = tensor.empty() : tensor<4x3xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<4x16xf32>, tensor<3x16xf32>) outs(%f3 : tensor<4x3xf32>)
+      attrs = {comfyquant.gemm = {ukernel = "f32-fma", mr = 1 : i64, nr = 1 : i64, kv = 8 : i64, mc = 4 : i64}} {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x3xf32>
+  return %amax, %neg, %g : tensor<4xf32>, tensor<?xf32>, tensor<4x3xf32>
+}
