@@ -56,12 +56,21 @@ func.func @tail(%x: tensor<?x20xf32>) -> tensor<?x20xbf16> {
 
 // -----
 
-// Signed low-first nibbles read from flat storage at k / 2: the read is not
-// contiguous, so it becomes a gather; the nibble select stays elementwise.
+// Low-first nibbles read from flat storage at row + k / 2. The vectorizer
+// emits a gather; since k = k0 + lane with k0 a multiple of 8 (the tile
+// loop), the index is row + k0 / 2 + [0, 0, 1, 1, ...]: one 4-byte load and
+// a shuffle. k % 2 is a constant, so the nibble select has a constant mask.
 // CHECK-LABEL: func.func @nibbles
-// CHECK:       scf.for %{{.*}} step %c8
-// CHECK:         vector.gather %{{.*}} : tensor<32xi8>, vector<8xindex>, vector<8xi1>, vector<8xi8> into vector<8xi8>
-// CHECK:         arith.select %{{.*}} : vector<8xi1>, vector<8xi32>
+// CHECK-DAG:   %[[ODD:.*]] = arith.constant dense<[true, false, true, false, true, false, true, false]> : vector<8xi1>
+// CHECK:       scf.for %[[N:.*]] = %c0 to %c2 step %c1
+// CHECK:         scf.for %[[K:.*]] = %c0 to %c32 step %c8
+// CHECK:           %[[ROW:.*]] = arith.muli %[[N]], %c16 : index
+// CHECK:           %[[HALF:.*]] = arith.divui %[[K]], %c2 : index
+// CHECK:           %[[AT:.*]] = arith.addi %[[ROW]], %[[HALF]] : index
+// CHECK:           %[[B:.*]] = vector.transfer_read %{{.*}}[%[[AT]]], %{{.*}} {in_bounds = [true]} : tensor<32xi8>, vector<4xi8>
+// CHECK:           vector.shuffle %[[B]], %[[B]] [0, 0, 1, 1, 2, 2, 3, 3] : vector<4xi8>, vector<4xi8>
+// CHECK:           arith.select %[[ODD]], %{{.*}} : vector<8xi1>, vector<8xi32>
+// CHECK-NOT:   vector.gather
 // CHECK-NOT:   linalg.generic
 func.func @nibbles(%w: tensor<2x16xi8>) -> tensor<2x32xi8> {
   %flat = tensor.collapse_shape %w [[0, 1]] : tensor<2x16xi8> into tensor<32xi8>
@@ -90,6 +99,42 @@ func.func @nibbles(%w: tensor<2x16xi8>) -> tensor<2x32xi8> {
     linalg.yield %t : i8
   } -> tensor<2x32xi8>
   return %d : tensor<2x32xi8>
+}
+
+// -----
+
+// A per-16-block scale at row * 4 + k / 16 (lanes 8 divide the block): one
+// scalar load and a broadcast per vector. The codebook lookup, indexed by
+// data, stays a gather.
+// CHECK-LABEL: func.func @block_scale
+// CHECK:         scf.for %[[K:.*]] = %c0 to %c64 step %c8
+// CHECK:           %[[B:.*]] = arith.divui %[[K]], %c16 : index
+// CHECK:           %[[AT:.*]] = arith.addi %{{.*}}, %[[B]] : index
+// CHECK:           %[[S:.*]] = tensor.extract %{{.*}}[%[[AT]]] : tensor<8xf32>
+// CHECK:           vector.broadcast %[[S]] : f32 to vector<8xf32>
+// CHECK:           vector.gather %{{.*}} : tensor<16xf32>, vector<8xindex>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+func.func @block_scale(%w: tensor<2x64xi8>, %s: tensor<2x4xf32>, %cb: tensor<16xf32>) -> tensor<2x64xf32> {
+  %flat = tensor.collapse_shape %s [[0, 1]] : tensor<2x4xf32> into tensor<8xf32>
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %c15 = arith.constant 15 : i8
+  %e = tensor.empty() : tensor<2x64xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x64xi8>) outs(%e : tensor<2x64xf32>) {
+  ^bb0(%x: i8, %o: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %row = arith.muli %n, %c4 : index
+    %blk = arith.divui %k, %c16 : index
+    %i = arith.addi %row, %blk : index
+    %sc = tensor.extract %flat[%i] : tensor<8xf32>
+    %code = arith.andi %x, %c15 : i8
+    %ci = arith.index_cast %code : i8 to index
+    %lv = tensor.extract %cb[%ci] : tensor<16xf32>
+    %v = arith.mulf %lv, %sc : f32
+    linalg.yield %v : f32
+  } -> tensor<2x64xf32>
+  return %d : tensor<2x64xf32>
 }
 
 // -----
