@@ -38,6 +38,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/TilingInterface.h"
@@ -65,7 +66,14 @@ private:
   GemmMatch m;
   GemmConfig c;
   Value A, B, dest;
+  /// The GEMM's own accumulator input (C before the GEMM).
+  Value accInit;
   bool zeroInit = false;
+  /// An elementwise consumer computed in the micro-kernel's store (the
+  /// epilogue: scales, bias, cast), so the accumulator matrix never reaches
+  /// memory; `dest` is then its destination.
+  linalg::GenericOp epilogue;
+  unsigned epilogueAcc = 0;
   linalg::GenericOp bProducer;
   /// tensor.empty [nr, K] and [N % nr, K] for B's decoded tiles.
   Value tileBuffer, tailBuffer;
@@ -178,6 +186,14 @@ private:
   SmallVector<Value> rowSums(ImplicitLocOpBuilder &b, Value bt,
                              int64_t nr) const;
 
+  /// The epilogue's body at (row, col) with accumulator value `acc`.
+  Value applyEpilogue(ImplicitLocOpBuilder &b, Value acc, Value row,
+                      Value col) const;
+
+  /// The single elementwise consumer that can be computed per element.
+  static linalg::GenericOp matchEpilogue(linalg::GenericOp gemm,
+                                         unsigned &accOperand);
+
   /// The mr x nr tile at (m0, n0) of C.
   Value microKernel(ImplicitLocOpBuilder &b, Value C, Value bt, Value m0,
                     Value n0, int64_t mr, int64_t nr,
@@ -279,14 +295,19 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
       Value s = reduce(b, accs[i * nr + j]);
       if (vnni())
         s = arith::SubIOp::create(b, s, arith::MulIOp::create(b, c128, sums[j]));
+      Value col = rowOf(b, n0, j);
       if (!zeroInit) {
-        Value col = rowOf(b, n0, j);
-        Value old = tensor::ExtractOp::create(b, C, ValueRange{row, col});
+        Value old =
+            tensor::ExtractOp::create(b, accInit, ValueRange{row, col});
         s = ints() ? Value(arith::AddIOp::create(b, old, s))
                    : Value(arith::AddFOp::create(b, old, s));
       }
+      if (epilogue)
+        s = applyEpilogue(b, s, row, col);
       vals.push_back(s);
     }
+    if (epilogue)
+      elt = cast<RankedTensorType>(dest.getType()).getElementType();
     Value v = vector::FromElementsOp::create(
         b, VectorType::get({nr}, elt), vals);
     C = vector::TransferWriteOp::create(b, v, C, ValueRange{row, n0},
@@ -294,6 +315,81 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
             .getResult();
   }
   return C;
+}
+
+linalg::GenericOp GemmBuilder::matchEpilogue(linalg::GenericOp gemm,
+                                             unsigned &accOperand) {
+  Value r = gemm.getResult(0);
+  if (!r.hasOneUse())
+    return {};
+  auto epi = dyn_cast<linalg::GenericOp>(*r.getUsers().begin());
+  if (!epi || epi.getNumLoops() != 2 || epi.getNumResults() != 1 ||
+      epi.getNumDpsInits() != 1 ||
+      epi.getNumParallelLoops() != 2 || !epi.hasPureTensorSemantics())
+    return {};
+  // The destination is only written; every map is made of loop dims and
+  // constants; the accumulator is read with the identity map.
+  Block &body = epi.getRegion().front();
+  if (!body.getArgument(epi.getNumDpsInputs()).use_empty())
+    return {};
+  std::optional<unsigned> acc;
+  for (OpOperand &in : epi->getOpOperands()) {
+    AffineMap map = epi.getMatchingIndexingMap(&in);
+    if (!llvm::all_of(map.getResults(), [](AffineExpr e) {
+          return isa<AffineDimExpr, AffineConstantExpr>(e);
+        }))
+      return {};
+    if (in.get() == r) {
+      if (acc || !map.isIdentity())
+        return {};
+      acc = in.getOperandNumber();
+    }
+  }
+  if (!acc || !epi.getIndexingMapsArray().back().isIdentity())
+    return {};
+  // Tensors read per element must dominate the GEMM's loop nest, which is
+  // built at the epilogue; anything but tensor reads and scalar arithmetic
+  // in the body stays unfused.
+  for (Operation &o : body.without_terminator())
+    if (o.getNumRegions() || !isPure(&o))
+      return {};
+  accOperand = *acc;
+  return epi;
+}
+
+Value GemmBuilder::applyEpilogue(ImplicitLocOpBuilder &b, Value acc, Value row,
+                                 Value col) const {
+  linalg::GenericOp epi = epilogue;
+  Block &body = epi.getRegion().front();
+  IRMapping map;
+  for (OpOperand *in : epi.getDpsInputOperands()) {
+    BlockArgument arg = body.getArgument(in->getOperandNumber());
+    if (in->getOperandNumber() == epilogueAcc) {
+      map.map(arg, acc);
+      continue;
+    }
+    AffineMap m = epi.getMatchingIndexingMap(in);
+    SmallVector<Value> idx;
+    for (AffineExpr e : m.getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e))
+        idx.push_back(d.getPosition() == 0 ? row : col);
+      else
+        idx.push_back(arith::ConstantIndexOp::create(
+            b, cast<AffineConstantExpr>(e).getValue()));
+    }
+    Value v = in->get();
+    if (isa<RankedTensorType>(v.getType()))
+      v = tensor::ExtractOp::create(b, v, ValueRange(idx));
+    map.map(arg, v);
+  }
+  for (Operation &o : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(o)) {
+      map.map(index.getResult(), index.getDim() == 0 ? row : col);
+      continue;
+    }
+    b.clone(o, map);
+  }
+  return map.lookup(cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]);
 }
 
 Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
@@ -360,7 +456,7 @@ Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
 LogicalResult GemmBuilder::build(RewriterBase &rw) {
   A = op.getDpsInputs()[0];
   B = op.getDpsInputs()[1];
-  dest = op.getDpsInits()[0];
+  dest = accInit = op.getDpsInits()[0];
   if (auto fill = dest.getDefiningOp<linalg::FillOp>()) {
     Value v = fill.getInputs()[0];
     if (matchPattern(v, m_Zero()) || matchPattern(v, m_AnyZeroFloat())) {
@@ -368,12 +464,17 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
       dest = fill.getOutputs()[0];
     }
   }
+  epilogue = matchEpilogue(op, epilogueAcc);
+  if (epilogue)
+    dest = epilogue.getDpsInits()[0];
   if (auto producer = B.getDefiningOp<linalg::GenericOp>())
     if (producer.getNumResults() == 1 &&
         producer.getNumReductionLoops() == 0 && producer.getNumLoops() == 2)
       bProducer = producer;
 
-  rw.setInsertionPoint(op);
+  // With an epilogue, the nest replaces it (its other operands are defined
+  // before it; the GEMM's operands dominate it too).
+  rw.setInsertionPoint(epilogue ? epilogue.getOperation() : op.getOperation());
   ImplicitLocOpBuilder b(op.getLoc(), rw);
   const int64_t N = m.n, nFull = N - N % c.nr;
   Value M = tensor::DimOp::create(b, A, 0);
@@ -410,9 +511,13 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
         scf::YieldOp::create(ib, C);
       });
   Value result = blocks.getResult(0);
-  if (result.getType() != op.getResult(0).getType())
-    result = tensor::CastOp::create(b, op.getResult(0).getType(), result);
-  rw.replaceOp(op, result);
+  Operation *replaced = epilogue ? epilogue.getOperation() : op.getOperation();
+  Type type = replaced->getResult(0).getType();
+  if (result.getType() != type)
+    result = tensor::CastOp::create(b, type, result);
+  rw.replaceOp(replaced, result);
+  if (epilogue)
+    rw.eraseOp(op);
   return success();
 }
 

@@ -128,3 +128,86 @@ func.func @f32_fused_b(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
   } -> tensor<?x8xf32>
   return %r : tensor<?x8xf32>
 }
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// The epilogue (i32 -> f32, row scale, column scale, bias, cast to bf16) is
+// computed where the micro-kernel stores its reduced accumulators: the nest
+// writes bf16 into the epilogue's destination and no i32 matrix exists.
+// CHECK-LABEL: func.func @fused_epilogue
+// CHECK-NOT:   tensor<?x5xi32>
+// CHECK:       scf.for {{.*}} -> (tensor<?x5xbf16>)
+// CHECK:         scf.for {{.*}} -> (vector<8xi32>, vector<8xi32>)
+// CHECK:         vector.reduction <add>, %{{.*}} : vector<8xi32> into i32
+// CHECK:         arith.sitofp %{{.*}} : i32 to f32
+// CHECK:         tensor.extract %arg2[%{{.*}}, %c0] : tensor<?x1xf32>
+// CHECK:         tensor.extract %arg3[%{{.*}}] : tensor<5xf32>
+// CHECK:         arith.truncf %{{.*}} : f32 to bf16
+// CHECK:         vector.from_elements %{{.*}} : vector<2xbf16>
+// CHECK:         vector.transfer_write %{{.*}} : vector<2xbf16>, tensor<?x5xbf16>
+// CHECK-NOT:   linalg.generic
+// CHECK-NOT:   tensor<?x5xi32>
+func.func @fused_epilogue(%a: tensor<?x32xi8>, %b: tensor<5x32xi8>, %rs: tensor<?x1xf32>, %cs: tensor<5xf32>) -> tensor<?x5xbf16> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x32xi8>
+  %e = tensor.empty(%m) : tensor<?x5xi32>
+  %z = arith.constant 0 : i32
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x5xi32>) -> tensor<?x5xi32>
+  %acc = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x32xi8>, tensor<5x32xi8>) outs(%f : tensor<?x5xi32>)
+      attrs = {comfyquant.gemm = {ukernel = "i8-pmaddwd", mr = 1 : i64, nr = 2 : i64, kv = 16 : i64, mc = 8 : i64}} {
+  ^bb0(%x: i8, %y: i8, %o: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %o, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x5xi32>
+  %ye = tensor.empty(%m) : tensor<?x5xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, 0)>, affine_map<(m, n) -> (n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]}
+      ins(%acc, %rs, %cs : tensor<?x5xi32>, tensor<?x1xf32>, tensor<5xf32>) outs(%ye : tensor<?x5xbf16>) {
+  ^bb0(%v: i32, %r: f32, %c: f32, %o: bf16):
+    %fv = arith.sitofp %v : i32 to f32
+    %t = arith.mulf %fv, %r : f32
+    %u = arith.mulf %t, %c : f32
+    %h = arith.truncf %u : f32 to bf16
+    linalg.yield %h : bf16
+  } -> tensor<?x5xbf16>
+  return %y : tensor<?x5xbf16>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// An accumulator with a second user is not fused: the consumer stays.
+// CHECK-LABEL: func.func @shared_accumulator
+// CHECK:       scf.for {{.*}} -> (tensor<4x3xf32>)
+// CHECK:       linalg.generic
+func.func @shared_accumulator(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) -> (tensor<4x3xf32>, tensor<4x3xbf16>) {
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %acc = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<4x8xf32>, tensor<3x8xf32>) outs(%f : tensor<4x3xf32>)
+      attrs = {comfyquant.gemm = {ukernel = "f32-fma", mr = 1 : i64, nr = 1 : i64, kv = 8 : i64, mc = 4 : i64}} {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x3xf32>
+  %ye = tensor.empty() : tensor<4x3xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]}
+      ins(%acc : tensor<4x3xf32>) outs(%ye : tensor<4x3xbf16>) {
+  ^bb0(%v: f32, %o: bf16):
+    %h = arith.truncf %v : f32 to bf16
+    linalg.yield %h : bf16
+  } -> tensor<4x3xbf16>
+  return %acc, %y : tensor<4x3xf32>, tensor<4x3xbf16>
+}
