@@ -54,38 +54,42 @@ namespace rt = ::comfyquant::rt;
 using namespace mlir;
 using namespace mlir::comfyquant;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<checkpoint>"),
+/// Our options: --help lists only these (LLVM and MLIR ones stay under
+/// --help-hidden).
+static cl::OptionCategory toolOptions("comfyquant-compile options");
+
+static cl::opt<std::string> inputFile(cl::cat(toolOptions), cl::Positional, cl::desc("<checkpoint>"),
                                       cl::Required);
-static cl::opt<std::string> target("target", cl::desc("Target (cpu)"),
+static cl::opt<std::string> target(cl::cat(toolOptions), "target", cl::desc("Target (cpu)"),
                                    cl::init("cpu"));
-static cl::opt<std::string> outputDir("o", cl::desc("Artifact directory"));
+static cl::opt<std::string> outputDir(cl::cat(toolOptions), "o", cl::desc("Artifact directory"));
 static cl::list<std::string>
-    moduleGlobs("modules", cl::desc("Compile the modules matching this glob "
+    moduleGlobs(cl::cat(toolOptions), "modules", cl::desc("Compile the modules matching this glob "
                                     "(repeatable, comma-separated; all when "
                                     "absent)"),
                 cl::CommaSeparated);
-static cl::list<std::string> dtypes("dtypes",
+static cl::list<std::string> dtypes(cl::cat(toolOptions), "dtypes",
                                     cl::desc("Activation dtypes (f32,bf16,f16)"),
                                     cl::CommaSeparated);
 static cl::list<std::string>
-    variants("variants",
+    variants(cl::cat(toolOptions), "variants",
              cl::desc("CPU variants (x86-64-v3,avx512-vnni,amx; default all)"),
              cl::CommaSeparated);
 static cl::opt<std::string>
-    emit("emit",
+    emit(cl::cat(toolOptions), "emit",
          cl::desc("so: the artifact (default); mlir: the vectorized tensor "
                   "IR with strategy attributes; llvm: optimized LLVM IR; asm: "
                   "assembly (mlir/llvm/asm print to stdout, no -o needed)"),
          cl::init("so"));
-static cl::opt<bool> printIRAfterAll("print-ir-after-all",
+static cl::opt<bool> printIRAfterAll(cl::cat(toolOptions), "print-ir-after-all",
                                      cl::desc("Print the IR after every pass"));
-static cl::opt<std::string> ukernel("ukernel",
+static cl::opt<std::string> ukernel(cl::cat(toolOptions), "ukernel",
                                     cl::desc("Force a GEMM micro-kernel"),
                                     cl::init(""));
 static cl::list<std::string>
-    kinds("kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
+    kinds(cl::cat(toolOptions), "kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
 static cl::list<std::string>
-    shapes("shape", cl::desc("Logical shape override NAME=NxK"));
+    shapes(cl::cat(toolOptions), "shape", cl::desc("Logical shape override NAME=NxK"));
 
 namespace {
 
@@ -211,6 +215,7 @@ int main(int argc, char **argv) {
 static int compileMain(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "comfyquant CPU compiler: checkpoint -> "
                               "kernels.so + manifest.json\n");

@@ -24,24 +24,28 @@
 namespace cl = llvm::cl;
 namespace rt = ::comfyquant::rt;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<checkpoint>"),
+/// Our options: --help lists only these (LLVM and MLIR ones stay under
+/// --help-hidden).
+static cl::OptionCategory toolOptions("comfyquant-translate options");
+
+static cl::opt<std::string> inputFile(cl::cat(toolOptions), cl::Positional, cl::desc("<checkpoint>"),
                                       cl::Required);
-static cl::opt<bool> importCheckpoint(
+static cl::opt<bool> importCheckpoint(cl::cat(toolOptions),
     "import-checkpoint",
     cl::desc("Print the comfyquant IR of the checkpoint's modules"));
-static cl::opt<bool> inspect("inspect",
+static cl::opt<bool> inspect(cl::cat(toolOptions), "inspect",
                              cl::desc("Print the inspection report"));
-static cl::opt<bool> asJson("json", cl::desc("With --inspect: JSON output"));
+static cl::opt<bool> asJson(cl::cat(toolOptions), "json", cl::desc("With --inspect: JSON output"));
 static cl::list<std::string>
-    moduleNames("module", cl::desc("Import only this module (repeatable)"));
-static cl::opt<bool> onlyReferenced(
+    moduleNames(cl::cat(toolOptions), "module", cl::desc("Import only this module (repeatable)"));
+static cl::opt<bool> onlyReferenced(cl::cat(toolOptions),
     "only-referenced-tensors",
     cl::desc("List only the tensors the imported modules bind"));
 static cl::list<std::string>
-    kinds("kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
+    kinds(cl::cat(toolOptions), "kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
 static cl::list<std::string>
-    shapes("shape", cl::desc("Logical shape override NAME=NxK"));
-static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+    shapes(cl::cat(toolOptions), "shape", cl::desc("Logical shape override NAME=NxK"));
+static cl::opt<std::string> outputFile(cl::cat(toolOptions), "o", cl::desc("Output file"),
                                        cl::init("-"));
 
 static int fail(const std::string &msg) {
@@ -63,6 +67,7 @@ static int emit(const std::string &text) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "comfyquant checkpoint import and inspection\n");
   if (importCheckpoint == inspect)
