@@ -7,6 +7,13 @@
 
 #include <sstream>
 
+namespace {
+// The NVFP4 global scale maps amax onto the largest E2M1 code times the
+// largest E4M3 block scale.
+static_assert(comfyquant::rt::ActQuant::kNvfp4GlobalDivisor ==
+              comfyquant::rt::kE2M1Max * comfyquant::rt::kE4M3Max);
+} // namespace
+
 namespace comfyquant::rt {
 
 namespace {

@@ -5,6 +5,7 @@
 #include "comfyquant/runtime/Forward.h"
 
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/FormatRegistry.h"
 #include "comfyquant/runtime/Numerics.h"
 #include "comfyquant/runtime/Reference.h"
 #include "comfyquant/runtime/TensorAccess.h"
@@ -65,11 +66,13 @@ float quantizeRowInt8(const float *x, int64_t k, DType t, int32_t *q) {
   float amax = 0.0f;
   for (int64_t c = 0; c < k; ++c)
     amax = std::max(amax, std::fabs(x[c]));
-  float s = std::max(amax / 127.0f, 1e-30f);
+  float s = std::max(amax / float(ActQuant::kInt8Max),
+                     float(ActQuant::kInt8MinScale));
   float sx = roundToActivation(s, t);
   for (int64_t c = 0; c < k; ++c) {
     float v = std::nearbyint(roundToActivation(x[c] / sx, t));
-    q[c] = static_cast<int32_t>(std::min(127.0f, std::max(-128.0f, v)));
+    q[c] = static_cast<int32_t>(std::min(float(ActQuant::kInt8Max),
+                                         std::max(float(ActQuant::kInt8Min), v)));
   }
   return s;
 }
@@ -80,11 +83,12 @@ float quantizeRowInt4(const float *x, int64_t k, DType t, int32_t *q) {
   float amax = 0.0f;
   for (int64_t c = 0; c < k; ++c)
     amax = std::max(amax, std::fabs(x[c]));
-  float a = roundToActivation(std::max(amax, 1e-10f), t);
-  float s = roundToActivation(a / 7.0f, t);
+  float a = roundToActivation(std::max(amax, float(ActQuant::kInt4MinAmax)), t);
+  float s = roundToActivation(a / float(ActQuant::kInt4Max), t);
   for (int64_t c = 0; c < k; ++c) {
     float v = std::nearbyint(roundToActivation(x[c] / s, t));
-    q[c] = static_cast<int32_t>(std::min(7.0f, std::max(-7.0f, v)));
+    q[c] = static_cast<int32_t>(std::min(float(ActQuant::kInt4Max),
+                                         std::max(-float(ActQuant::kInt4Max), v)));
   }
   return s;
 }
@@ -94,11 +98,11 @@ float quantizeRowInt4(const float *x, int64_t k, DType t, int32_t *q) {
 int mxfp8Exponent(float amax) {
   if (amax == 0.0f)
     return 0;
-  float r = std::max(amax / 448.0f, std::ldexp(1.0f, -127));
+  float r = std::max(amax / float(kE4M3Max), std::ldexp(1.0f, -kE8M0Bias));
   int p;
   float frac = std::frexp(r, &p); // r = frac · 2^p, frac in [0.5, 1)
   int ceilLog2 = frac == 0.5f ? p - 1 : p;
-  return std::min(254, std::max(0, ceilLog2 + 127));
+  return std::min(kE8M0MaxCode, std::max(0, ceilLog2 + kE8M0Bias));
 }
 
 } // namespace
@@ -226,7 +230,7 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
   case Format::Float8E4M3FN:
   case Format::Float8E5M2: {
     const bool e4m3 = d.format == Format::Float8E4M3FN;
-    const float maxv = e4m3 ? 448.0f : 57344.0f;
+    const float maxv = float(e4m3 ? kE4M3Max : kE5M2Max);
     const float s = tensorScalar(m.tensor("input_scale"), 1.0f);
     const float recip = roundToActivation(1.0f / s, T);
     tr.scales = {s};
@@ -256,7 +260,7 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
       float amax = 0.0f;
       for (float v : a)
         amax = std::max(amax, std::fabs(v));
-      g = roundToActivation(amax / 2688.0f, T);
+      g = roundToActivation(amax / float(ActQuant::kNvfp4GlobalDivisor), T);
     }
     tr.globalScale = g;
     const int64_t blocks = (K + 15) / 16;
@@ -268,14 +272,15 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
         float amax = 0.0f;
         for (int64_t c = c0; c < c1; ++c)
           amax = std::max(amax, std::fabs(a[r * K + c]));
-        float dscale = g == 0.0f ? 0.0f : (amax / 6.0f) / g;
-        uint8_t d8 = encodeE4M3(std::min(dscale, 448.0f));
+        float dscale = g == 0.0f ? 0.0f : (amax / float(kE2M1Max)) / g;
+        uint8_t d8 = encodeE4M3(std::min(dscale, float(kE4M3Max)));
         float d8v = decodeE4M3(d8);
         float t = g * d8v;
         tr.scales[r * blocks + b] = d8v;
         for (int64_t c = c0; c < c1; ++c) {
           float v = t == 0.0f ? 0.0f : a[r * K + c] / t;
-          uint8_t code = encodeE2M1(std::min(6.0f, std::max(-6.0f, v)));
+          uint8_t code = encodeE2M1(
+              std::min(float(kE2M1Max), std::max(-float(kE2M1Max), v)));
           tr.codes[r * K + c] = code;
           xd[r * K + c] = decodeE2M1(code) * d8v;
         }
@@ -305,7 +310,8 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
         tr.scales[r * blocks + b] = scale;
         for (int64_t c = c0; c < c1; ++c) {
           float v = amax == 0.0f ? 0.0f : a[r * K + c] / scale; // exact
-          uint8_t code = encodeE4M3(std::min(448.0f, std::max(-448.0f, v)));
+          uint8_t code = encodeE4M3(
+              std::min(float(kE4M3Max), std::max(-float(kE4M3Max), v)));
           tr.codes[r * K + c] = code;
           xd[r * K + c] = decodeE4M3(code) * scale;
         }

@@ -103,8 +103,6 @@ constexpr int kE4M3Man = 3, kE4M3Bias = 7;
 constexpr int kE5M2Man = 2, kE5M2Bias = 15;
 constexpr int kHalfMan = 10, kHalfBias = 15;
 constexpr int kBf16Man = 7, kBf16Bias = 127;
-constexpr double kE4M3Max = 448.0;
-constexpr double kE5M2Max = 57344.0;
 constexpr double kHalfMax = 65504.0;
 // bfloat16 max = (2 - 2^-7) * 2^127.
 const double kBf16Max = std::ldexp(255.0, 120);

@@ -2,6 +2,7 @@
 #include "comfyquant/runtime/Reference.h"
 
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/FormatRegistry.h"
 #include "comfyquant/runtime/Numerics.h"
 #include "comfyquant/runtime/TensorAccess.h"
 
@@ -51,7 +52,7 @@ uint8_t sixBitCode(const uint8_t *row, int64_t c, int64_t k) {
 int8_t groupedInt8Grid(float level, float sRel) {
   float p = level * sRel; // single f32 multiply
   float r = std::nearbyint(p); // RNE under the default rounding mode
-  r = std::min(127.0f, std::max(-127.0f, r));
+  r = std::min(float(ActQuant::kGridMax), std::max(-float(ActQuant::kGridMax), r));
   return static_cast<int8_t>(r);
 }
 

@@ -11,6 +11,7 @@
 #include "Emitter.h"
 
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+#include "comfyquant/runtime/FormatRegistry.h"
 #include "comfyquant/runtime/Numerics.h"
 
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
@@ -191,15 +192,20 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
           [&](Emitter &e, ValueRange a) -> Value {
             if (int8) // s = max(amax / 127, 1e-30), f32
               return arith::MaxNumFOp::create(
-                  e.b, arith::DivFOp::create(e.b, a[0], e.f32(127.0)),
-                  e.f32(1e-30));
+                  e.b,
+                  arith::DivFOp::create(e.b, a[0], e.f32(rt::ActQuant::kInt8Max)),
+                  e.f32(rt::ActQuant::kInt8MinScale));
             // a = max(amax, 1e-10) and s = a / 7, each in x's dtype.
             Value m = e.roundThrough(
-                arith::MaxNumFOp::create(e.b, a[0], e.f32(1e-10)), act);
-            return e.roundThrough(arith::DivFOp::create(e.b, m, e.f32(7.0)),
+                arith::MaxNumFOp::create(e.b, a[0],
+                                         e.f32(rt::ActQuant::kInt4MinAmax)),
+                act);
+            return e.roundThrough(
+                arith::DivFOp::create(e.b, m, e.f32(rt::ActQuant::kInt4Max)),
                                   act);
           });
-      double lo = int8 ? -128.0 : -7.0, hi = int8 ? 127.0 : 7.0;
+      double lo = int8 ? rt::ActQuant::kInt8Min : -rt::ActQuant::kInt4Max;
+      double hi = int8 ? rt::ActQuant::kInt8Max : rt::ActQuant::kInt4Max;
       codes = buildParallel(
           rw, loc, ValueRange{x, scales},
           {mapOf(ctx, 2, {0, 1}), mapOf(ctx, 2, {0, -1})},
@@ -222,7 +228,7 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
       bool e4m3 = isa<Float8E4M3FNType>(codeType);
       if (!e4m3 && !isa<Float8E5M2Type>(codeType))
         return rw.notifyMatchFailure(op, "fp8 codes must be e4m3fn or e5m2");
-      double maxv = e4m3 ? 448.0 : 57344.0;
+      double maxv = e4m3 ? rt::kE4M3Max : rt::kE5M2Max;
       Value s = op.getStaticScale() ? extractScalar(rw, loc, op.getStaticScale())
                                     : top.f32(1.0);
       Value recip =
@@ -245,7 +251,8 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
       if (xType.isDynamicDim(1))
         return rw.notifyMatchFailure(op, "K must be static");
       bool mx = op.getScheme().getScheme() == ActScheme::mxfp8_block;
-      int64_t block = mx ? 32 : 16;
+      int64_t block =
+          rt::formatInfo(mx ? rt::Format::MXFP8 : rt::Format::NVFP4).blockSize;
       int64_t k = xType.getShape()[1];
       Value xb = blocked(rw, loc, x, block);
       Value amax = rowAmax(rw, loc, xb); // [M, Kb]
@@ -268,7 +275,7 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
               });
           g = top.roundThrough(
               arith::DivFOp::create(rw, loc, extractScalar(rw, loc, all),
-                                    top.f32(2688.0)),
+                                    top.f32(rt::ActQuant::kNvfp4GlobalDivisor)),
               act);
         }
       }
@@ -282,9 +289,10 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
             Value gz = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ, g,
                                              e.f32(0.0));
             Value d = arith::DivFOp::create(
-                e.b, arith::DivFOp::create(e.b, a[0], e.f32(6.0)), g);
+                e.b, arith::DivFOp::create(e.b, a[0], e.f32(rt::kE2M1Max)), g);
             d = e.select(gz, e.f32(0.0), d);
-            return e.encodeE4M3(arith::MinNumFOp::create(e.b, d, e.f32(448.0)));
+            return e.encodeE4M3(
+                arith::MinNumFOp::create(e.b, d, e.f32(rt::kE4M3Max)));
           });
       Value blockedCodes = buildParallel(
           rw, loc, ValueRange{xb, amax, scales},
@@ -300,8 +308,8 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
               Value q = e.select(zero, e.f32(0.0),
                                  arith::DivFOp::create(e.b, v, scale));
               q = arith::MinNumFOp::create(
-                  e.b, e.f32(448.0),
-                  arith::MaxNumFOp::create(e.b, e.f32(-448.0), q));
+                  e.b, e.f32(rt::kE4M3Max),
+                  arith::MaxNumFOp::create(e.b, e.f32(-rt::kE4M3Max), q));
               return e.encodeE4M3(q);
             }
             Value t = e.mul(g, e.decodeE4M3(a[2]));
@@ -469,7 +477,8 @@ public:
       // g8 = clamp(RNE(level · s_rel), -127, 127), one f32 multiply.
       Value g8 = math::RoundEvenOp::create(e.b, e.mul(level, rel));
       g8 = arith::MinNumFOp::create(
-          e.b, e.f32(127.0), arith::MaxNumFOp::create(e.b, e.f32(-127.0), g8));
+          e.b, e.f32(rt::ActQuant::kGridMax),
+          arith::MaxNumFOp::create(e.b, e.f32(-rt::ActQuant::kGridMax), g8));
       return arith::FPToSIOp::create(e.b, e.b.getI8Type(), g8);
     }
     default:

@@ -1,10 +1,14 @@
 //===- Emitter.cpp - scalar and tensor building blocks --------------------===//
 #include "Emitter.h"
 
+#include "comfyquant/runtime/Numerics.h"
+
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 
 #include <cmath>
+
+namespace rt = ::comfyquant::rt;
 
 using namespace mlir;
 using namespace mlir::comfyquant::detail;
@@ -206,7 +210,8 @@ Value Emitter::encodeE2M1(Value v) {
 
 Value Emitter::mxfp8Exponent(Value amax) {
   Value r = arith::MaxNumFOp::create(
-      b, arith::DivFOp::create(b, amax, f32(448.0)), f32(std::ldexp(1.0, -127)));
+      b, arith::DivFOp::create(b, amax, f32(rt::kE4M3Max)),
+      f32(std::ldexp(1.0, -rt::kE8M0Bias)));
   Value bits = arith::BitcastOp::create(b, b.getI32Type(), r);
   Value exp = arith::ShRUIOp::create(b, bits, i32(23));
   Value man = arith::AndIOp::create(b, bits, i32(0x7FFFFF));
@@ -218,7 +223,8 @@ Value Emitter::mxfp8Exponent(Value amax) {
   Value minimal =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, bits, i32(0x00400000));
   e = select(minimal, i32(0), e);
-  e = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, e, i32(0)), i32(254));
+  e = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, e, i32(0)),
+                            i32(rt::kE8M0MaxCode));
   Value zero =
       arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, amax, f32(0.0));
   e = select(zero, i32(0), e);

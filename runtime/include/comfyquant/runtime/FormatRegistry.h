@@ -77,6 +77,22 @@ std::optional<ModuleKind> parseModuleKind(std::string_view name);
 const char *granularityName(ScaleGranularity g);
 const char *nibbleOrderName(NibbleOrder n);
 
+/// Activation quantization (formats.md §5, kitchen-numerics.md §3): the
+/// reference forward (Forward.cpp) and the compiled lowering
+/// (ComfyQuantToLinalg) both read these.
+struct ActQuant {
+  /// Per-row int8: s = max(amax / 127, 1e-30) in f32, codes in [-128, 127].
+  static constexpr double kInt8Max = 127.0, kInt8Min = -128.0;
+  static constexpr double kInt8MinScale = 1e-30;
+  /// Per-row int4 (convrot_w4a4 linear_dtype=int4): s = max(amax, 1e-10) / 7,
+  /// codes in [-7, 7].
+  static constexpr double kInt4Max = 7.0, kInt4MinAmax = 1e-10;
+  /// NVFP4 dynamic global scale: amax(|x|) / (6 · 448).
+  static constexpr double kNvfp4GlobalDivisor = 2688.0;
+  /// W4A8 / W6A8 weight grid: clamp(RNE(level · s_rel), -127, 127).
+  static constexpr double kGridMax = 127.0;
+};
+
 /// Default ConvRot group size (formats.md §3).
 constexpr int64_t kDefaultRotationGroup = 256;
 /// convrot_w4a4 kernels tile K by 64 (quant_group_size, fixed by ComfyUI).

@@ -38,6 +38,14 @@ uint8_t encodeE5M2(float f);
 /// entry (r, c) for a scale matrix with `cols` logical columns (formats.md
 /// §4.0). Storage holds roundup(rows,128) * roundup(cols,4) entries.
 uint64_t swizzledScaleOffset(uint64_t r, uint64_t c, uint64_t cols);
+/// Largest finite magnitudes of the code formats, and the E8M0 exponent
+/// bias and largest non-NaN code. Shared by the reference path and the
+/// compiled lowering.
+constexpr double kE4M3Max = 448.0;
+constexpr double kE5M2Max = 57344.0;
+constexpr double kE2M1Max = 6.0;
+constexpr int kE8M0Bias = 127, kE8M0MaxCode = 254;
+
 /// Number of stored entries of a swizzled scale matrix.
 uint64_t swizzledScaleCount(uint64_t rows, uint64_t cols);
 
