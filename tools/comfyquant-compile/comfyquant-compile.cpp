@@ -3,7 +3,7 @@
 //   comfyquant-compile CHECKPOINT --target cpu -o DIR [--modules GLOB]...
 //       [--dtypes f32,bf16,f16] [--variants x86-64-v3,avx512-vnni,amx]
 //       [--emit=so|mlir|llvm|asm] [--print-ir-after-all]
-//       [--kind NAME=KIND]... [--shape NAME=NxK]...
+//       [--kind NAME=KIND]... [--shape NAME=NxK]... [-j N]
 //
 // Imports the checkpoint (lib/Import), decomposes every selected module
 // into computation ops per activation dtype (buildComfyQuantDecomposePipeline),
@@ -13,7 +13,10 @@
 // and manifest.json (docs/CpuCodegen.md §3) atomically: both are written in
 // a temporary sibling directory that is renamed over DIR at the end.
 // Identical kernels (same format, shape and options) are compiled once and
-// shared. Progress per module on stderr; any error: message, exit code 1.
+// shared. Kernel x variant codegen jobs run on -j worker threads (default:
+// all hardware threads), each with its own MLIRContext; the artifact does
+// not depend on the count. Progress per module on stderr; any error:
+// message, exit code 1.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/CPUCodegen.h"
 #include "comfyquant/Codegen/Passes.h"
@@ -29,6 +32,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -42,11 +46,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -88,6 +96,9 @@ static cl::opt<std::string> ukernel(cl::cat(toolOptions), "ukernel",
                                     cl::init(""));
 static cl::list<std::string>
     kinds(cl::cat(toolOptions), "kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
+static cl::opt<int> compileJobs(cl::cat(toolOptions), "j",
+    cl::desc("Parallel codegen jobs (default: all hardware threads)"),
+    cl::init(0));
 static cl::list<std::string>
     shapes(cl::cat(toolOptions), "shape", cl::desc("Logical shape override NAME=NxK"));
 
@@ -148,7 +159,76 @@ struct Kernel {
   OwningOpRef<func::FuncOp> fn; // lowered to linalg, weights as arguments
   std::string dtype;
   std::map<std::string, std::string> entries; // variant -> symbol
+  std::optional<std::string> owner;            // first module using it
 };
+
+/// One kernel compiled for one CPU variant.
+struct CodegenJob {
+  std::string module;
+  int kernel = 0;
+  std::string dtype;
+  const CPUVariant *variant = nullptr;
+  std::string entry;
+  double seconds = 0;
+  std::string error;
+};
+
+/// The kernel as a module in text form (generic form, with locations), so a
+/// worker thread can parse it into its own context.
+std::string printForWorker(func::FuncOp fn) {
+  OwningOpRef<ModuleOp> m(ModuleOp::create(fn.getLoc()));
+  m->push_back(cast<func::FuncOp>(fn->clone()));
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m->print(os, OpPrintingFlags().printGenericOpForm().enableDebugInfo());
+  return s;
+}
+
+void writeFile(const std::string &path, const std::string &bytes);
+
+/// Parses the kernel into `ctx`, runs the CPU codegen pipeline for the
+/// job's variant and writes `<entry>.o` into `dir` (or prints the requested
+/// form). Errors throw Fatal.
+void runCodegenJob(MLIRContext &ctx, const CodegenJob &j,
+                   const std::string &text, StringRef dir,
+                   const std::string &emit, std::mutex &stdoutMutex) {
+  const std::string what = "codegen of '" + j.module + "' (" + j.dtype + ", " +
+                           j.variant->name + ")";
+  OwningOpRef<ModuleOp> km = parseSourceString<ModuleOp>(text, &ctx);
+  if (!km)
+    die(what + ": the kernel IR does not parse");
+  auto fn = cast<func::FuncOp>(km->getBody()->front());
+  fn->setAttr("comfyquant.entry", StringAttr::get(&ctx, j.entry));
+  runPipeline(*km, what, [&](OpPassManager &pm) {
+    CPUCodegenOptions o;
+    o.variant = j.variant->name;
+    o.ukernel = ukernel;
+    o.lowerComfyQuant = false;
+    o.lowerToLLVM = emit != "mlir";
+    buildComfyQuantCPUCodegenPipeline(pm, o);
+  });
+  if (emit == "mlir") {
+    std::lock_guard<std::mutex> lock(stdoutMutex);
+    llvm::outs() << "// " << j.module << " " << j.dtype << " "
+                 << j.variant->name << "\n"
+                 << printOp(*km) << "\n";
+    return;
+  }
+  std::string object, error, text2;
+  if (!emitCPUObject(*km, *j.variant, object, error,
+                     emit == "asm" ? &text2 : nullptr,
+                     emit == "llvm" ? &text2 : nullptr))
+    die("module '" + j.module + "' (" + j.dtype + ", " + j.variant->name +
+        "): " + error);
+  if (emit != "so") {
+    std::lock_guard<std::mutex> lock(stdoutMutex);
+    llvm::outs() << "; " << j.module << " " << j.dtype << " "
+                 << j.variant->name << "\n"
+                 << text2 << "\n";
+    return;
+  }
+  writeFile((dir + "/" + j.entry + ".o").str(), object);
+}
 
 struct ModuleRecord {
   std::string name;
@@ -375,68 +455,115 @@ static int compileMain(int argc, char **argv) {
     }
   } tmpGuard{tmpDir};
   auto cleanupAndDie = [&](const std::string &msg) { die(msg); };
-  std::vector<std::string> objects;
-  size_t done = 0;
+
+  // One job per (distinct kernel, variant), in module order. The kernel is
+  // handed over as text: each worker thread has its own MLIRContext (pass
+  // managers, diagnostics and the LLVM translation registry are per
+  // context) and LLVMContext.
+  std::vector<CodegenJob> jobs;
+  std::map<std::string, int> jobsLeft; // module -> unfinished jobs
+  std::map<std::string, int> freshKernels;
+  std::vector<std::string> kernelText(kernels.size());
   for (const std::string &name : selected) {
     ModuleRecord &r = records[name];
-    auto t0 = std::chrono::steady_clock::now();
-    int fresh = 0;
+    jobsLeft[name] = 0;
     for (auto &[dt, ki] : r.kernelOf) {
       Kernel &k = kernels[ki];
-      if (!k.entries.empty())
+      if (k.owner.has_value())
         continue; // shared with an earlier module
-      ++fresh;
+      k.owner = name;
+      ++freshKernels[name];
+      if (kernelText[ki].empty())
+        kernelText[ki] = printForWorker(*k.fn);
       for (const CPUVariant *v : vs) {
-        std::string entry = "cq_" + std::to_string(ki) + "_" + dt + "_" +
-                            v->shortName;
-        OwningOpRef<ModuleOp> km(ModuleOp::create(UnknownLoc::get(&ctx)));
-        auto fn = cast<func::FuncOp>(k.fn->clone());
-        fn->setAttr("comfyquant.entry", StringAttr::get(&ctx, entry));
-        km->push_back(fn);
-        runPipeline(*km, "codegen of '" + name + "' (" + dt + ", " + v->name + ")",
-                    [&](OpPassManager &pm) {
-                      CPUCodegenOptions o;
-                      o.variant = v->name;
-                      o.ukernel = ukernel;
-                      o.lowerComfyQuant = false;
-                      o.lowerToLLVM = emit != "mlir";
-                      buildComfyQuantCPUCodegenPipeline(pm, o);
-                    });
-        if (emit == "mlir") {
-          llvm::outs() << "// " << name << " " << dt << " " << v->name << "\n"
-                       << printOp(*km) << "\n";
-          continue;
-        }
-        std::string object, error, text;
-        if (!emitCPUObject(*km, *v, object, error,
-                           emit == "asm" ? &text : nullptr,
-                           emit == "llvm" ? &text : nullptr))
-          cleanupAndDie("module '" + name + "' (" + dt + ", " + v->name +
-                        "): " + error);
-        if (!emitArtifact) {
-          llvm::outs() << "; " << name << " " << dt << " " << v->name << "\n"
-                       << text << "\n";
-          continue;
-        }
-        std::string path = (tmpDir + "/" + entry + ".o").str();
-        writeFile(path, object);
-        objects.push_back(path);
-        k.entries[v->name] = entry;
+        CodegenJob j;
+        j.module = name;
+        j.kernel = ki;
+        j.dtype = dt;
+        j.variant = v;
+        j.entry = "cq_" + std::to_string(ki) + "_" + dt + "_" + v->shortName;
+        jobs.push_back(std::move(j));
+        ++jobsLeft[name];
       }
     }
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    r.seconds += secs;
+  }
+  // Printing (--emit=mlir/llvm/asm, --print-ir-after-all) keeps job order.
+  unsigned workers = std::min<unsigned>(
+      jobs.size(), compileJobs > 0 ? unsigned(compileJobs)
+                                   : std::max(1u, std::thread::hardware_concurrency()));
+  if (!emitArtifact || printIRAfterAll)
+    workers = 1;
+  std::mutex mu; // progress, records, stdout
+  size_t done = 0;
+  auto finishJob = [&](const CodegenJob &j) {
+    std::lock_guard<std::mutex> lock(mu);
+    ModuleRecord &r = records[j.module];
+    r.seconds += j.seconds;
+    if (--jobsLeft[j.module] > 0)
+      return;
     ++done;
     llvm::errs() << "comfyquant-compile: [" << done << "/" << selected.size()
-                 << "] " << name << " ("
+                 << "] " << j.module << " ("
                  << rt::formatName(toRegistry(r.info.getFormat().getKind()))
                  << " " << r.info.getOutFeatures() << "x"
-                 << r.info.getInFeatures() << "): "
-                 << llvm::format("%.2f", r.seconds) << " s"
-                 << (fresh ? "" : " (kernels shared)") << "\n";
+                 << r.info.getInFeatures()
+                 << "): " << llvm::format("%.2f", r.seconds) << " s\n";
+  };
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto work = [&]() {
+    DialectRegistry workerRegistry;
+    registerAllDialects(workerRegistry);
+    registerAllExtensions(workerRegistry);
+    workerRegistry.insert<ComfyQuantDialect>();
+    MLIRContext wctx(workerRegistry, MLIRContext::Threading::DISABLED);
+    for (size_t i; !failed && (i = next++) < jobs.size();) {
+      CodegenJob &j = jobs[i];
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        runCodegenJob(wctx, j, kernelText[j.kernel], tmpDir, emit, mu);
+      } catch (const Fatal &f) {
+        j.error = f.message;
+        failed = true;
+        return;
+      }
+      j.seconds = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+      finishJob(j);
+    }
+  };
+  if (workers <= 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < workers; ++t)
+      pool.emplace_back(work);
+    for (std::thread &t : pool)
+      t.join();
   }
+  for (const CodegenJob &j : jobs)
+    if (!j.error.empty())
+      cleanupAndDie(j.error);
+  std::vector<std::string> objects;
+  for (const CodegenJob &j : jobs) {
+    kernels[j.kernel].entries[j.variant->name] = j.entry;
+    if (emitArtifact)
+      objects.push_back((tmpDir + "/" + j.entry + ".o").str());
+  }
+  // Modules whose kernels were all shared with earlier ones.
+  for (const std::string &name : selected)
+    if (!freshKernels.count(name)) {
+      ModuleRecord &r = records[name];
+      ++done;
+      llvm::errs() << "comfyquant-compile: [" << done << "/" << selected.size()
+                   << "] " << name << " ("
+                   << rt::formatName(toRegistry(r.info.getFormat().getKind()))
+                   << " " << r.info.getOutFeatures() << "x"
+                   << r.info.getInFeatures()
+                   << "): " << llvm::format("%.2f", r.seconds)
+                   << " s (kernels shared)\n";
+    }
   llvm::outs().flush();
   if (!emitArtifact)
     return 0;
