@@ -25,8 +25,14 @@ struct EmitPackedEntriesPass
     SymbolTable symbols(module);
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     llvm::StringSet<> exported;
+    // Entries that honour their column-range arguments, for the manifest
+    // (the one comfyquant.* attribute kept on the module).
+    SmallVector<Attribute> columnSplit;
     if (entries) {
       for (NamedAttribute e : entries) {
+        if (auto fn = symbols.lookup(e.getName()))
+          if (fn->hasAttr("comfyquant.column_range"))
+            columnSplit.push_back(e.getValue());
         std::string ciface = ("_mlir_ciface_" + e.getName().strref()).str();
         auto target = symbols.lookup<LLVM::LLVMFuncOp>(ciface);
         if (!target) {
@@ -92,6 +98,7 @@ struct EmitPackedEntriesPass
         op->removeDiscardableAttr(n);
     };
     module.walk(strip);
+    module->setAttr("comfyquant.column_split", ArrayAttr::get(ctx, columnSplit));
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
       auto iface = cast<FunctionOpInterface>(fn.getOperation());
       for (unsigned i = 0; i < fn.getNumArguments(); ++i) {

@@ -58,6 +58,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantCPUCheckColumnRange());
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUAmxGemm());
   pm.addPass(createComfyQuantCPUMaterializeIntrinsics());
   pm.addPass(createCanonicalizerPass());

@@ -58,6 +58,16 @@ struct PrepareABIPass
         }
         if (failed(func.eraseResult(0)))
           return signalPassFailure();
+        // Columns [begin, end) of y to compute: the runtime may split N
+        // across threads. A kernel that cannot restrict itself to them
+        // computes every column (comfyquant.column_range says which).
+        for (StringRef name : {"comfyquant.column_begin",
+                               "comfyquant.column_end"})
+          if (failed(func.insertArgument(
+                  func.getNumArguments(), b.getIndexType(),
+                  b.getDictionaryAttr({b.getNamedAttr(name, b.getUnitAttr())}),
+                  func.getLoc())))
+            return signalPassFailure();
       } else if (type.getNumResults() != 0) {
         func.emitOpError("must have one tensor result (y) or none");
         return signalPassFailure();

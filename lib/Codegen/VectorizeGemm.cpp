@@ -33,6 +33,8 @@
 #include "comfyquant/Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -75,8 +77,16 @@ private:
   linalg::GenericOp epilogue;
   unsigned epilogueAcc = 0;
   linalg::GenericOp bProducer;
-  /// tensor.empty [nr, K] and [N % nr, K] for B's decoded tiles.
-  Value tileBuffer, tailBuffer;
+  /// tensor.empty [rows, K] for B's decoded tiles, by tile rows (nr, the
+  /// static partial tile N % nr, or 1 for a dynamic column range's tail).
+  llvm::SmallDenseMap<int64_t, Value> decodeBuffers;
+  /// The columns [colBegin, colEnd) to compute, when the function's
+  /// column-range arguments apply to this GEMM (it writes y directly).
+  Value colBegin, colEnd;
+
+  /// The function's column-range arguments, if the nest's result is what
+  /// the function materializes into y.
+  std::pair<Value, Value> columnRange(Operation *producerOfY) const;
   bool ints() const { return m.kind == GemmMatch::Kind::I8I8I32; }
   bool vnni() const {
     return c.ukernel == "i8-vnni" || c.ukernel == "i8-vnni-emulated";
@@ -317,6 +327,31 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
   return C;
 }
 
+std::pair<Value, Value>
+GemmBuilder::columnRange(Operation *producerOfY) const {
+  auto func = producerOfY->getParentOfType<func::FuncOp>();
+  if (!func || producerOfY->getParentOp() != func.getOperation())
+    return {};
+  Value begin, end;
+  for (BlockArgument a : func.getArguments()) {
+    if (func.getArgAttr(a.getArgNumber(), "comfyquant.column_begin"))
+      begin = a;
+    if (func.getArgAttr(a.getArgNumber(), "comfyquant.column_end"))
+      end = a;
+  }
+  Value r = producerOfY->getResult(0);
+  if (!begin || !end || !r.hasOneUse())
+    return {};
+  auto store =
+      dyn_cast<bufferization::MaterializeInDestinationOp>(*r.getUsers().begin());
+  auto y = store ? dyn_cast<BlockArgument>(store.getDest()) : BlockArgument();
+  if (!y || y.getOwner() != &func.getBody().front() ||
+      !func.getArgAttr(y.getArgNumber(), "comfyquant.output"))
+    return {};
+  func->setAttr("comfyquant.column_range", UnitAttr::get(func.getContext()));
+  return {begin, end};
+}
+
 linalg::GenericOp GemmBuilder::matchEpilogue(linalg::GenericOp gemm,
                                              unsigned &accOperand) {
   Value r = gemm.getResult(0);
@@ -414,8 +449,7 @@ Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
         if (auto slice = tiledOp.getDpsInits()[0]
                              .getDefiningOp<tensor::ExtractSliceOp>())
           if (slice.getSource().getDefiningOp<tensor::EmptyOp>())
-            tiledOp.getDpsInitsMutable()[0].set(
-                nr == c.nr ? tileBuffer : tailBuffer);
+            tiledOp.getDpsInitsMutable()[0].set(decodeBuffers.lookup(nr));
     }
   }
   if (!bt) {
@@ -480,12 +514,14 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
   Value M = tensor::DimOp::create(b, A, 0);
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value mcC = arith::ConstantIndexOp::create(b, c.mc);
+  std::tie(colBegin, colEnd) =
+      columnRange(epilogue ? epilogue.getOperation() : op.getOperation());
   if (bProducer) {
     Type elt = cast<RankedTensorType>(B.getType()).getElementType();
-    tileBuffer = tensor::EmptyOp::create(b, ArrayRef<int64_t>{c.nr, m.k}, elt);
-    if (N % c.nr)
-      tailBuffer =
-          tensor::EmptyOp::create(b, ArrayRef<int64_t>{N % c.nr, m.k}, elt);
+    for (int64_t rows : {c.nr, colBegin ? int64_t(1) : N % c.nr})
+      if (rows > 0 && !decodeBuffers.count(rows))
+        decodeBuffers[rows] =
+            tensor::EmptyOp::create(b, ArrayRef<int64_t>{rows, m.k}, elt);
   }
   auto blocks = scf::ForOp::create(
       b, zero, M, mcC, ValueRange{dest},
@@ -494,6 +530,31 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
         Value mEnd = arith::MinSIOp::create(
             ib, arith::AddIOp::create(ib, mb, mcC), M);
         Value C = iter[0];
+        if (colBegin) {
+          // A column range: full nr tiles, then single columns.
+          Value nrC = arith::ConstantIndexOp::create(ib, c.nr);
+          Value span = arith::SubIOp::create(ib, colEnd, colBegin);
+          Value fullEnd = arith::AddIOp::create(
+              ib, colBegin,
+              arith::MulIOp::create(ib, arith::DivUIOp::create(ib, span, nrC),
+                                    nrC));
+          auto tiles = scf::ForOp::create(
+              ib, colBegin, fullEnd, nrC, ValueRange{C},
+              [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
+                ImplicitLocOpBuilder ib2(loc2, nb2);
+                scf::YieldOp::create(ib2,
+                                     nTile(ib2, it2[0], n0, c.nr, mb, mEnd));
+              });
+          auto rest = scf::ForOp::create(
+              ib, fullEnd, colEnd, arith::ConstantIndexOp::create(ib, 1),
+              tiles.getResults(),
+              [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
+                ImplicitLocOpBuilder ib2(loc2, nb2);
+                scf::YieldOp::create(ib2, nTile(ib2, it2[0], n0, 1, mb, mEnd));
+              });
+          scf::YieldOp::create(ib, rest.getResult(0));
+          return;
+        }
         if (nFull > 0) {
           auto tiles = scf::ForOp::create(
               ib, arith::ConstantIndexOp::create(ib, 0),

@@ -69,7 +69,8 @@ Manifest parseManifest(const std::string &text, const std::string &file) {
   Reader r(file);
   Manifest m;
   m.version = static_cast<int>(r.integer(j, "version", "manifest"));
-  if (m.version != 1)
+  // Version 2: entries take the column range [begin, end) after the weights.
+  if (m.version != 2)
     r.fail("unsupported manifest version " + std::to_string(m.version));
   m.target = r.str(j, "target", "manifest");
   if (m.target != "cpu")
@@ -120,6 +121,24 @@ Manifest parseManifest(const std::string &text, const std::string &file) {
         if (!v.value().is_string())
           r.fail(where + ": entry symbols must be strings");
         a.entries[it.key()][v.key()] = v.value().get<std::string>();
+      }
+    }
+    if (mj.contains("column_split")) {
+      const json &cs = mj["column_split"];
+      if (!cs.is_array())
+        r.fail(where + ": \"column_split\" must be an array of entry symbols");
+      for (const json &c : cs) {
+        if (!c.is_string())
+          r.fail(where + ": \"column_split\" must be an array of entry symbols");
+        std::string sym = c.get<std::string>();
+        bool known = false;
+        for (const auto &[dt, byVariant] : a.entries)
+          for (const auto &[v, s] : byVariant)
+            known = known || s == sym;
+        if (!known)
+          r.fail(where + ": \"column_split\" names '" + sym +
+                 "', which is not an entry of this module");
+        a.columnSplit.insert(sym);
       }
     }
     const json &ws = r.field(mj, "weights", where);

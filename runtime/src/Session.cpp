@@ -5,6 +5,7 @@
 #include "comfyquant/runtime/Error.h"
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,9 @@ std::string hashString(uint64_t h) {
   return buf;
 }
 
+/// Column split granularity: every part but the last is a multiple of it.
+constexpr int64_t kColumnChunk = 16;
+
 std::string baseName(const std::string &p) {
   size_t s = p.find_last_of('/');
   return s == std::string::npos ? p : p.substr(s + 1);
@@ -57,10 +61,16 @@ std::string baseName(const std::string &p) {
 
 } // namespace
 
+/// An entry of the session's variant for one activation dtype.
+struct Session::BoundEntry {
+  std::string dtype;
+  KernelEntry fn;
+  bool columns; ///< computes only the column range it is given
+};
+
 struct Session::Bound {
   const ArtifactModule *m = nullptr;
-  /// dtype key -> entry of the session's variant.
-  std::vector<std::pair<std::string, KernelEntry>> entries;
+  std::vector<BoundEntry> entries;
   /// One descriptor per weight, in argument order.
   std::vector<std::vector<int64_t>> weights;
 };
@@ -128,7 +138,8 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
       if (it == byVariant.end())
         throw Error(artifactDir, subject,
                     "no " + dt + " kernel for CPU variant '" + variant + "'");
-      b.entries.push_back({dt, s->artifact_->entry(it->second)});
+      b.entries.push_back({dt, s->artifact_->entry(it->second),
+                           m.columnSplit.count(it->second) > 0});
     }
     for (const ArtifactWeight &w : m.weights) {
       const TensorInfo *t = s->checkpoint_->find(w.tensor);
@@ -182,15 +193,16 @@ const Session::Bound &Session::bound(size_t module) const {
   return bound_[module];
 }
 
-KernelEntry Session::entryFor(const Bound &b, DType dtype) const {
+const Session::BoundEntry &Session::entryFor(const Bound &b,
+                                               DType dtype) const {
   const char *key = dtypeKey(dtype);
   if (!key)
     throw Error(artifact_->dir(), moduleSubject(b.m->name),
                 std::string("activations must be F32, BF16 or F16, got ") +
                     dtypeName(dtype));
-  for (const auto &[dt, fn] : b.entries)
-    if (dt == key)
-      return fn;
+  for (const BoundEntry &e : b.entries)
+    if (e.dtype == key)
+      return e;
   throw Error(artifact_->dir(), moduleSubject(b.m->name),
               std::string("the artifact has no ") + key +
                   " kernels (compile with --dtypes including " + key + ")");
@@ -203,7 +215,7 @@ void Session::run(size_t module, DType dtype, const void *x, int64_t m,
   const std::string subject = moduleSubject(am.name);
   if (am.kind == "embedding")
     throw Error(artifact_->dir(), subject, "an embedding takes indices (lookup)");
-  KernelEntry fn = entryFor(b, dtype);
+  const BoundEntry &entry = entryFor(b, dtype);
   if (m < 0 || (m > 0 && (!x || !y)))
     throw Error(artifact_->dir(), subject, "bad activation rows or pointers");
   const bool moe = am.kind == "moe";
@@ -215,12 +227,8 @@ void Session::run(size_t module, DType dtype, const void *x, int64_t m,
     return;
   const size_t esize = dtypeSize(dtype);
   const int64_t K = am.inFeatures, N = am.outFeatures;
-  // Rows per thread: at least 16, so small calls stay on one thread.
-  int64_t parts = 1;
-  if (am.rowIndependent && threads_ > 1)
-    parts = std::min<int64_t>(threads_, (m + 15) / 16);
-  const int64_t chunk = (m + parts - 1) / parts;
-  auto call = [&](int64_t row0, int64_t rows) {
+  // rows [row0, row0 + rows) x columns [c0, c1) of y.
+  auto call = [&](int64_t row0, int64_t rows, int64_t c0, int64_t c1) {
     std::vector<int64_t> xd = descriptor(
         static_cast<const uint8_t *>(x) + row0 * K * esize, {rows, K});
     std::vector<int64_t> yd = descriptor(
@@ -231,19 +239,32 @@ void Session::run(size_t module, DType dtype, const void *x, int64_t m,
       args.push_back(&e);
     for (const std::vector<int64_t> &w : b.weights)
       args.push_back(const_cast<int64_t *>(w.data()));
-    fn(args.data());
+    args.push_back(&c0);
+    args.push_back(&c1);
+    entry.fn(args.data());
   };
-  if (parts == 1) {
-    call(0, m);
-    return;
+  // Threads split the columns when the kernel honours a column range: each
+  // decodes only its share of the weights, whatever M is. Otherwise rows,
+  // at least 16 per thread, when rows are independent.
+  std::vector<std::array<int64_t, 4>> parts; // row0, rows, c0, c1
+  if (entry.columns && threads_ > 1 && N >= 2 * kColumnChunk) {
+    int64_t n = std::min<int64_t>(threads_, N / kColumnChunk);
+    int64_t chunk = ((N + n - 1) / n + kColumnChunk - 1) / kColumnChunk *
+                    kColumnChunk;
+    for (int64_t c0 = 0; c0 < N; c0 += chunk)
+      parts.push_back({0, m, c0, std::min(N, c0 + chunk)});
+  } else if (am.rowIndependent && threads_ > 1) {
+    int64_t n = std::min<int64_t>(threads_, (m + 15) / 16);
+    int64_t chunk = (m + n - 1) / n;
+    for (int64_t r0 = 0; r0 < m; r0 += chunk)
+      parts.push_back({r0, std::min(chunk, m - r0), 0, N});
+  } else {
+    parts.push_back({0, m, 0, N});
   }
   std::vector<std::thread> pool;
-  for (int64_t p = 1; p < parts; ++p) {
-    int64_t r0 = p * chunk, rows = std::min(chunk, m - r0);
-    if (rows > 0)
-      pool.emplace_back(call, r0, rows);
-  }
-  call(0, std::min(chunk, m));
+  for (size_t p = 1; p < parts.size(); ++p)
+    pool.emplace_back(call, parts[p][0], parts[p][1], parts[p][2], parts[p][3]);
+  call(parts[0][0], parts[0][1], parts[0][2], parts[0][3]);
   for (std::thread &t : pool)
     t.join();
 }
@@ -255,7 +276,7 @@ void Session::lookup(size_t module, DType dtype, const int64_t *indices,
   const std::string subject = moduleSubject(am.name);
   if (am.kind != "embedding")
     throw Error(artifact_->dir(), subject, "is not an embedding");
-  KernelEntry fn = entryFor(b, dtype);
+  const BoundEntry &entry = entryFor(b, dtype);
   if (m < 0 || (m > 0 && (!indices || !y)))
     throw Error(artifact_->dir(), subject, "bad index count or pointers");
   for (int64_t i = 0; i < m; ++i)
@@ -271,7 +292,10 @@ void Session::lookup(size_t module, DType dtype, const int64_t *indices,
   std::vector<void *> args = {id.data(), yd.data()};
   for (const std::vector<int64_t> &w : b.weights)
     args.push_back(const_cast<int64_t *>(w.data()));
-  fn(args.data());
+  int64_t c0 = 0, c1 = am.inFeatures; // every column of the rows
+  args.push_back(&c0);
+  args.push_back(&c1);
+  entry.fn(args.data());
 }
 
 } // namespace comfyquant::rt

@@ -6,7 +6,9 @@
 // argument, y a destination argument at position 1 written in place, the
 // GEMM a pmaddwd micro-kernel; the result is LLVM dialect with one packed
 // entry `void cq_test(void **args)` (args[i] -> descriptor of argument i)
-// and every other function internal.
+// and every other function internal. The GEMM writes y directly, so the
+// function honours its trailing column range [begin, end) and its entry is
+// listed in the module's comfyquant.column_split.
 
 comfyquant.checkpoint @checkpoint path "m.safetensors" size 4096 hash "fnv1a64:0123456789abcdef" {
   comfyquant.tensor @"p.weight" : tensor<32x64xi8> at 256
@@ -17,21 +19,25 @@ comfyquant.checkpoint @checkpoint path "m.safetensors" size 4096 hash "fnv1a64:0
 // TENSOR-SAME:    %arg0: tensor<?x64xbf16> {bufferization.writable = false},
 // TENSOR-SAME:    %arg1: memref<?x32xbf16> {comfyquant.output},
 // TENSOR-SAME:    %arg2: tensor<32x64xi8> {bufferization.writable = false, comfyquant.dtype = "I8"
+// TENSOR-SAME:    %arg4: index {comfyquant.column_begin}, %arg5: index {comfyquant.column_end})
+// TENSOR-SAME:    comfyquant.column_range
 // TENSOR-SAME:    comfyquant.strategy = {cpu = "x86-64-v3"
 // TENSOR-SAME:    llvm.emit_c_interface
+// TENSOR:         scf.for %{{.*}} = %arg4 to %{{.*}} step %c2
 // TENSOR:         comfyquant.intrinsic = "llvm.x86.avx2.pmadd.wd"
 // TENSOR:         bufferization.materialize_in_destination %{{.*}} in restrict writable %arg1 : (tensor<?x32xbf16>, memref<?x32xbf16>) -> ()
 // TENSOR-NEXT:    return{{$}}
 
+// CHECK:       module attributes {comfyquant.column_split = ["cq_test"]}
 // CHECK-NOT:   comfyquant.
 // CHECK:       llvm.func internal @p(
 // CHECK:         llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
-// CHECK:       llvm.func internal @_mlir_ciface_p(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+// CHECK:       llvm.func internal @_mlir_ciface_p(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: i64, %{{.*}}: i64)
 // CHECK:       llvm.func @cq_test(%[[ARGS:.*]]: !llvm.ptr) {
 // CHECK-NEXT:    %[[X:.*]] = llvm.load %[[ARGS]] : !llvm.ptr -> !llvm.ptr
 // CHECK-NEXT:    %[[P1:.*]] = llvm.getelementptr %[[ARGS]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
 // CHECK-NEXT:    %[[Y:.*]] = llvm.load %[[P1]] : !llvm.ptr -> !llvm.ptr
-// CHECK:         llvm.call @_mlir_ciface_p(%[[X]], %[[Y]], %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK:         llvm.call @_mlir_ciface_p(%[[X]], %[[Y]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64) -> ()
 // CHECK-NEXT:    llvm.return
 
 // VNNI: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"

@@ -5,7 +5,8 @@ For every module of a checkpoint, for f32 and bf16 inputs of M rows, runs
 integer formats (exact i32 accumulation, same epilogue order) must be
 bit-identical; float formats (fp8, nvfp4, mxfp8: f32 GEMMs whose summation
 order differs) within 8 units of the output dtype's rounding of |a|+|b|
-plus 1e-6·max|y|.
+plus 1e-6·max|y|. The compiled output must not depend on the thread
+count (--threads 1 and 3: columns or rows split across threads).
 """
 import json
 import os
@@ -42,17 +43,24 @@ for mod in report["modules"]:
         subprocess.check_call([sys.executable, os.path.join(os.path.dirname(__file__), "make_input.py"),
                                x, dtype, str(m_rows), str(mod["in_features"])])
         outs = {}
-        for how in (["--artifact", artifact], ["--reference"]):
-            out = os.path.join(tmp, "y%s.safetensors" % how[0])
+        for how in (["--artifact", artifact], ["--reference"],
+                    ["--artifact", artifact, "--threads", "1"],
+                    ["--artifact", artifact, "--threads", "3"]):
+            key = " ".join(how[:1] + how[2:])
+            out = os.path.join(tmp, "y%d.safetensors" % len(outs))
             p = subprocess.run([run, ckpt, "--module", mod["name"], "--input", x, "-o", out] + how,
                                capture_output=True, text=True)
             if p.returncode != 0:
                 print("FAIL %s %s %s: %s" % (mod["name"], dtype, how[0], p.stderr.strip()))
                 failures += 1
                 break
-            outs[how[0]] = values(out)
-        if len(outs) != 2:
+            outs[key] = values(out)
+        if len(outs) != 4:
             continue
+        if not (outs["--artifact --threads 1"][1] == outs["--artifact --threads 3"][1]
+                == outs["--artifact"][1]):
+            print("FAIL %s %s: output depends on the thread count" % (mod["name"], dtype))
+            failures += 1
         (a, ra, u), (b, rb, _) = outs["--artifact"], outs["--reference"]
         if mod["format"] in INT:
             ok, how = ra == rb, "bit-identical"

@@ -160,6 +160,7 @@ struct Kernel {
   std::string dtype;
   std::map<std::string, std::string> entries; // variant -> symbol
   std::optional<std::string> owner;            // first module using it
+  std::vector<std::string> columnSplit;        // entries splitting columns
 };
 
 /// One kernel compiled for one CPU variant.
@@ -171,6 +172,7 @@ struct CodegenJob {
   std::string entry;
   double seconds = 0;
   std::string error;
+  bool columnSplit = false; ///< the entry honours its column range
 };
 
 /// The kernel as a module in text form (generic form, with locations), so a
@@ -189,7 +191,7 @@ void writeFile(const std::string &path, const std::string &bytes);
 /// Parses the kernel into `ctx`, runs the CPU codegen pipeline for the
 /// job's variant and writes `<entry>.o` into `dir` (or prints the requested
 /// form). Errors throw Fatal.
-void runCodegenJob(MLIRContext &ctx, const CodegenJob &j,
+void runCodegenJob(MLIRContext &ctx, CodegenJob &j,
                    const std::string &text, StringRef dir,
                    const std::string &emit, std::mutex &stdoutMutex) {
   const std::string what = "codegen of '" + j.module + "' (" + j.dtype + ", " +
@@ -213,6 +215,12 @@ void runCodegenJob(MLIRContext &ctx, const CodegenJob &j,
                  << j.variant->name << "\n"
                  << printOp(*km) << "\n";
     return;
+  }
+  if (auto split = (*km)->getAttrOfType<ArrayAttr>("comfyquant.column_split")) {
+    for (Attribute a : split)
+      if (cast<StringAttr>(a).getValue() == j.entry)
+        j.columnSplit = true;
+    (*km)->removeAttr("comfyquant.column_split");
   }
   std::string object, error, text2;
   if (!emitCPUObject(*km, *j.variant, object, error,
@@ -548,6 +556,8 @@ static int compileMain(int argc, char **argv) {
   std::vector<std::string> objects;
   for (const CodegenJob &j : jobs) {
     kernels[j.kernel].entries[j.variant->name] = j.entry;
+    if (j.columnSplit)
+      kernels[j.kernel].columnSplit.push_back(j.entry);
     if (emitArtifact)
       objects.push_back((tmpDir + "/" + j.entry + ".o").str());
   }
@@ -577,7 +587,7 @@ static int compileMain(int argc, char **argv) {
     llvm::sys::fs::remove(o);
 
   nlohmann::ordered_json manifest;
-  manifest["version"] = 1;
+  manifest["version"] = 2;
   manifest["target"] = "cpu";
   manifest["checkpoint"] = {{"path", inputFile.getValue()},
                             {"size", ckpt->totalSize()},
@@ -607,6 +617,13 @@ static int compileMain(int argc, char **argv) {
     for (auto &[dt, ki] : r.kernelOf)
       entry[dt] = kernels[ki].entries;
     j["entry"] = entry;
+    // Entries that compute only the columns [begin, end) they are given
+    // (the runtime may split N across threads for them).
+    std::vector<std::string> split;
+    for (auto &[dt, ki] : r.kernelOf)
+      split.insert(split.end(), kernels[ki].columnSplit.begin(),
+                   kernels[ki].columnSplit.end());
+    j["column_split"] = split;
     j["weights"] = r.weights;
     j["compile_seconds"] = std::round(r.seconds * 1000.0) / 1000.0;
     mods.push_back(j);

@@ -12,6 +12,10 @@ def ComfyQuantCPUPrepareABI
     at position 1 that the result is materialized into (destination-passing
     style, so bufferization writes `y` in place), returns nothing, and is
     marked `llvm.emit_c_interface`. The activation argument is read-only.
+    Two trailing `index` arguments (`comfyquant.column_begin`,
+    `comfyquant.column_end`) name the columns of y the call must compute;
+    kernels whose GEMM writes y directly honour them (and are marked
+    `comfyquant.column_range`), others compute all of y.
     The entry symbol of each function (`comfyquant.entry`, default
     `<name>_entry`) is recorded in the module attribute
     `comfyquant.entries` for `comfyquant-cpu-emit-packed-entries`.
@@ -96,6 +100,21 @@ def ComfyQuantCPUVectorizeElementwise
                            "::mlir::vector::VectorDialect"];
 }
 
+def ComfyQuantCPUCheckColumnRange
+    : Pass<"comfyquant-cpu-check-column-range", "::mlir::func::FuncOp"> {
+  let summary = "Keep comfyquant.column_range only where y is written in place";
+  let description = [{
+    Runs after bufferization. A function marked `comfyquant.column_range`
+    computes only the columns its column-range arguments name, so
+    concurrent calls for disjoint ranges must touch disjoint parts of y.
+    That holds when y (the `comfyquant.output` argument) is only written
+    element- or vector-wise, possibly through views. Any other writer (a
+    copy of a temporary into y, a linalg op, a call) would write every
+    column: the mark is removed, and the runtime then never splits columns
+    (it passes [0, N), which such a kernel computes completely).
+  }];
+}
+
 def ComfyQuantCPUAmxGemm
     : Pass<"comfyquant-cpu-amx-gemm", "::mlir::func::FuncOp"> {
   let summary = "AMX int8 tile GEMMs (tdpbssd) on buffers";
@@ -154,7 +173,9 @@ def ComfyQuantCPUEmitPackedEntries
     index, to the scalar), calls `_mlir_ciface_<func>`, and gives every
     other function internal linkage. Erases the remaining comfyquant ops
     (the checkpoint description) and drops `comfyquant.*` attributes so the
-    module translates to LLVM IR.
+    module translates to LLVM IR, except the module's
+    `comfyquant.column_split`: the entry symbols whose function carries
+    `comfyquant.column_range` (for the manifest; the driver removes it).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct ArtifactModule {
   bool rowIndependent = true;
   /// dtype ("f32", "bf16", "f16") -> variant -> entry symbol.
   std::map<std::string, std::map<std::string, std::string>> entries;
+  /// Entry symbols that compute only the columns [begin, end) they are
+  /// passed, so N may be split across threads.
+  std::set<std::string> columnSplit;
   std::vector<ArtifactWeight> weights;
   double compileSeconds = 0;
 };

@@ -5,8 +5,10 @@
 // from the manifest's, checks every bound tensor (name, dtype, shape,
 // offset), picks the best CPU variant this machine supports (or the one
 // asked for), and runs modules with memref descriptors that point into the
-// mapped file (zero copy). Linear/MoE calls split the rows of x across
-// threads when the module's rows are independent.
+// mapped file (zero copy). Linear/MoE calls split the columns of y across
+// threads when the kernel computes a given column range (each thread then
+// decodes only its share of the weights), else the rows of x when they are
+// independent.
 //===----------------------------------------------------------------------===//
 #ifndef COMFYQUANT_RUNTIME_SESSION_H
 #define COMFYQUANT_RUNTIME_SESSION_H
@@ -62,7 +64,8 @@ private:
   Session() = default;
   struct Bound;
   const Bound &bound(size_t module) const;
-  KernelEntry entryFor(const Bound &b, DType dtype) const;
+  struct BoundEntry;
+  const BoundEntry &entryFor(const Bound &b, DType dtype) const;
 
   std::unique_ptr<Artifact> artifact_;
   std::unique_ptr<Checkpoint> checkpoint_;
