@@ -73,23 +73,24 @@ Value Emitter::index(unsigned dim) { return linalg::IndexOp::create(b, dim); }
 //===----------------------------------------------------------------------===//
 
 Value Emitter::decodeE4M3(Value byte) {
-  Value u = arith::ExtUIOp::create(b, b.getI32Type(), byte);
-  Value mag = arith::AndIOp::create(b, u, i32(0x7F));
-  Value m = arith::AndIOp::create(b, u, i32(0x7));
-  // Normal: exponent rebias 7 -> 127 (+120), mantissa 3 -> 23 bits.
-  Value normalBits =
-      arith::AddIOp::create(b, arith::ShLIOp::create(b, mag, i32(20)),
-                            i32(120 << 23));
-  Value normal = arith::BitcastOp::create(b, b.getF32Type(), normalBits);
-  // Subnormal: m * 2^-9, exact.
-  Value sub = arith::MulFOp::create(
-      b, arith::UIToFPOp::create(b, b.getF32Type(), m), f32(std::ldexp(1.0, -9)));
-  Value isSub = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, mag, i32(8));
-  Value val = select(isSub, sub, normal);
-  Value isNan = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, mag, i32(0x7F));
-  val = select(isNan, f32(std::nan("")), val);
-  Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::uge, u, i32(0x80));
-  return select(neg, arith::NegFOp::create(b, val), val);
+  // Through an IEEE half, exactly: the 4 exponent and 3 mantissa bits
+  // placed under the half's (bias 15) give x · 2^-8 for normals and
+  // subnormals alike (the half subnormal m · 2^-17 is x · 2^-8 too), so
+  // f32(half) · 256 is x. One half->f32 conversion (vcvtph2ps), no
+  // subnormal branch; only S.1111.111 (NaN) needs a select.
+  Type i16 = b.getI16Type();
+  Value u = arith::ExtUIOp::create(b, i16, byte);
+  Value mag = arith::AndIOp::create(b, u, intOf(i16, 0x7F));
+  Value sign = arith::ShLIOp::create(
+      b, arith::AndIOp::create(b, u, intOf(i16, 0x80)), intOf(i16, 8));
+  Value h = arith::OrIOp::create(
+      b, sign, arith::ShLIOp::create(b, mag, intOf(i16, 7)));
+  Value half = arith::BitcastOp::create(b, b.getF16Type(), h);
+  Value f = arith::ExtFOp::create(b, b.getF32Type(), half);
+  Value val = arith::MulFOp::create(b, f, f32(256.0));
+  Value isNan =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, mag, intOf(i16, 0x7F));
+  return select(isNan, f32(std::nan("")), val);
 }
 
 Value Emitter::decodeE5M2(Value byte) {
@@ -101,22 +102,19 @@ Value Emitter::decodeE5M2(Value byte) {
 }
 
 Value Emitter::decodeE2M1(Value code) {
-  Value u = arith::ExtUIOp::create(b, b.getI32Type(), code);
-  Value mag = arith::AndIOp::create(b, u, i32(0x7));
-  Value e = arith::ShRUIOp::create(b, mag, i32(1));
-  Value m = arith::AndIOp::create(b, mag, i32(1));
-  // e >= 1: 2^(e-1) * (1 + m/2) -> f32 exponent e + 126, mantissa bit 22.
-  Value bits = arith::OrIOp::create(
-      b, arith::ShLIOp::create(b, arith::AddIOp::create(b, e, i32(126)), i32(23)),
-      arith::ShLIOp::create(b, m, i32(22)));
-  Value normal = arith::BitcastOp::create(b, b.getF32Type(), bits);
-  Value isSub = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, e, i32(0));
-  Value half = select(arith::CmpIOp::create(b, arith::CmpIPredicate::eq, m, i32(1)),
-                      f32(0.5), f32(0.0));
-  Value val = select(isSub, half, normal);
-  Value neg = arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne, arith::AndIOp::create(b, u, i32(0x8)), i32(0));
-  return select(neg, arith::NegFOp::create(b, val), val);
+  // Through an IEEE half, exactly: exponent (2 bits) and mantissa (1 bit)
+  // placed at the top of the half's fields give x · 2^-14 for every code
+  // (0.5 is the half subnormal 2^-15), so f32(half) · 2^14 is x.
+  Type i16 = b.getI16Type();
+  Value u = arith::ExtUIOp::create(b, i16, code);
+  Value mag = arith::ShLIOp::create(
+      b, arith::AndIOp::create(b, u, intOf(i16, 0x7)), intOf(i16, 9));
+  Value sign = arith::ShLIOp::create(
+      b, arith::AndIOp::create(b, u, intOf(i16, 0x8)), intOf(i16, 12));
+  Value h = arith::OrIOp::create(b, sign, mag);
+  Value half = arith::BitcastOp::create(b, b.getF16Type(), h);
+  Value f = arith::ExtFOp::create(b, b.getF32Type(), half);
+  return arith::MulFOp::create(b, f, f32(16384.0));
 }
 
 Value Emitter::decodeE8M0(Value byte) {
