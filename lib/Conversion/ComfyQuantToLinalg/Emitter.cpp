@@ -361,18 +361,31 @@ Value mlir::comfyquant::detail::buildButterfly(OpBuilder &b, Location loc,
     Value expanded =
         tensor::ExpandShapeOp::create(b, loc, expandedType, cur, reassoc);
     const unsigned loops = rank + 2;
-    SmallVector<AffineMap> inMaps;
+    // The four butterfly inputs as slices [..., K/(4s), s] of the digit
+    // (rank-reduced), read with projected-permutation maps so the stage
+    // vectorizes along s.
+    SmallVector<OpFoldResult> sizes = mixedSizes(b, loc, expanded);
+    SmallVector<OpFoldResult> strides(loops, b.getIndexAttr(1));
+    SmallVector<int64_t> sliceShape(shape);
+    sliceShape.erase(sliceShape.begin() + rank);
+    sizes[rank] = b.getIndexAttr(1);
+    SmallVector<Value> inputs;
     for (int c = 0; c < 4; ++c) {
-      SmallVector<AffineExpr> exprs;
-      for (unsigned d = 0; d < loops; ++d)
-        exprs.push_back(d == static_cast<unsigned>(rank)
-                            ? getAffineConstantExpr(c, ctx)
-                            : getAffineDimExpr(d, ctx));
-      inMaps.push_back(AffineMap::get(loops, 0, exprs, ctx));
+      SmallVector<OpFoldResult> offsets(loops, b.getIndexAttr(0));
+      offsets[rank] = b.getIndexAttr(c);
+      inputs.push_back(tensor::ExtractSliceOp::create(
+          b, loc,
+          RankedTensorType::get(sliceShape, expandedType.getElementType()),
+          expanded, offsets, sizes, strides));
     }
+    SmallVector<AffineExpr> sliceExprs;
+    for (unsigned d = 0; d < loops; ++d)
+      if (d != static_cast<unsigned>(rank))
+        sliceExprs.push_back(getAffineDimExpr(d, ctx));
+    SmallVector<AffineMap> inMaps(4, AffineMap::get(loops, 0, sliceExprs, ctx));
     Value init = emptyTensor(b, loc, mixedSizes(b, loc, expanded), outType);
     Value stage = buildParallel(
-        b, loc, ValueRange{expanded, expanded, expanded, expanded}, inMaps,
+        b, loc, inputs, inMaps,
         init, [&](Emitter &e, ValueRange args) {
           // y[d] = 0.5 * (((h(d,0) x0 + h(d,1) x1) + h(d,2) x2) + h(d,3) x3)
           // with h(d, c) = -1 iff d + c == 3 (H4 of the regular Hadamard).

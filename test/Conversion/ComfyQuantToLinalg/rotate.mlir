@@ -3,12 +3,17 @@
 // ConvRot is the radix-4 butterfly: log4(Gr) stages of stride 1, 4, 16, ...
 // over [M, K/(4s), 4, s] views, each output 0.5 * (((±a ± b) ± c) ± d) in
 // f32 (the sign flips where digit + input index == 3); one rounding to the
-// activation type at the end. No Gr x Gr matrix appears.
+// activation type at the end. No Gr x Gr matrix appears. The four inputs
+// of a stage are slices of the digit, read with projected permutations (so
+// a stage vectorizes along s).
 
+// CHECK-DAG:   #[[DIGIT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-LABEL: func.func @rotate256
 // CHECK-NOT:   dense<
 // CHECK:       tensor.expand_shape %{{.*}} {{\[}}[0], [1, 2, 3]] output_shape [%{{.*}}, 128, 4, 1] : tensor<?x512xbf16> into tensor<?x128x4x1xbf16>
-// CHECK:       linalg.generic {indexing_maps = [#[[C0:.*]], #[[C1:.*]], #[[C2:.*]], #[[C3:.*]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK:       tensor.extract_slice %{{.*}}[0, 0, 0, 0] [%{{.*}}, 128, 1, 1] [1, 1, 1, 1] : tensor<?x128x4x1xbf16> to tensor<?x128x1xbf16>
+// CHECK:       tensor.extract_slice %{{.*}}[0, 0, 3, 0] [%{{.*}}, 128, 1, 1] [1, 1, 1, 1] : tensor<?x128x4x1xbf16> to tensor<?x128x1xbf16>
+// CHECK:       linalg.generic {indexing_maps = [#[[DIGIT]], #[[DIGIT]], #[[DIGIT]], #[[DIGIT]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
 // CHECK:         %[[D:.*]] = linalg.index 2 : index
 // CHECK:         %[[A:.*]] = arith.extf %{{.*}} : bf16 to f32
 // CHECK:         arith.cmpi eq, %[[D]], %c3
