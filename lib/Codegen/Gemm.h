@@ -30,6 +30,13 @@ struct GemmConfig {
 };
 
 std::optional<GemmConfig> readGemmConfig(Operation *op);
+
+/// An LLVM intrinsic call, held as a pure placeholder (a tagged unrealized
+/// cast) until comfyquant-cpu-materialize-intrinsics: the buffer
+/// deallocation pipeline rejects llvm.call_intrinsic, whose memory effects
+/// are unknown.
+Value intrinsicPlaceholder(OpBuilder &b, Location loc, StringRef name,
+                           Type result, ValueRange args);
 DictionaryAttr gemmConfigAttr(MLIRContext *ctx, const GemmConfig &c);
 
 } // namespace mlir::comfyquant::detail

@@ -128,6 +128,16 @@ std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
   return std::nullopt;
 }
 
+Value mlir::comfyquant::detail::intrinsicPlaceholder(OpBuilder &b,
+                                                     Location loc,
+                                                     StringRef name,
+                                                     Type result,
+                                                     ValueRange args) {
+  auto op = UnrealizedConversionCastOp::create(b, loc, TypeRange{result}, args);
+  op->setAttr("comfyquant.intrinsic", b.getStringAttr(name));
+  return op.getResult(0);
+}
+
 std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
     Operation *op) {
   auto d = op->getAttrOfType<DictionaryAttr>("comfyquant.gemm");

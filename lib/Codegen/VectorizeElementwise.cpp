@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
@@ -286,15 +288,33 @@ public:
   }
   Value index(int64_t x) { return arith::ConstantIndexOp::create(rw, loc, x); }
 
+  /// A vector whose lanes all hold the same known integer: a splat
+  /// constant, or a broadcast of a constant or of a static tensor.dim (the
+  /// vectorizer multiplies linearized indices by the row length that way).
+  static std::optional<int64_t> splatValue(Value v) { return splat(v); }
+
 private:
   RewriterBase &rw;
   Location loc;
 
   static std::optional<int64_t> splat(Value v) {
     SplatElementsAttr s;
-    if (!matchPattern(v, m_Constant(&s)))
+    if (matchPattern(v, m_Constant(&s)))
+      return s.getSplatValue<APInt>().getSExtValue();
+    auto bc = v.getDefiningOp<vector::BroadcastOp>();
+    if (!bc)
       return std::nullopt;
-    return s.getSplatValue<APInt>().getSExtValue();
+    Value x = bc.getSource();
+    if (std::optional<int64_t> k = getConstantIntValue(x))
+      return k;
+    if (auto dim = x.getDefiningOp<tensor::DimOp>()) {
+      auto type = dyn_cast<RankedTensorType>(dim.getSource().getType());
+      std::optional<int64_t> d = dim.getConstantIndex();
+      if (type && d && *d >= 0 && *d < type.getRank() &&
+          !type.isDynamicDim(*d))
+        return type.getDimSize(*d);
+    }
+    return std::nullopt;
   }
   template <typename Op> Value scalar(Value u, int64_t k) {
     return Op::create(rw, loc, u, index(k));
@@ -323,18 +343,80 @@ void foldLaneAffineIndices(func::FuncOp func) {
     auto gather = cast<vector::GatherOp>(op);
     auto base = dyn_cast<RankedTensorType>(gather.getBase().getType());
     VectorType result = gather.getVectorType();
-    if (!base || base.getRank() != 1 || result.getRank() != 1 ||
+    if (!base || base.getRank() < 1 || result.getRank() != 1 ||
         !matchPattern(gather.getMask(), m_One()))
       continue;
+    // A 2-D base read at row · D1 + column (how the vectorizer linearizes
+    // a 2-D block-scale read) is read at [row, column] directly: indexing
+    // a collapsed view would divide by D1 again for every element.
+    Value flat = gather.getBase();
+    Value offset = gather.getOffsets().back();
+    Value row, columns = gather.getIndices();
+    if (base.getRank() == 2 && !base.isDynamicDim(1) &&
+        llvm::all_of(gather.getOffsets(),
+                     [](Value v) { return isZeroInteger(v); }))
+      if (auto add = columns.getDefiningOp<arith::AddIOp>())
+        for (int side = 0; side < 2 && !row; ++side) {
+          auto mul = add->getOperand(1 - side).getDefiningOp<arith::MulIOp>();
+          if (!mul)
+            continue;
+          auto bc = mul.getLhs().getDefiningOp<vector::BroadcastOp>();
+          std::optional<int64_t> d1 =
+              LaneAffineBuilder::splatValue(mul.getRhs());
+          if (bc && bc.getSource().getType().isIndex() && d1 &&
+              *d1 == base.getDimSize(1)) {
+            row = bc.getSource();
+            columns = add->getOperand(side);
+          }
+        }
+    if (row) {
+      std::optional<LaneAffine> l = lb.split(columns);
+      if (!l)
+        continue;
+      const int64_t lo = *llvm::min_element(l->c),
+                    hi = *llvm::max_element(l->c);
+      Value col = lb.add(l->u, lb.index(lo));
+      Value r;
+      if (lo == hi) {
+        Value e = tensor::ExtractOp::create(rw, op->getLoc(), flat,
+                                            ValueRange{row, col});
+        r = vector::BroadcastOp::create(rw, op->getLoc(), result, e);
+      } else {
+        auto wide = VectorType::get({hi - lo + 1}, result.getElementType());
+        Value pad = arith::ConstantOp::create(
+            rw, op->getLoc(), rw.getZeroAttr(result.getElementType()));
+        Value ld = vector::TransferReadOp::create(
+            rw, op->getLoc(), wide, flat, ValueRange{row, col}, pad,
+            ArrayRef<bool>{true});
+        SmallVector<int64_t> mask;
+        for (int64_t x : l->c)
+          mask.push_back(x - lo);
+        r = vector::ShuffleOp::create(rw, op->getLoc(), ld, ld, mask);
+      }
+      rw.replaceOp(op, r);
+      continue;
+    }
+    // Otherwise an n-D base addressed linearly from zero offsets is read
+    // through its 1-D collapse.
+    if (base.getRank() > 1) {
+      if (!llvm::all_of(gather.getOffsets(),
+                        [](Value v) { return isZeroInteger(v); }))
+        continue;
+      ReassociationIndices all;
+      for (int64_t d = 0; d < base.getRank(); ++d)
+        all.push_back(d);
+      flat = tensor::CollapseShapeOp::create(
+          rw, op->getLoc(), flat, ArrayRef<ReassociationIndices>{all});
+    }
     std::optional<LaneAffine> l = lb.split(gather.getIndices());
     if (!l)
       continue;
     const int64_t lo = *llvm::min_element(l->c), hi = *llvm::max_element(l->c);
     // Every lane's element is read by the gather, so [lo, hi] is in bounds.
-    Value start = lb.add(lb.add(gather.getOffsets()[0], l->u), lb.index(lo));
+    Value start = lb.add(lb.add(offset, l->u), lb.index(lo));
     Value r;
     if (lo == hi) {
-      Value e = tensor::ExtractOp::create(rw, op->getLoc(), gather.getBase(),
+      Value e = tensor::ExtractOp::create(rw, op->getLoc(), flat,
                                           ValueRange{start});
       r = vector::BroadcastOp::create(rw, op->getLoc(), result, e);
     } else {
@@ -342,7 +424,7 @@ void foldLaneAffineIndices(func::FuncOp func) {
       Value pad = arith::ConstantOp::create(
           rw, op->getLoc(), rw.getZeroAttr(result.getElementType()));
       Value ld = vector::TransferReadOp::create(
-          rw, op->getLoc(), wide, gather.getBase(), ValueRange{start}, pad,
+          rw, op->getLoc(), wide, flat, ValueRange{start}, pad,
           ArrayRef<bool>{true});
       SmallVector<int64_t> mask;
       for (int64_t x : l->c)
@@ -350,6 +432,105 @@ void foldLaneAffineIndices(func::FuncOp func) {
       r = vector::ShuffleOp::create(rw, op->getLoc(), ld, ld, mask);
     }
     rw.replaceOp(op, r);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Small-table lookups -> register permutes
+//===----------------------------------------------------------------------===//
+//
+// A gather of f32 from a table of at most 16 entries indexed by data (the
+// W4A8 codebook level of each nibble) is two vpermps and a blend on AVX2
+// (the table's halves in two registers, bit 3 of the index picks one), one
+// vpermps on AVX-512. A vpgatherdd costs far more per lane.
+
+void lowerTableLookups(func::FuncOp func, int64_t lanes) {
+  IRRewriter rw(func.getContext());
+  SmallVector<vector::GatherOp> gathers;
+  func.walk([&](vector::GatherOp g) { gathers.push_back(g); });
+  for (vector::GatherOp g : gathers) {
+    auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
+    VectorType result = g.getVectorType();
+    auto cast = g.getIndices().getDefiningOp<arith::IndexCastOp>();
+    if (!table || table.getRank() != 1 || !table.hasStaticShape() ||
+        table.getDimSize(0) > 16 || !table.getElementType().isF32() ||
+        result.getRank() != 1 || result.getNumElements() != lanes ||
+        (lanes != 8 && lanes != 16) || !cast ||
+        !matchPattern(g.getMask(), m_One()) ||
+        !isZeroInteger(g.getOffsets()[0]))
+      continue;
+    auto idxType = dyn_cast<VectorType>(cast.getIn().getType());
+    if (!idxType || !idxType.getElementType().isInteger(32))
+      continue;
+    // Indices of a gather are in bounds, so < 16 here; table entries past
+    // its size are padding that no lane selects.
+    rw.setInsertionPoint(g);
+    Location loc = g.getLoc();
+    Value idx = cast.getIn();
+    Value pad = arith::ConstantOp::create(rw, loc, rw.getF32FloatAttr(0.0f));
+    auto half = [&](int64_t at) {
+      auto t = VectorType::get({lanes}, rw.getF32Type());
+      bool inBounds = at + lanes <= table.getDimSize(0);
+      return vector::TransferReadOp::create(
+          rw, loc, t, g.getBase(),
+          ValueRange{arith::ConstantIndexOp::create(rw, loc, at)}, pad,
+          ArrayRef<bool>{inBounds});
+    };
+    Value r;
+    if (lanes == 16) {
+      r = mlir::comfyquant::detail::intrinsicPlaceholder(rw, loc,
+                                       "llvm.x86.avx512.permvar.sf.512",
+                                       result, ValueRange{half(0), idx});
+    } else {
+      Value lo = mlir::comfyquant::detail::intrinsicPlaceholder(
+          rw, loc, "llvm.x86.avx2.permps", result, ValueRange{half(0), idx});
+      Value hi = mlir::comfyquant::detail::intrinsicPlaceholder(
+          rw, loc, "llvm.x86.avx2.permps", result, ValueRange{half(8), idx});
+      auto i32 = VectorType::get({lanes}, rw.getI32Type());
+      Value eight = arith::ConstantOp::create(
+          rw, loc, i32, DenseElementsAttr::get(i32, rw.getI32IntegerAttr(8)));
+      Value upper = arith::CmpIOp::create(
+          rw, loc, arith::CmpIPredicate::ne,
+          arith::AndIOp::create(rw, loc, idx, eight),
+          arith::ConstantOp::create(rw, loc, i32, rw.getZeroAttr(i32)));
+      r = arith::SelectOp::create(rw, loc, upper, hi, lo);
+    }
+    rw.replaceOp(g, r);
+  }
+}
+
+/// A read of a whole tensor just written whole (through a unit-dim
+/// expand_shape, as dropped unit dims leave it) is the written vector: the
+/// per-vector decoder of a one-row GEMM then stays in registers.
+void forwardWholeTensorWrites(func::FuncOp func) {
+  IRRewriter rw(func.getContext());
+  SmallVector<vector::TransferReadOp> reads;
+  func.walk([&](vector::TransferReadOp r) { reads.push_back(r); });
+  for (vector::TransferReadOp read : reads) {
+    Value src = read.getBase();
+    if (auto expand = src.getDefiningOp<tensor::ExpandShapeOp>())
+      src = expand.getSrc();
+    auto write = src.getDefiningOp<vector::TransferWriteOp>();
+    if (!write || !write.getPermutationMap().isMinorIdentity() ||
+        !read.getPermutationMap().isMinorIdentity() ||
+        write.hasOutOfBoundsDim() || read.getMask() || write.getMask())
+      continue;
+    auto written = dyn_cast<RankedTensorType>(write.getResult().getType());
+    if (!written || !written.hasStaticShape() ||
+        written.getNumElements() != write.getVectorType().getNumElements() ||
+        read.getVectorType().getNumElements() != written.getNumElements() ||
+        read.getVectorType().getElementType() != written.getElementType() ||
+        !llvm::all_of(read.getIndices(),
+                      [](Value v) { return isZeroInteger(v); }) ||
+        !llvm::all_of(write.getIndices(),
+                      [](Value v) { return isZeroInteger(v); }))
+      continue;
+    rw.setInsertionPoint(read);
+    Value v = write.getVector();
+    if (v.getType() != read.getVectorType())
+      v = vector::ShapeCastOp::create(rw, read.getLoc(), read.getVectorType(),
+                                      v);
+    rw.replaceOp(read, v);
   }
 }
 
@@ -370,16 +551,23 @@ struct VectorizeElementwisePass
     });
     IRRewriter rw(&getContext());
     for (linalg::GenericOp op : ops) {
-      const int64_t extent = op.getStaticLoopRanges().back();
-      const int64_t body = std::min(extent, width);
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      const int64_t extent = ranges.back();
+      // A single short row (a GEMM's per-step decode of one kv-vector) is
+      // one vector, however many registers it spans: its consumer reads it
+      // whole, so it can be forwarded in registers.
+      const bool oneRow = llvm::all_of(ArrayRef<int64_t>(ranges).drop_back(),
+                                       [](int64_t r) { return r == 1; });
+      const int64_t body =
+          oneRow && extent <= 4 * width ? extent : std::min(extent, width);
       if (!acceptsTile(rw, op, body))
         continue;
       const unsigned dim = op.getNumLoops() - 1;
       const int64_t main = extent - extent % width;
       auto tilingOp = cast<TilingInterface>(op.getOperation());
       LogicalResult r = success();
-      if (extent < width || main == extent) {
-        r = tileAndVectorize(rw, tilingOp, extent < width ? 0 : width, body);
+      if (body == extent || main == extent) {
+        r = tileAndVectorize(rw, tilingOp, body == extent ? 0 : width, body);
       } else {
         // Full vectors, then one static tile of the remainder.
         rw.setInsertionPoint(op);
@@ -397,6 +585,22 @@ struct VectorizeElementwisePass
       }
     }
     foldLaneAffineIndices(func);
+    lowerTableLookups(func, width);
+    // Canonical form (one-iteration tile loops and full-size slices gone),
+    // with work on uniform values (a block scale, a per-row scale) done once
+    // in scalars and broadcast rather than in every lane; then vectors
+    // written and read back whole are forwarded.
+    MLIRContext *ctx = &getContext();
+    RewritePatternSet patterns(ctx);
+    for (Dialect *d : ctx->getLoadedDialects())
+      d->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : ctx->getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, ctx);
+    vector::populateSinkVectorOpsPatterns(patterns);
+    // Like the canonicalizer: not converging within the iteration limit is
+    // not an error (the IR is valid either way).
+    (void)applyPatternsGreedily(func, std::move(patterns));
+    forwardWholeTensorWrites(func);
   }
 };
 

@@ -118,15 +118,9 @@ private:
                                           ArrayRef<bool>{inBounds});
   }
 
-  /// An LLVM intrinsic call, held as a pure placeholder (a tagged
-  /// unrealized cast) until comfyquant-cpu-materialize-intrinsics: the
-  /// buffer deallocation pipeline rejects llvm.call_intrinsic, whose memory
-  /// effects are unknown.
   Value intrinsic(ImplicitLocOpBuilder &b, StringRef name, Type result,
                   ValueRange args) const {
-    auto op = UnrealizedConversionCastOp::create(b, TypeRange{result}, args);
-    op->setAttr("comfyquant.intrinsic", b.getStringAttr(name));
-    return op.getResult(0);
+    return intrinsicPlaceholder(b, b.getLoc(), name, result, args);
   }
 
   /// vpdpbusd semantics: acc[i] += Σ_{j<4} zext(u[4i+j]) · sext(s[4i+j]).
@@ -204,6 +198,14 @@ private:
   static linalg::GenericOp matchEpilogue(linalg::GenericOp gemm,
                                          unsigned &accOperand);
 
+  /// Row j of the B tile at K offset k0 as a kv-vector: read from the
+  /// decoded tile `bt`, or, with no `bt` (one-row M blocks), B's producer
+  /// evaluated for just these kv elements (vectorized later by
+  /// comfyquant-cpu-vectorize-elementwise; the decoded vector is forwarded
+  /// to the FMA and never stored).
+  Value bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j, Value k0,
+             bool inBounds) const;
+
   /// The mr x nr tile at (m0, n0) of C.
   Value microKernel(ImplicitLocOpBuilder &b, Value C, Value bt, Value m0,
                     Value n0, int64_t mr, int64_t nr,
@@ -212,6 +214,9 @@ private:
   /// All M rows of [mb, mEnd) for the N tile at n0 (nr static).
   Value nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr, Value mb,
               Value mEnd) const;
+  /// nTile with B's tile (decoded once, if B has a producer) in a buffer.
+  Value bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
+                     Value mb, Value mEnd) const;
 };
 
 SmallVector<Value> GemmBuilder::rowSums(ImplicitLocOpBuilder &b, Value bt,
@@ -271,9 +276,7 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
       as.push_back(prepare(
           ib, readRow(ib, A, rowOf(ib, m0, i), k0, inBounds), /*isA=*/true));
     for (int64_t j = 0; j < nr; ++j)
-      bs.push_back(prepare(ib,
-                           readRow(ib, bt, arith::ConstantIndexOp::create(ib, j),
-                                   k0, inBounds),
+      bs.push_back(prepare(ib, bRow(ib, bt, n0, j, k0, inBounds),
                            /*isA=*/false));
     for (int64_t i = 0; i < mr; ++i)
       for (int64_t j = 0; j < nr; ++j)
@@ -427,8 +430,56 @@ Value GemmBuilder::applyEpilogue(ImplicitLocOpBuilder &b, Value acc, Value row,
   return map.lookup(cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]);
 }
 
+Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
+                        Value k0, bool inBounds) const {
+  if (bt)
+    return readRow(b, bt, arith::ConstantIndexOp::create(b, j), k0, inBounds);
+  const int64_t width = inBounds ? c.kv : m.k % c.kv;
+  Value n = j ? Value(arith::AddIOp::create(b, n0,
+                                            arith::ConstantIndexOp::create(b, j)))
+              : n0;
+  SmallVector<OpFoldResult> offsets = {n, k0};
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(width)};
+  Type elt = cast<RankedTensorType>(B.getType()).getElementType();
+  Value into = tensor::EmptyOp::create(b, ArrayRef<int64_t>{1, width}, elt);
+  linalg::GenericOp producer = bProducer;
+  FailureOr<TilingResult> tiled =
+      cast<TilingInterface>(producer.getOperation())
+          .generateResultTileValue(b, 0, offsets, sizes);
+  Value piece = tiled->tiledValues[0];
+  auto tiledOp = dyn_cast<linalg::GenericOp>(piece.getDefiningOp());
+  if (tiledOp && tiledOp.getNumDpsInits() == 1)
+    tiledOp.getDpsInitsMutable()[0].set(into);
+  return readRow(b, piece, arith::ConstantIndexOp::create(b, 0),
+                 arith::ConstantIndexOp::create(b, 0), width == c.kv);
+}
+
 Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
                          Value mb, Value mEnd) const {
+  // A one-row M block (M = 1: decoding) evaluates B's producer inside the
+  // K loop, in registers: a decoded tile would be written and read once.
+  if (bProducer && !vnni()) {
+    Value rows = arith::SubIOp::create(b, mEnd, mb);
+    Value single = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rows,
+                                         arith::ConstantIndexOp::create(b, 1));
+    auto branch = scf::IfOp::create(
+        b, single,
+        [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          scf::YieldOp::create(
+              ib, microKernel(ib, C, Value(), mb, n0, 1, nr, {}));
+        },
+        [&](OpBuilder &nb, Location loc) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          scf::YieldOp::create(ib, bufferedTile(ib, C, n0, nr, mb, mEnd));
+        });
+    return branch.getResult(0);
+  }
+  return bufferedTile(b, C, n0, nr, mb, mEnd);
+}
+
+Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
+                                int64_t nr, Value mb, Value mEnd) const {
   // The B rows of this tile: a slice, or B's elementwise producer computed
   // for the slice only (e.g. a weight decoder, once per tile).
   SmallVector<OpFoldResult> offsets = {n0, b.getIndexAttr(0)};

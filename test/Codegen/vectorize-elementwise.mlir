@@ -139,6 +139,44 @@ func.func @block_scale(%w: tensor<2x64xi8>, %s: tensor<2x4xf32>, %cb: tensor<16x
 
 // -----
 
+// A 2-D block-scale read [n, k / 16] (linearized by the vectorizer as
+// n * 4 + k / 16) is one scalar read at [n, k / 16], not a gather and not a
+// read of a collapsed view; a 16-entry f32 codebook indexed by i32 codes is
+// two vpermps and a blend (bit 3 of the code picks the half).
+// CHECK-LABEL: func.func @scale_2d_and_codebook
+// CHECK:         scf.for %[[N:.*]] = %c0 to %c2 step %c1
+// CHECK:           scf.for %[[K:.*]] = %c0 to %c64 step %c8
+// CHECK-DAG:         %[[B:.*]] = arith.divui %[[K]], %c16 : index
+// CHECK-DAG:         %[[S:.*]] = tensor.extract %arg1[%[[N]], %[[B]]] : tensor<2x4xf32>
+// CHECK-DAG:         %[[LO:.*]] = vector.transfer_read %arg2[%c0], %{{.*}} {in_bounds = [true]} : tensor<16xf32>, vector<8xf32>
+// CHECK-DAG:         %[[HI:.*]] = vector.transfer_read %arg2[%c8], %{{.*}} {in_bounds = [true]} : tensor<16xf32>, vector<8xf32>
+// CHECK-DAG:         builtin.unrealized_conversion_cast %[[LO]], %{{.*}} : vector<8xf32>, vector<8xi32> to vector<8xf32> {comfyquant.intrinsic = "llvm.x86.avx2.permps"}
+// CHECK-DAG:         builtin.unrealized_conversion_cast %[[HI]], %{{.*}} : vector<8xf32>, vector<8xi32> to vector<8xf32> {comfyquant.intrinsic = "llvm.x86.avx2.permps"}
+// CHECK-DAG:         vector.broadcast %[[S]] : f32 to vector<8xf32>
+// CHECK-NOT:   vector.gather
+// CHECK-NOT:   tensor.collapse_shape %arg1
+func.func @scale_2d_and_codebook(%w: tensor<2x64xi32>, %s: tensor<2x4xf32>, %cb: tensor<16xf32>) -> tensor<2x64xf32> {
+  %c16 = arith.constant 16 : index
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<2x64xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x64xi32>) outs(%e : tensor<2x64xf32>) {
+  ^bb0(%x: i32, %o: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %c16 : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<2x4xf32>
+    %code = arith.andi %x, %c15 : i32
+    %ci = arith.index_cast %code : i32 to index
+    %lv = tensor.extract %cb[%ci] : tensor<16xf32>
+    %v = arith.mulf %lv, %sc : f32
+    linalg.yield %v : f32
+  } -> tensor<2x64xf32>
+  return %d : tensor<2x64xf32>
+}
+
+// -----
+
 // Left alone: a reduction (amax of a row), a dynamic innermost extent and a
 // GEMM that comfyquant-cpu-vectorize-gemm owns.
 // CHECK-LABEL: func.func @untouched

@@ -92,11 +92,20 @@ func.func @i8_vnni(%a: tensor<?x128xi8>, %b: tensor<1x128xi8>) -> tensor<?x1xi32
 // f32 FMA on widened bf16 A rows; B's element-wise producer (a decoder) is
 // computed per N tile (the tiled producer reads a slice of the weights), and
 // a non-zero accumulator is read back and added. Every tile is decoded into
-// the same [nr, K] buffer, never into a slice of an [N, K] temporary.
+// the same [nr, K] buffer, never into a slice of an [N, K] temporary. An M
+// block of one row (decoding) instead evaluates the producer for each
+// kv-vector inside the K loop (no tile buffer).
 // CHECK-LABEL: func.func @f32_fused_b
 // CHECK-NOT:   tensor.empty() : tensor<8x16xf32>
 // CHECK:       %[[TB:.*]] = tensor.empty() : tensor<4x16xf32>
 // CHECK:       scf.for %[[N0:.*]] = %c0 to %c8 step %c4
+// CHECK:         %[[ONE:.*]] = arith.cmpi eq, %{{.*}}, %c1 : index
+// CHECK:         scf.if %[[ONE]]
+// CHECK:           scf.for %[[K1:.*]] = %c0 to %c16 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK:             tensor.extract_slice %arg1[%[[N0]], %[[K1]]] [1, 8] [1, 1] : tensor<8x16xi8> to tensor<1x8xi8>
+// CHECK:             linalg.generic {{.*}} outs(%{{.*}} : tensor<1x8xf32>)
+// CHECK-COUNT-4:     vector.fma
+// CHECK:         } else {
 // CHECK:         %[[WS:.*]] = tensor.extract_slice %arg1[%[[N0]], 0] [4, 16] [1, 1] : tensor<8x16xi8> to tensor<4x16xi8>
 // CHECK:         %[[BT:.*]] = linalg.generic {{.*}} ins(%[[WS]] : tensor<4x16xi8>) outs(%[[TB]] : tensor<4x16xf32>)
 // CHECK:           arith.sitofp
