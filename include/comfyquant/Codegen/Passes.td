@@ -66,6 +66,16 @@ def ComfyQuantCPUVectorizeGemm
     loop of `kv`-element vector steps keeping mr x nr vector accumulators in
     registers, reduced horizontally once per tile. Remainders use mr = 1 and
     a static partial N tile; a K tail uses padded transfers.
+
+    B's producer writes each tile into one reused [nr, K] buffer; an M
+    block of a single row instead evaluates the producer for each
+    kv-vector inside the K loop, so decoded weights stay in registers. A
+    single elementwise consumer of the accumulator (the epilogue: scales,
+    bias, cast) is computed where the reduced accumulators are stored, into
+    its own destination: no accumulator matrix is materialized. When that
+    result is what the function writes to y, the N loop runs over the
+    function's column-range arguments and the function is marked
+    `comfyquant.column_range`.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
