@@ -321,6 +321,32 @@ private:
   }
 };
 
+/// The lanes `base[lead..., offset + u + c[i]]` of a lane-affine read:
+/// one scalar read and a broadcast when c is uniform, else one contiguous
+/// read of max(c) - min(c) + 1 elements and a shuffle. Every lane's element
+/// is read by the gather being replaced, so [min(c), max(c)] is in bounds.
+Value readLanes(RewriterBase &rw, Location loc, Value base,
+                ArrayRef<Value> lead, Value offset, const LaneAffine &l,
+                LaneAffineBuilder &lb, VectorType result) {
+  const int64_t lo = *llvm::min_element(l.c), hi = *llvm::max_element(l.c);
+  SmallVector<Value> at(lead);
+  at.push_back(lb.add(lb.add(offset, l.u), lb.index(lo)));
+  if (lo == hi) {
+    Value e = tensor::ExtractOp::create(rw, loc, base, at);
+    return vector::BroadcastOp::create(rw, loc, result, e);
+  }
+  auto wide = VectorType::get({hi - lo + 1}, result.getElementType());
+  Value pad =
+      arith::ConstantOp::create(rw, loc, rw.getZeroAttr(result.getElementType()));
+  SmallVector<bool> inBounds(1, true);
+  Value ld = vector::TransferReadOp::create(rw, loc, wide, base, at, pad,
+                                            inBounds);
+  SmallVector<int64_t> mask;
+  for (int64_t x : l.c)
+    mask.push_back(x - lo);
+  return vector::ShuffleOp::create(rw, loc, ld, ld, mask);
+}
+
 /// Rewrites lane-affine gathers from 1-D tensors as loads (+ shuffle or
 /// broadcast), and lane-affine remui/divui vectors as `broadcast + const`.
 void foldLaneAffineIndices(func::FuncOp func) {
@@ -373,27 +399,8 @@ void foldLaneAffineIndices(func::FuncOp func) {
       std::optional<LaneAffine> l = lb.split(columns);
       if (!l)
         continue;
-      const int64_t lo = *llvm::min_element(l->c),
-                    hi = *llvm::max_element(l->c);
-      Value col = lb.add(l->u, lb.index(lo));
-      Value r;
-      if (lo == hi) {
-        Value e = tensor::ExtractOp::create(rw, op->getLoc(), flat,
-                                            ValueRange{row, col});
-        r = vector::BroadcastOp::create(rw, op->getLoc(), result, e);
-      } else {
-        auto wide = VectorType::get({hi - lo + 1}, result.getElementType());
-        Value pad = arith::ConstantOp::create(
-            rw, op->getLoc(), rw.getZeroAttr(result.getElementType()));
-        Value ld = vector::TransferReadOp::create(
-            rw, op->getLoc(), wide, flat, ValueRange{row, col}, pad,
-            ArrayRef<bool>{true});
-        SmallVector<int64_t> mask;
-        for (int64_t x : l->c)
-          mask.push_back(x - lo);
-        r = vector::ShuffleOp::create(rw, op->getLoc(), ld, ld, mask);
-      }
-      rw.replaceOp(op, r);
+      rw.replaceOp(op, readLanes(rw, op->getLoc(), flat, {row}, Value(), *l,
+                                 lb, result));
       continue;
     }
     // Otherwise an n-D base addressed linearly from zero offsets is read
@@ -411,27 +418,8 @@ void foldLaneAffineIndices(func::FuncOp func) {
     std::optional<LaneAffine> l = lb.split(gather.getIndices());
     if (!l)
       continue;
-    const int64_t lo = *llvm::min_element(l->c), hi = *llvm::max_element(l->c);
-    // Every lane's element is read by the gather, so [lo, hi] is in bounds.
-    Value start = lb.add(lb.add(offset, l->u), lb.index(lo));
-    Value r;
-    if (lo == hi) {
-      Value e = tensor::ExtractOp::create(rw, op->getLoc(), flat,
-                                          ValueRange{start});
-      r = vector::BroadcastOp::create(rw, op->getLoc(), result, e);
-    } else {
-      auto wide = VectorType::get({hi - lo + 1}, result.getElementType());
-      Value pad = arith::ConstantOp::create(
-          rw, op->getLoc(), rw.getZeroAttr(result.getElementType()));
-      Value ld = vector::TransferReadOp::create(
-          rw, op->getLoc(), wide, flat, ValueRange{start}, pad,
-          ArrayRef<bool>{true});
-      SmallVector<int64_t> mask;
-      for (int64_t x : l->c)
-        mask.push_back(x - lo);
-      r = vector::ShuffleOp::create(rw, op->getLoc(), ld, ld, mask);
-    }
-    rw.replaceOp(op, r);
+    rw.replaceOp(op, readLanes(rw, op->getLoc(), flat, {}, offset, *l, lb,
+                               result));
   }
 }
 
@@ -445,6 +433,8 @@ void foldLaneAffineIndices(func::FuncOp func) {
 // vpermps on AVX-512. A vpgatherdd costs far more per lane.
 
 void lowerTableLookups(func::FuncOp func, int64_t lanes) {
+  if (lanes != 8 && lanes != 16)
+    return;
   IRRewriter rw(func.getContext());
   SmallVector<vector::GatherOp> gathers;
   func.walk([&](vector::GatherOp g) { gathers.push_back(g); });
@@ -454,8 +444,7 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
     auto cast = g.getIndices().getDefiningOp<arith::IndexCastOp>();
     if (!table || table.getRank() != 1 || !table.hasStaticShape() ||
         table.getDimSize(0) > 16 || !table.getElementType().isF32() ||
-        result.getRank() != 1 || result.getNumElements() != lanes ||
-        (lanes != 8 && lanes != 16) || !cast ||
+        result.getRank() != 1 || result.getNumElements() % lanes || !cast ||
         !matchPattern(g.getMask(), m_One()) ||
         !isZeroInteger(g.getOffsets()[0]))
       continue;
@@ -466,34 +455,50 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
     // its size are padding that no lane selects.
     rw.setInsertionPoint(g);
     Location loc = g.getLoc();
-    Value idx = cast.getIn();
+    auto f32s = VectorType::get({lanes}, rw.getF32Type());
+    auto i32s = VectorType::get({lanes}, rw.getI32Type());
     Value pad = arith::ConstantOp::create(rw, loc, rw.getF32FloatAttr(0.0f));
-    auto half = [&](int64_t at) {
-      auto t = VectorType::get({lanes}, rw.getF32Type());
+    auto half = [&](int64_t at) -> Value {
       bool inBounds = at + lanes <= table.getDimSize(0);
       return vector::TransferReadOp::create(
-          rw, loc, t, g.getBase(),
+          rw, loc, f32s, g.getBase(),
           ValueRange{arith::ConstantIndexOp::create(rw, loc, at)}, pad,
           ArrayRef<bool>{inBounds});
     };
-    Value r;
-    if (lanes == 16) {
-      r = mlir::comfyquant::detail::intrinsicPlaceholder(rw, loc,
-                                       "llvm.x86.avx512.permvar.sf.512",
-                                       result, ValueRange{half(0), idx});
-    } else {
-      Value lo = mlir::comfyquant::detail::intrinsicPlaceholder(
-          rw, loc, "llvm.x86.avx2.permps", result, ValueRange{half(0), idx});
-      Value hi = mlir::comfyquant::detail::intrinsicPlaceholder(
-          rw, loc, "llvm.x86.avx2.permps", result, ValueRange{half(8), idx});
-      auto i32 = VectorType::get({lanes}, rw.getI32Type());
-      Value eight = arith::ConstantOp::create(
-          rw, loc, i32, DenseElementsAttr::get(i32, rw.getI32IntegerAttr(8)));
-      Value upper = arith::CmpIOp::create(
-          rw, loc, arith::CmpIPredicate::ne,
-          arith::AndIOp::create(rw, loc, idx, eight),
-          arith::ConstantOp::create(rw, loc, i32, rw.getZeroAttr(i32)));
-      r = arith::SelectOp::create(rw, loc, upper, hi, lo);
+    Value lo = half(0), hi = lanes == 8 ? half(8) : Value();
+    Value eight = arith::ConstantOp::create(
+        rw, loc, i32s, DenseElementsAttr::get(i32s, rw.getI32IntegerAttr(8)));
+    Value zero = arith::ConstantOp::create(rw, loc, i32s, rw.getZeroAttr(i32s));
+    // One register of lanes at a time (a kv-vector of a GEMM step may span
+    // several).
+    Value r = arith::ConstantOp::create(rw, loc, result,
+                                        rw.getZeroAttr(result));
+    for (int64_t at = 0; at < result.getNumElements(); at += lanes) {
+      Value idx = cast.getIn();
+      if (result.getNumElements() != lanes)
+        idx = vector::ExtractStridedSliceOp::create(
+            rw, loc, idx, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{lanes},
+            ArrayRef<int64_t>{1});
+      Value part;
+      if (lanes == 16) {
+        part = mlir::comfyquant::detail::intrinsicPlaceholder(
+            rw, loc, "llvm.x86.avx512.permvar.sf.512", f32s,
+            ValueRange{lo, idx});
+      } else {
+        Value pl = mlir::comfyquant::detail::intrinsicPlaceholder(
+            rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{lo, idx});
+        Value ph = mlir::comfyquant::detail::intrinsicPlaceholder(
+            rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{hi, idx});
+        Value upper = arith::CmpIOp::create(
+            rw, loc, arith::CmpIPredicate::ne,
+            arith::AndIOp::create(rw, loc, idx, eight), zero);
+        part = arith::SelectOp::create(rw, loc, upper, ph, pl);
+      }
+      r = result.getNumElements() == lanes
+              ? part
+              : Value(vector::InsertStridedSliceOp::create(
+                    rw, loc, part, r, ArrayRef<int64_t>{at},
+                    ArrayRef<int64_t>{1}));
     }
     rw.replaceOp(g, r);
   }
