@@ -34,7 +34,10 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUAMXGEMM
@@ -60,6 +63,46 @@ void forLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, Value step,
                      });
 }
 
+/// The elementwise consumer of the GEMM's C buffer that directly follows it
+/// (the epilogue: scales, bias, cast into y), to be computed in the tile
+/// write-back: C read with the identity map, its destination only written,
+/// every other map made of loop dims and constants.
+linalg::GenericOp matchBufferEpilogue(linalg::GenericOp gemm, Value C,
+                                      unsigned &accOperand) {
+  auto epi = dyn_cast_or_null<linalg::GenericOp>(gemm->getNextNode());
+  if (!epi || epi.getNumLoops() != 2 || epi.getNumParallelLoops() != 2 ||
+      epi.getNumDpsInits() != 1 || !epi.hasPureBufferSemantics())
+    return {};
+  Block &body = epi.getRegion().front();
+  if (!body.getArgument(epi.getNumDpsInputs()).use_empty())
+    return {};
+  std::optional<unsigned> acc;
+  for (OpOperand &o : epi->getOpOperands()) {
+    AffineMap map = epi.getMatchingIndexingMap(&o);
+    if (!llvm::all_of(map.getResults(), [](AffineExpr e) {
+          return isa<AffineDimExpr, AffineConstantExpr>(e);
+        }))
+      return {};
+    if (o.get() == C) {
+      if (acc || !map.isIdentity() || epi.isDpsInit(&o))
+        return {};
+      acc = o.getOperandNumber();
+    }
+  }
+  if (!acc || !epi.getIndexingMapsArray().back().isIdentity())
+    return {};
+  for (Operation &o : body.without_terminator())
+    if (o.getNumRegions() || !isPure(&o))
+      return {};
+  // C is otherwise only allocated, zero-filled before the GEMM and freed.
+  for (Operation *user : C.getUsers())
+    if (user != gemm && user != epi &&
+        !isa<memref::DeallocOp, linalg::FillOp>(user))
+      return {};
+  accOperand = *acc;
+  return epi;
+}
+
 LogicalResult rewrite(linalg::GenericOp op, bool emulate) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return op.emitError("AMX GEMM: expected C += A · Bᵀ on buffers");
@@ -77,6 +120,18 @@ LogicalResult rewrite(linalg::GenericOp op, bool emulate) {
   if (N % 16 || K % 64)
     return op.emitError("AMX GEMM needs N % 16 == 0 and K % 64 == 0, got N = ")
            << N << ", K = " << K;
+
+  // With an epilogue, C (zero-filled) is never written: the write-back
+  // computes y directly.
+  unsigned accOperand = 0;
+  linalg::GenericOp epi = matchBufferEpilogue(op, C, accOperand);
+  linalg::FillOp zeroFill;
+  if (epi) {
+    zeroFill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+    if (!zeroFill || zeroFill.getOutputs()[0] != C ||
+        !matchPattern(zeroFill.getInputs()[0], m_Zero()))
+      epi = {};
+  }
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
@@ -162,8 +217,44 @@ LogicalResult rewrite(linalg::GenericOp op, bool emulate) {
         forLoop(jb, c0, c16, c1, [&](ImplicitLocOpBuilder &ib, Value i) {
           Value n = arith::AddIOp::create(ib, n0, i);
           Value t = memref::LoadOp::create(ib, T, ValueRange{i, j});
-          Value old = memref::LoadOp::create(ib, C, ValueRange{m, n});
-          memref::StoreOp::create(ib, arith::AddIOp::create(ib, old, t), C,
+          if (!epi) {
+            Value old = memref::LoadOp::create(ib, C, ValueRange{m, n});
+            memref::StoreOp::create(ib, arith::AddIOp::create(ib, old, t), C,
+                                    ValueRange{m, n});
+            return;
+          }
+          // y[m][n] = epilogue(T[i][j], its other operands at (m, n)).
+          Block &body = epi.getRegion().front();
+          IRMapping map;
+          for (OpOperand *in : epi.getDpsInputOperands()) {
+            BlockArgument arg = body.getArgument(in->getOperandNumber());
+            if (in->getOperandNumber() == accOperand) {
+              map.map(arg, t);
+              continue;
+            }
+            SmallVector<Value> at;
+            for (AffineExpr e : epi.getMatchingIndexingMap(in).getResults()) {
+              if (auto d = dyn_cast<AffineDimExpr>(e))
+                at.push_back(d.getPosition() == 0 ? m : n);
+              else
+                at.push_back(arith::ConstantIndexOp::create(
+                    ib, cast<AffineConstantExpr>(e).getValue()));
+            }
+            Value v = in->get();
+            if (isa<MemRefType>(v.getType()))
+              v = memref::LoadOp::create(ib, v, at);
+            map.map(arg, v);
+          }
+          for (Operation &o : body.without_terminator()) {
+            if (auto index = dyn_cast<linalg::IndexOp>(o)) {
+              map.map(index.getResult(), index.getDim() == 0 ? m : n);
+              continue;
+            }
+            ib.clone(o, map);
+          }
+          Value y = map.lookup(
+              cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]);
+          memref::StoreOp::create(ib, y, epi.getDpsInits()[0],
                                   ValueRange{m, n});
         });
       });
@@ -171,6 +262,10 @@ LogicalResult rewrite(linalg::GenericOp op, bool emulate) {
   });
   memref::DeallocOp::create(b, Ap);
   op.erase();
+  if (epi) {
+    epi.erase();
+    zeroFill.erase();
+  }
   return success();
 }
 

@@ -42,7 +42,21 @@ int64_t strategyLanes(func::FuncOp func) {
   return bits ? bits.getInt() / 32 : 0;
 }
 
+/// An AMX GEMM's elementwise consumer stays a linalg.generic: the AMX pass
+/// computes it in the tile write-back after bufferization.
+bool consumesAmxGemm(linalg::GenericOp op) {
+  for (Value in : op.getDpsInputs())
+    if (auto g = in.getDefiningOp<linalg::GenericOp>())
+      if (std::optional<comfyquant::detail::GemmConfig> c =
+              comfyquant::detail::readGemmConfig(g))
+        if (StringRef(c->ukernel).starts_with("i8-amx"))
+          return true;
+  return false;
+}
+
 bool isCandidate(linalg::GenericOp op) {
+  if (consumesAmxGemm(op))
+    return false;
   if (op->hasAttr("comfyquant.gemm") || !op.hasPureTensorSemantics() ||
       op.getNumLoops() == 0 ||
       op.getNumParallelLoops() != op.getNumLoops())

@@ -136,7 +136,11 @@ def ComfyQuantCPUAmxGemm
     checkpoint); the activation codes are packed once per call so that
     Ap[k/4][4m + k%4] = A[m][k] (rows padded to a multiple of 16 with
     zeros); each `tdpbssd` accumulates a transposed 16 x 16 tile of C,
-    which is added into C. N % 16 == 0 and K % 64 == 0 are required (the
+    which is added into C. When C is zero-filled just before the GEMM and
+    read only by the elementwise epilogue that follows it (scales, bias,
+    cast; comfyquant-cpu-vectorize-elementwise leaves that one scalar), the
+    write-back computes the epilogue and stores y instead: C is never
+    written or read. N % 16 == 0 and K % 64 == 0 are required (the
     strategy only picks AMX then). `i8-amx-emulated` does the tile product
     with plain loops to test the packing and write-back on any CPU.
   }];
