@@ -34,10 +34,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUAMXGEMM
@@ -70,30 +68,11 @@ void forLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, Value step,
 linalg::GenericOp matchBufferEpilogue(linalg::GenericOp gemm, Value C,
                                       unsigned &accOperand) {
   auto epi = dyn_cast_or_null<linalg::GenericOp>(gemm->getNextNode());
-  if (!epi || epi.getNumLoops() != 2 || epi.getNumParallelLoops() != 2 ||
-      epi.getNumDpsInits() != 1 || !epi.hasPureBufferSemantics())
+  if (!epi || !epi.hasPureBufferSemantics())
     return {};
-  Block &body = epi.getRegion().front();
-  if (!body.getArgument(epi.getNumDpsInputs()).use_empty())
+  std::optional<unsigned> acc = epilogueAccOperand(epi, C);
+  if (!acc)
     return {};
-  std::optional<unsigned> acc;
-  for (OpOperand &o : epi->getOpOperands()) {
-    AffineMap map = epi.getMatchingIndexingMap(&o);
-    if (!llvm::all_of(map.getResults(), [](AffineExpr e) {
-          return isa<AffineDimExpr, AffineConstantExpr>(e);
-        }))
-      return {};
-    if (o.get() == C) {
-      if (acc || !map.isIdentity() || epi.isDpsInit(&o))
-        return {};
-      acc = o.getOperandNumber();
-    }
-  }
-  if (!acc || !epi.getIndexingMapsArray().back().isIdentity())
-    return {};
-  for (Operation &o : body.without_terminator())
-    if (o.getNumRegions() || !isPure(&o))
-      return {};
   // C is otherwise only allocated, zero-filled before the GEMM and freed.
   for (Operation *user : C.getUsers())
     if (user != gemm && user != epi &&
@@ -224,36 +203,7 @@ LogicalResult rewrite(linalg::GenericOp op, bool emulate) {
             return;
           }
           // y[m][n] = epilogue(T[i][j], its other operands at (m, n)).
-          Block &body = epi.getRegion().front();
-          IRMapping map;
-          for (OpOperand *in : epi.getDpsInputOperands()) {
-            BlockArgument arg = body.getArgument(in->getOperandNumber());
-            if (in->getOperandNumber() == accOperand) {
-              map.map(arg, t);
-              continue;
-            }
-            SmallVector<Value> at;
-            for (AffineExpr e : epi.getMatchingIndexingMap(in).getResults()) {
-              if (auto d = dyn_cast<AffineDimExpr>(e))
-                at.push_back(d.getPosition() == 0 ? m : n);
-              else
-                at.push_back(arith::ConstantIndexOp::create(
-                    ib, cast<AffineConstantExpr>(e).getValue()));
-            }
-            Value v = in->get();
-            if (isa<MemRefType>(v.getType()))
-              v = memref::LoadOp::create(ib, v, at);
-            map.map(arg, v);
-          }
-          for (Operation &o : body.without_terminator()) {
-            if (auto index = dyn_cast<linalg::IndexOp>(o)) {
-              map.map(index.getResult(), index.getDim() == 0 ? m : n);
-              continue;
-            }
-            ib.clone(o, map);
-          }
-          Value y = map.lookup(
-              cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]);
+          Value y = emitEpilogueAt(ib, ib.getLoc(), epi, accOperand, t, m, n);
           memref::StoreOp::create(ib, y, epi.getDpsInits()[0],
                                   ValueRange{m, n});
         });

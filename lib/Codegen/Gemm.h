@@ -31,6 +31,19 @@ struct GemmConfig {
 
 std::optional<GemmConfig> readGemmConfig(Operation *op);
 
+/// If `epi` (an elementwise consumer of the accumulator `acc`) can be
+/// computed one element at a time where a GEMM stores `acc` (two parallel
+/// loops, `acc` read with the identity map, a destination only written,
+/// maps of loop dims and constants, a body of pure scalar ops), the operand
+/// number of `acc` in it.
+std::optional<unsigned> epilogueAccOperand(linalg::GenericOp epi, Value acc);
+
+/// The value `epi` yields at (row, col) for accumulator element `acc`: its
+/// other operands read there (tensor.extract or memref.load), its body
+/// cloned at `b`.
+Value emitEpilogueAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
+                     unsigned accOperand, Value acc, Value row, Value col);
+
 /// An LLVM intrinsic call, held as a pure placeholder (a tagged unrealized
 /// cast) until comfyquant-cpu-materialize-intrinsics: the buffer
 /// deallocation pipeline rejects llvm.call_intrinsic, whose memory effects

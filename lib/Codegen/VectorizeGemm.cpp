@@ -186,6 +186,13 @@ private:
     return vector::ReductionOp::create(b, vector::CombiningKind::ADD, acc);
   }
 
+  using KStep = function_ref<SmallVector<Value>(
+      ImplicitLocOpBuilder &, Value k0, ValueRange acc, bool inBounds)>;
+  /// Folds `step` over K: a loop of full kv steps, then one padded step for
+  /// a K tail; returns the final accumulators.
+  SmallVector<Value> kLoop(ImplicitLocOpBuilder &b, SmallVector<Value> init,
+                           KStep step) const;
+
   /// Σk Bt[j, k] for j < nr (VNNI bias correction), as i32 scalars.
   SmallVector<Value> rowSums(ImplicitLocOpBuilder &b, Value bt,
                              int64_t nr) const;
@@ -219,38 +226,43 @@ private:
                      Value mb, Value mEnd) const;
 };
 
-SmallVector<Value> GemmBuilder::rowSums(ImplicitLocOpBuilder &b, Value bt,
-                                        int64_t nr) const {
+SmallVector<Value> GemmBuilder::kLoop(ImplicitLocOpBuilder &b,
+                                      SmallVector<Value> accs,
+                                      KStep step) const {
   const int64_t K = m.k, kFull = K - K % c.kv;
-  auto ones = DenseElementsAttr::get(VectorType::get({c.kv}, b.getI8Type()),
-                                     b.getIntegerAttr(b.getI8Type(), 1));
-  Value one = arith::ConstantOp::create(b, ones.getType(), ones);
-  SmallVector<Value> init(nr, zeroAcc(b));
-  SmallVector<Value> accs = init;
   if (kFull > 0) {
     auto loop = scf::ForOp::create(
         b, arith::ConstantIndexOp::create(b, 0),
         arith::ConstantIndexOp::create(b, kFull),
-        arith::ConstantIndexOp::create(b, c.kv), init,
+        arith::ConstantIndexOp::create(b, c.kv), accs,
         [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
           ImplicitLocOpBuilder ib(loc, nb);
-          SmallVector<Value> next;
-          for (int64_t j = 0; j < nr; ++j)
-            next.push_back(dpbusd(
-                ib, iter[j], one,
-                readRow(ib, bt, arith::ConstantIndexOp::create(ib, j), k0,
-                        true)));
-          scf::YieldOp::create(ib, next);
+          scf::YieldOp::create(ib, step(ib, k0, iter, /*inBounds=*/true));
         });
     accs = loop.getResults();
   }
-  if (K % c.kv) {
-    Value k0 = arith::ConstantIndexOp::create(b, kFull);
-    for (int64_t j = 0; j < nr; ++j)
-      accs[j] = dpbusd(b, accs[j], one,
-                       readRow(b, bt, arith::ConstantIndexOp::create(b, j), k0,
-                               false));
-  }
+  if (K % c.kv)
+    accs = step(b, arith::ConstantIndexOp::create(b, kFull), accs,
+                /*inBounds=*/false);
+  return accs;
+}
+
+SmallVector<Value> GemmBuilder::rowSums(ImplicitLocOpBuilder &b, Value bt,
+                                        int64_t nr) const {
+  auto ones = DenseElementsAttr::get(VectorType::get({c.kv}, b.getI8Type()),
+                                     b.getIntegerAttr(b.getI8Type(), 1));
+  Value one = arith::ConstantOp::create(b, ones.getType(), ones);
+  SmallVector<Value> accs = kLoop(
+      b, SmallVector<Value>(nr, zeroAcc(b)),
+      [&](ImplicitLocOpBuilder &ib, Value k0, ValueRange in, bool inBounds) {
+        SmallVector<Value> next;
+        for (int64_t j = 0; j < nr; ++j)
+          next.push_back(dpbusd(
+              ib, in[j], one,
+              readRow(ib, bt, arith::ConstantIndexOp::create(ib, j), k0,
+                      inBounds)));
+        return next;
+      });
   SmallVector<Value> sums;
   for (Value a : accs)
     sums.push_back(reduce(b, a));
@@ -260,15 +272,12 @@ SmallVector<Value> GemmBuilder::rowSums(ImplicitLocOpBuilder &b, Value bt,
 Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
                                Value m0, Value n0, int64_t mr, int64_t nr,
                                ArrayRef<Value> sums) const {
-  const int64_t K = m.k, kFull = K - K % c.kv;
   auto rowOf = [&](ImplicitLocOpBuilder &ib, Value base, int64_t i) -> Value {
     if (i == 0)
       return base;
     return arith::AddIOp::create(ib, base,
                                  arith::ConstantIndexOp::create(ib, i));
   };
-  SmallVector<Value> init(mr * nr, zeroAcc(b));
-  SmallVector<Value> accs = init;
   auto step = [&](ImplicitLocOpBuilder &ib, Value k0, ValueRange in,
                   bool inBounds) {
     SmallVector<Value> as, bs, out;
@@ -283,20 +292,8 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
         out.push_back(dot(ib, in[i * nr + j], as[i], bs[j]));
     return out;
   };
-  if (kFull > 0) {
-    auto loop = scf::ForOp::create(
-        b, arith::ConstantIndexOp::create(b, 0),
-        arith::ConstantIndexOp::create(b, kFull),
-        arith::ConstantIndexOp::create(b, c.kv), init,
-        [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
-          ImplicitLocOpBuilder ib(loc, nb);
-          scf::YieldOp::create(ib, step(ib, k0, iter, /*inBounds=*/true));
-        });
-    accs = loop.getResults();
-  }
-  if (K % c.kv)
-    accs = step(b, arith::ConstantIndexOp::create(b, kFull), accs,
-                /*inBounds=*/false);
+  SmallVector<Value> accs =
+      kLoop(b, SmallVector<Value>(mr * nr, zeroAcc(b)), step);
   Type elt = accElt(b);
   Value c128;
   if (vnni())
@@ -361,73 +358,20 @@ linalg::GenericOp GemmBuilder::matchEpilogue(linalg::GenericOp gemm,
   if (!r.hasOneUse())
     return {};
   auto epi = dyn_cast<linalg::GenericOp>(*r.getUsers().begin());
-  if (!epi || epi.getNumLoops() != 2 || epi.getNumResults() != 1 ||
-      epi.getNumDpsInits() != 1 ||
-      epi.getNumParallelLoops() != 2 || !epi.hasPureTensorSemantics())
+  // Its other operands are read inside the GEMM's nest, which is built at
+  // the epilogue, so they dominate it.
+  if (!epi || epi.getNumResults() != 1 || !epi.hasPureTensorSemantics())
     return {};
-  // The destination is only written; every map is made of loop dims and
-  // constants; the accumulator is read with the identity map.
-  Block &body = epi.getRegion().front();
-  if (!body.getArgument(epi.getNumDpsInputs()).use_empty())
+  std::optional<unsigned> acc = epilogueAccOperand(epi, r);
+  if (!acc)
     return {};
-  std::optional<unsigned> acc;
-  for (OpOperand &in : epi->getOpOperands()) {
-    AffineMap map = epi.getMatchingIndexingMap(&in);
-    if (!llvm::all_of(map.getResults(), [](AffineExpr e) {
-          return isa<AffineDimExpr, AffineConstantExpr>(e);
-        }))
-      return {};
-    if (in.get() == r) {
-      if (acc || !map.isIdentity())
-        return {};
-      acc = in.getOperandNumber();
-    }
-  }
-  if (!acc || !epi.getIndexingMapsArray().back().isIdentity())
-    return {};
-  // Tensors read per element must dominate the GEMM's loop nest, which is
-  // built at the epilogue; anything but tensor reads and scalar arithmetic
-  // in the body stays unfused.
-  for (Operation &o : body.without_terminator())
-    if (o.getNumRegions() || !isPure(&o))
-      return {};
   accOperand = *acc;
   return epi;
 }
 
 Value GemmBuilder::applyEpilogue(ImplicitLocOpBuilder &b, Value acc, Value row,
                                  Value col) const {
-  linalg::GenericOp epi = epilogue;
-  Block &body = epi.getRegion().front();
-  IRMapping map;
-  for (OpOperand *in : epi.getDpsInputOperands()) {
-    BlockArgument arg = body.getArgument(in->getOperandNumber());
-    if (in->getOperandNumber() == epilogueAcc) {
-      map.map(arg, acc);
-      continue;
-    }
-    AffineMap m = epi.getMatchingIndexingMap(in);
-    SmallVector<Value> idx;
-    for (AffineExpr e : m.getResults()) {
-      if (auto d = dyn_cast<AffineDimExpr>(e))
-        idx.push_back(d.getPosition() == 0 ? row : col);
-      else
-        idx.push_back(arith::ConstantIndexOp::create(
-            b, cast<AffineConstantExpr>(e).getValue()));
-    }
-    Value v = in->get();
-    if (isa<RankedTensorType>(v.getType()))
-      v = tensor::ExtractOp::create(b, v, ValueRange(idx));
-    map.map(arg, v);
-  }
-  for (Operation &o : body.without_terminator()) {
-    if (auto index = dyn_cast<linalg::IndexOp>(o)) {
-      map.map(index.getResult(), index.getDim() == 0 ? row : col);
-      continue;
-    }
-    b.clone(o, map);
-  }
-  return map.lookup(cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]);
+  return emitEpilogueAt(b, b.getLoc(), epilogue, epilogueAcc, acc, row, col);
 }
 
 Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
