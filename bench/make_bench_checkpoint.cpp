@@ -105,7 +105,7 @@ std::vector<float> uniformF32(Rng &rng, size_t n, double lo, double hi) {
 }
 
 /// A swizzled block-scale tensor [roundup(R,128), roundup(C,4)]: logical
-/// entries from `gen`, pad entries 0 (formats.md §4.0).
+/// entries from `gen`, pad entries 0 (docs/Formats.md §4.0).
 template <typename Gen>
 rt::OutputTensor swizzledScales(const std::string &name, DType dt, int64_t R,
                                 int64_t C, Gen gen) {

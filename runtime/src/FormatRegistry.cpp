@@ -214,7 +214,7 @@ private:
     }
     for (const TensorRole &r : f.roles) {
       bool required = r.required;
-      // Embedding tables may omit the scale (1.0, formats.md §7.1).
+      // Embedding tables may omit the scale (1.0, docs/Formats.md §7.1).
       if (m.kind == ModuleKind::Embedding && std::string(r.key) == "weight_scale")
         required = false;
       if (required && !get(r.key))
@@ -328,7 +328,7 @@ std::optional<std::string> Checker::run() {
     bool scalar = s->numel() == 1;
     bool perRow = s->shape == std::vector<int64_t>{N, 1};
     if (moe()) {
-      // A 3-D [E, N, 1] scale makes the bank flattened (formats.md §7.2);
+      // A 3-D [E, N, 1] scale makes the bank flattened (docs/Formats.md §7.2);
       // [E·N, 1] only fits storage that is already flat. A 3-D bank with
       // a 2-D scale would give expert i the single value scale[i].
       const TensorDesc *w = get("weight");

@@ -93,7 +93,7 @@ float quantizeRowInt4(const float *x, int64_t k, DType t, int32_t *q) {
   return s;
 }
 
-/// mxfp8 block exponent (formats.md §4.3): clamp(ceil(log2(max(amax/448,
+/// mxfp8 block exponent (docs/Formats.md §4.3): clamp(ceil(log2(max(amax/448,
 /// 2^-127))) + 127, 0, 254); a zero block uses 0.
 int mxfp8Exponent(float amax) {
   if (amax == 0.0f)

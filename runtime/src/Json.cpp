@@ -96,7 +96,7 @@ json parseStrictJson(std::string_view text, const std::string &file,
                               hexByte(static_cast<unsigned char>(text[bad])) +
                               " at offset " + std::to_string(bad) + ")");
   // nlohmann's lexer takes a NUL byte for the end of input; JSON text has
-  // none (formats.md §1.1: no terminator), so garbage after it must fail.
+  // none (docs/Formats.md §1.1: no terminator), so garbage after it must fail.
   if (size_t nul = text.find('\0'); nul != std::string_view::npos)
     throw Error(file, subject,
                 what + " contains a NUL byte at offset " + std::to_string(nul) +

@@ -38,7 +38,7 @@ std::string fileOf(const Checkpoint &ckpt, const TensorInfo *t) {
 }
 
 /// Rules on stored values rather than shapes. E8M0 block scales: 255 is NaN
-/// and no producer writes it (formats.md §4.0); the scan touches only the
+/// and no producer writes it (docs/Formats.md §4.0); the scan touches only the
 /// scale tensor (1/32 of the weight).
 void checkValues(const ResolvedModule &r) {
   if (r.desc.format != Format::MXFP8)
@@ -108,7 +108,7 @@ ResolvedModule resolveOne(const Checkpoint &ckpt, const QuantConfig &config,
       if (role == "weight_codebook" && d.format == Format::W6A8Int8)
         throw Error(file, subject,
                     "w6a8_int8 takes no weight_codebook (6-bit codes are "
-                    "uniform, formats.md §4.6)");
+                    "uniform, docs/Formats.md §4.6)");
       r.warnings.push_back(subject + ": tensor " + key + " is not part of '" +
                            f.name + "' and is ignored (as ComfyUI does)");
       continue;
@@ -127,7 +127,7 @@ ResolvedModule resolveOne(const Checkpoint &ckpt, const QuantConfig &config,
                       "' (asymmetric / AWQ variant); dequantizing without it "
                       "would be wrong");
 
-  // Options (formats.md §3). A mistyped option only matters to a format
+  // Options (docs/Formats.md §3). A mistyped option only matters to a format
   // that reads it.
   auto optionError = [&](const char *key) {
     if (auto e = config.optionErrors.find(key); e != config.optionErrors.end())
@@ -277,7 +277,7 @@ ResolvedCheckpoint resolveCheckpoint(const Checkpoint &ckpt,
     if (consumed.count(t->name))
       continue;
     out.unquantized.push_back(t);
-    // ComfyUI value-casts an unmarked FP8/INT8 weight (formats.md §1.1);
+    // ComfyUI value-casts an unmarked FP8/INT8 weight (docs/Formats.md §1.1);
     // other consumers (sglang) refuse it. Say so.
     static const std::string kWeight = ".weight";
     if ((t->dtype == DType::F8_E4M3 || t->dtype == DType::F8_E5M2 ||

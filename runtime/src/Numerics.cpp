@@ -1,9 +1,10 @@
 //===- Numerics.cpp - Scalar decoders and rounding (reference path) -------===//
 //
-// Reference implementations of the scalar primitives of formats.md §4.0 and
-// kitchen-numerics.md §1. Everything here favours clarity over speed: decoding
-// is done from bit fields, encoding is one explicit round-to-nearest-even step
-// carried out in double (where every intermediate is exact).
+// Reference implementations of the scalar primitives of docs/Formats.md §4.0
+// and docs/Numerics.md §1. Everything here favours clarity over speed:
+// decoding is done from bit fields, encoding is one explicit
+// round-to-nearest-even step carried out in double (where every intermediate
+// is exact).
 //===----------------------------------------------------------------------===//
 
 #include "comfyquant/runtime/Numerics.h"

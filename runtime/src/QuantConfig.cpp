@@ -130,7 +130,7 @@ QuantConfig parseQuantConfig(std::string_view text, const std::string &module,
     c.format = it->get<std::string>();
   } else if (j.contains("per_row") || j.contains("convrot")) {
     // Comfy-Org's exporter writes INT8 W8A8 markers without "format"
-    // (formats.md §9.13); the tensors are native int8_tensorwise.
+    // (docs/Formats.md §9 item 13); the tensors are native int8_tensorwise.
     c.format = "int8_tensorwise";
     c.warnings.push_back("comfy_quant has no \"format\"; treated as "
                          "int8_tensorwise (Comfy-Org INT8 exporter marker)");

@@ -16,7 +16,7 @@ namespace {
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 /// A scale element; 1-byte scales are bit-reinterpreted as `view` (ComfyUI
-/// `view`s U8 scale storage as its FP8 type, formats.md §1.3 step 5).
+/// `view`s U8 scale storage as its FP8 type, docs/Formats.md §1.3 step 5).
 float scaleAt(const TensorInfo &t, int64_t i, DType view) {
   if (dtypeSize(t.dtype) == 1 && t.dtype != DType::I8) {
     uint8_t b = t.data[i];
@@ -40,7 +40,7 @@ uint8_t nibble(const uint8_t *row, int64_t c, NibbleOrder order) {
 }
 
 /// 6-bit code: K/2 bytes of low nibbles (low-first), then K/4 bytes of 2-bit
-/// high fields (formats.md §4.6 step 1).
+/// high fields (docs/Formats.md §4.6 step 1).
 uint8_t sixBitCode(const uint8_t *row, int64_t c, int64_t k) {
   uint8_t lo = nibble(row, c, NibbleOrder::LowFirst);
   uint8_t hi = (row[k / 2 + c / 4] >> (2 * (c % 4))) & 3;
@@ -76,8 +76,8 @@ void dequantizeRows(const ResolvedModule &m, int64_t expert, int64_t rowBegin,
                     std::to_string(expert) + " are out of range (N = " +
                     std::to_string(N) + ", E = " + std::to_string(E) + ")");
   if (d.format == Format::NVFP4) {
-    // e2m1 · (bs · s2): the decode scale is formed first (formats.md §4.2),
-    // so this is not operand · row scale.
+    // e2m1 · (bs · s2): the decode scale is formed first (docs/Formats.md
+    // §4.2), so this is not operand · row scale.
     const TensorInfo &w = *m.tensor("weight");
     const TensorInfo &scale = *m.tensor("weight_scale");
     const int64_t Ns = storageRows(f, N), rowBytes = storageCols(f, K);

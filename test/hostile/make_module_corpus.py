@@ -4,7 +4,7 @@
 Every file is a *valid* safetensors container (8-byte little-endian header
 length, JSON header padded with spaces to a multiple of 8, tensors stored
 back to back with no holes) that breaks exactly one rule of the Comfy quant
-layer: the `<module>.comfy_quant` JSON (formats.md §1.1, §3), the tensors a
+layer: the `<module>.comfy_quant` JSON (docs/Formats.md §1.1, §3), the tensors a
 format needs (§2.2), the legacy `_quantization_metadata` / `scaled_fp8`
 layouts (§6), or embeddings / MoE banks / attention preferences (§7).
 
@@ -145,7 +145,7 @@ class Spec:
 
 
 # --------------------------------------------------------------------------
-# Valid baseline modules (formats.md §2.2)
+# Valid baseline modules (docs/Formats.md §2.2)
 
 P = "blocks.0.attn.qkv"          # the module every Linear case uses
 MOE = "model.layers.0.mlp.experts"
@@ -245,7 +245,7 @@ def moe_fp8(E=2, N=4, K=8):
 
 
 def moe_int8_flat(E=2, N=4, K=16):
-    # flattened bank (formats.md §7.2): weight [E*N, K], scale [E*N, 1]
+    # flattened bank (docs/Formats.md §7.2): weight [E*N, K], scale [E*N, 1]
     s = Spec()
     s.add(MOE + ".weight", "I8", [E * N, K])
     s.add(MOE + ".weight_scale", "F32", [E * N, 1])
@@ -334,7 +334,7 @@ def case(name, base, mutate, subject, rule, tool_bug=None):
                   tool_bug))
 
 
-# --- comfy_quant tensor / JSON (formats.md §1.1, §3) ------------------------
+# --- comfy_quant tensor / JSON (docs/Formats.md §1.1, §3) ------------------------
 case("cq_not_json", fp8,
      lambda s: set_quant(s, P, '{"format": "float8_e4m3fn"'),
      P, "comfy_quant is not valid JSON")
@@ -391,7 +391,7 @@ case("cq_format_svdquant", fp8,
      lambda s: set_conf(s, P, {"format": "svdquant_w4a4"}),
      P, "unknown quantization format 'svdquant_w4a4'")
 
-# --- options (formats.md §3) ------------------------------------------------
+# --- options (docs/Formats.md §3) ------------------------------------------------
 case("convrot_groupsize_string", lambda: int8(convrot=16),
      lambda s: set_conf(s, P, {"format": "int8_tensorwise", "convrot": True,
                                "convrot_groupsize": "16"}),
@@ -434,7 +434,7 @@ case("linear_dtype_number", w4a4,
                                "convrot_groupsize": 16, "linear_dtype": 8}),
      P, "linear_dtype must be a string, got 8")
 
-# --- required tensors and dtypes (formats.md §2.2) --------------------------
+# --- required tensors and dtypes (docs/Formats.md §2.2) --------------------------
 case("missing_weight", fp8, lambda s: s.drop(P + ".weight"),
      P, "missing required tensor " + P + ".weight")
 case("fp8_missing_weight_scale", fp8, lambda s: s.drop(P + ".weight_scale"),
@@ -606,7 +606,7 @@ case("w6a8_weight_correction", w6a8,
      lambda s: s.add(P + ".weight_correction", "F32", [4, 4]),
      P, "is not loadable by ComfyUI's 'w6a8_int8'")
 
-# --- legacy _quantization_metadata (formats.md §6.1) ------------------------
+# --- legacy _quantization_metadata (docs/Formats.md §6.1) ------------------------
 QM = "__metadata__._quantization_metadata"
 case("qm_not_json", lambda: metadata_fp8(meta_ok()),
      lambda s: s.metadata.update({"_quantization_metadata":
@@ -646,7 +646,7 @@ case("qm_layer_no_weight", lambda: metadata_fp8(meta_ok()),
                      "model." + P: {"format": "float8_e4m3fn"}}})}),
      "model." + P, "missing required tensor model." + P + ".weight")
 
-# --- legacy scaled_fp8 (formats.md §6.2) -----------------------------------
+# --- legacy scaled_fp8 (docs/Formats.md §6.2) -----------------------------------
 case("scaled_fp8_scale_input_vector", scaled_fp8_legacy,
      lambda s: s.replace(P + ".scale_input", None, [2]),
      P + ".scale_input", "scaled_fp8 scale_input must be a float scalar")
@@ -654,7 +654,7 @@ case("scaled_fp8_scale_weight_vector", scaled_fp8_legacy,
      lambda s: s.replace(P + ".scale_weight", None, [4]),
      P, "weight_scale must be a scalar, got F32 [4]")
 
-# --- attention preferences (formats.md §7.3) -------------------------------
+# --- attention preferences (docs/Formats.md §7.3) -------------------------------
 AT = "attention module '" + ATTN + "'"
 case("attn_not_json", lambda: with_attention('{"attention": "comfy_kitchen_int8"}'),
      lambda s: set_text(s, ATTN + ".comfy_attention.config", b"{attn"),
@@ -682,7 +682,7 @@ case("attn_dtype_i8",
      ATTN + ".comfy_attention.config",
      "comfy_attention.config must be a rank-1 U8 tensor")
 
-# --- MoE banks and embeddings (formats.md §7.1, §7.2) -----------------------
+# --- MoE banks and embeddings (docs/Formats.md §7.1, §7.2) -----------------------
 case("moe_scale_expert_count", moe_fp8,
      lambda s: s.replace(MOE + ".weight_scale", None, [3]),
      MOE, "weight_scale must be a scalar or [E] = [2], got F32 [3]")

@@ -9,7 +9,7 @@ For each entry of test/fixtures/fixtures.json:
   * `comfyquant-translate --import-checkpoint --module` prints IR that
     `comfyquant-opt` parses and verifies (every registry rule re-checked);
   * `comfyquant-run --dequantize` writes tensor `weight`, F32, logical shape,
-    bit-identical to kitchen where formats.md §10 defines the result, within
+    bit-identical to kitchen where docs/Formats.md §10 defines the result, within
     the fixture's stated atol for ConvRot un-rotation sums.
 Prints one line per module and exits non-zero on any failure.
 """

@@ -6,7 +6,7 @@ it through `comfyquant-run --artifact`, comparing y with kitchen's y per
 element within c·u·S: S = Σ|terms| (+|bias|) of that output (the fixture's
 s_abs), u = 2^-8 (bf16) or 2^-24 (f32), c = 4 (bf16) or 16 (f32) — the
 epilogue order and float-GEMM summation order differ from kitchen's
-(kitchen-numerics.md §8 items 11-12; test/fixtures/README.md).
+(docs/Numerics.md §8 items 11-12; test/fixtures/README.md).
 """
 import json
 import os

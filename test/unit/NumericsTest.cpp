@@ -512,7 +512,7 @@ TEST(Numerics, SwizzleBijection300x33) {
 }
 
 TEST(Numerics, SwizzleMatchesTextualDescription) {
-  // kitchen-numerics.md §1.4: each 128x4 tile is one contiguous 512-byte
+  // docs/Numerics.md §1.4: each 128x4 tile is one contiguous 512-byte
   // chunk, tiles row-tile-major; inside a chunk, byte d3*16 + d4*4 + d5 holds
   // row d4*32 + d3 and column d5 of the tile.
   const uint64_t rows = 300, cols = 33, nCB = 9;
@@ -698,7 +698,7 @@ TEST(Numerics, RotateIsCorrectlyRounded) {
 }
 
 TEST(Numerics, EncodeE2M1RoundsHalfToEvenCode) {
-  // Ties from kitchen-numerics.md §1.2.
+  // Ties from docs/Numerics.md §1.2.
   EXPECT_EQ(encodeE2M1(0.25f), 0x0);
   EXPECT_EQ(encodeE2M1(0.75f), 0x2); // 1.0
   EXPECT_EQ(encodeE2M1(1.25f), 0x2); // 1.0

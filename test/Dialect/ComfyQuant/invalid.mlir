@@ -1,14 +1,14 @@
 // RUN: comfyquant-opt %s -split-input-file -verify-diagnostics
 
 // Every verifier rule of the comfyquant dialect, one case per split. Format
-// rules come from the runtime format registry (formats.md §2.2, §3, §7);
+// rules come from the runtime format registry (docs/Formats.md §2.2, §3, §7);
 // messages name the rule that was broken.
 
 //===----------------------------------------------------------------------===//
 // #comfyquant.format parameters (verifyFormatParams)
 //===----------------------------------------------------------------------===//
 
-// NVFP4 packs the even column in the high nibble (formats.md §4.0).
+// NVFP4 packs the even column in the high nibble (docs/Formats.md §4.0).
 // expected-error @+1 {{nvfp4 packs nibbles high_first, not low_first}}
 func.func private @f() attributes {fmt = #comfyquant.format<nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = low_first>}
 
@@ -87,7 +87,7 @@ func.func private @f() attributes {fmt = #comfyquant.format<asym_w4a8_int8, gran
 
 // -----
 
-// group_size rules (formats.md §2.2): G >= 4 ...
+// group_size rules (docs/Formats.md §2.2): G >= 4 ...
 // expected-error @+1 {{group_size 2 must be >= 4}}
 func.func private @f() attributes {fmt = #comfyquant.format<asym_w4a8_int8, granularity = group, group = 2, scale = f8E4M3FN, nibbles = low_first>}
 
@@ -299,7 +299,7 @@ comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
 // -----
 
 //===----------------------------------------------------------------------===//
-// comfyquant.attention (formats.md §7.3)
+// comfyquant.attention (docs/Formats.md §7.3)
 //===----------------------------------------------------------------------===//
 
 // expected-error @+1 {{'comfyquant.attention' op comfy_attention.config is not valid JSON}}
@@ -463,7 +463,7 @@ comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, sc
 comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
   comfyquant.tensor @w : tensor<32x64xf8E4M3FN> at 0
 }
-// weight_scale is effectively required for fp8 Linears (formats.md §2.2).
+// weight_scale is effectively required for fp8 Linears (docs/Formats.md §2.2).
 // expected-error @+1 {{'comfyquant.linear' op format 'float8_e4m3fn': missing required tensor weight_scale scalar (MoE: scalar or [E])}}
 comfyquant.linear @l format <float8_e4m3fn, granularity = tensor> [32, 64]
     tensors {weight = @c::@w}
@@ -767,7 +767,7 @@ comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
   comfyquant.tensor @s : tensor<48x5xf8E4M3FN> at 0
   comfyquant.tensor @s2 : tensor<f32> at 0
 }
-// NVFP4 block scales must be stored swizzled and padded (formats.md §4.0);
+// NVFP4 block scales must be stored swizzled and padded (docs/Formats.md §4.0);
 // a plain [N, K/16] matrix has the wrong entry count.
 // expected-error @+1 {{'comfyquant.linear' op format 'nvfp4': weight_scale must hold the swizzled block scales: 1024 entries (128 x 8), got F8_E4M3 [48, 5]}}
 comfyquant.linear @l format <nvfp4, granularity = block, group = 16, scale = f8E4M3FN, nibbles = high_first> [48, 80]
@@ -859,7 +859,7 @@ comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
   comfyquant.tensor @w : tensor<32x64xi8> at 0
   comfyquant.tensor @s : tensor<32xf32> at 0
 }
-// A 1-D [N] int8 scale broadcasts along K in ComfyUI's dequant (formats.md §4.4).
+// A 1-D [N] int8 scale broadcasts along K in ComfyUI's dequant (docs/Formats.md §4.4).
 // expected-error @+1 {{'comfyquant.linear' op format 'int8_tensorwise': weight_scale must be a scalar or per-row [N, 1] = [32, 1] (a 1-D [N] scale broadcasts along K in ComfyUI's dequant), got F32 [32]}}
 comfyquant.linear @l format <int8_tensorwise, granularity = row> [32, 64]
     tensors {weight = @c::@w, weight_scale = @c::@s}
@@ -1041,7 +1041,7 @@ comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
   comfyquant.tensor @ch : tensor<16xf32> at 0
   comfyquant.tensor @cb : tensor<16xf32> at 0
 }
-// 6-bit codes are uniform: no codebook (formats.md §4.6).
+// 6-bit codes are uniform: no codebook (docs/Formats.md §4.6).
 // expected-error @+1 {{'comfyquant.linear' op format 'w6a8_int8': tensor 'weight_codebook' is not part of format 'w6a8_int8'}}
 comfyquant.linear @l format <w6a8_int8, granularity = group, group = 32, scale = f8E4M3FN, nibbles = low_first> [16, 128]
     rotation <64> tensors {weight = @c::@w, weight_codebook = @c::@cb, weight_s_channel = @c::@ch, weight_s_rel = @c::@r}
@@ -1206,7 +1206,7 @@ comfyquant.linear @l format <asym_w4a8_int8, granularity = group, group = 16, sc
 // -----
 
 //===----------------------------------------------------------------------===//
-// Module kinds (formats.md §7)
+// Module kinds (docs/Formats.md §7)
 //===----------------------------------------------------------------------===//
 
 comfyquant.checkpoint @c path "m.safetensors" size 10 hash "h" {
@@ -1582,7 +1582,7 @@ func.func @f(%x: tensor<4x64xbf16>) {
 
 // -----
 
-// int8 activation scales are dynamic per row (formats.md §5 step 5).
+// int8 activation scales are dynamic per row (docs/Formats.md §5 step 5).
 func.func @f(%x: tensor<4x64xbf16>, %is: tensor<f32>) {
   // expected-error @+1 {{'comfyquant.quantize' op per-row activation scales are dynamic}}
   %c, %s = comfyquant.quantize %x <int8_row> scale %is : tensor<f32> : tensor<4x64xbf16> -> tensor<4x64xi8>, tensor<4x1xf32>

@@ -3,7 +3,7 @@
 // RUN: comfyquant-opt %s --verify-roundtrip -o /dev/null
 
 // Round trip of every op and attribute of the comfyquant dialect. Shapes follow
-// formats.md §2.2 (single Linear), §7.1 (embeddings) and §7.2 (MoE banks).
+// docs/Formats.md §2.2 (single Linear), §7.1 (embeddings) and §7.2 (MoE banks).
 
 //===----------------------------------------------------------------------===//
 // Tensor element types: every safetensors dtype (and a 0-dim tensor).
@@ -177,7 +177,7 @@ comfyquant.checkpoint @ckpt path "model.safetensors" size 1000000 hash "fnv1a64:
 // CHECK-NEXT:  }
 
 //===----------------------------------------------------------------------===//
-// Attention preferences (formats.md §7.3): one object or an array of objects.
+// Attention preferences (docs/Formats.md §7.3): one object or an array of objects.
 //===----------------------------------------------------------------------===//
 
 // CHECK: comfyquant.attention "transformer_blocks.0.attn" config "{\22attention\22: \22comfy_kitchen_int8\22}"
@@ -268,7 +268,7 @@ comfyquant.linear @w4a8_f32 format <asym_w4a8_int8, granularity = group, group =
     tensors {weight = @ckpt::@w4a8f32.weight, weight_s_channel = @ckpt::@w4a8f32.weight_s_channel,
              weight_s_rel = @ckpt::@w4a8f32.weight_s_rel}
 
-// U8 s_rel holds E4M3 bits (formats.md §1.3 step 5).
+// U8 s_rel holds E4M3 bits (docs/Formats.md §1.3 step 5).
 // CHECK: comfyquant.linear @w4a8_u8 format <asym_w4a8_int8, granularity = group, group = 4, scale = f8E4M3FN, nibbles = low_first>[16, 64] rotation <16> tensors {weight = @ckpt::@w4a8u8.weight, weight_s_channel = @ckpt::@w4a8u8.weight_s_channel, weight_s_rel = @ckpt::@w4a8u8.weight_s_rel}
 comfyquant.linear @w4a8_u8 format <asym_w4a8_int8, granularity = group, group = 4, scale = f8E4M3FN, nibbles = low_first> [16, 64]
     rotation <16>
@@ -287,7 +287,7 @@ comfyquant.linear @fp8_tagged format <float8_e4m3fn, granularity = tensor> [32, 
     tensors {weight = @ckpt::@fp8.weight, weight_scale = @ckpt::@fp8.weight_scale} {note = "shared"}
 
 //===----------------------------------------------------------------------===//
-// Embeddings (formats.md §7.1).
+// Embeddings (docs/Formats.md §7.1).
 //===----------------------------------------------------------------------===//
 
 // CHECK: comfyquant.embedding @emb_fp8 format <float8_e4m3fn, granularity = tensor>[64, 32] tensors {weight = @ckpt::@emb_fp8.weight, weight_scale = @ckpt::@emb_fp8.weight_scale}
@@ -305,7 +305,7 @@ comfyquant.embedding @emb_rot format <int8_tensorwise, granularity = row> [48, 1
     tensors {weight = @ckpt::@emb_rot.weight, weight_scale = @ckpt::@emb_rot.weight_scale}
 
 //===----------------------------------------------------------------------===//
-// MoE banks (formats.md §7.2): 3-D and flattened.
+// MoE banks (docs/Formats.md §7.2): 3-D and flattened.
 //===----------------------------------------------------------------------===//
 
 // CHECK: comfyquant.moe @moe_fp8 format <float8_e4m3fn, granularity = tensor>[3 x 32, 64] tensors {bias = @ckpt::@moe_fp8.bias, weight = @ckpt::@moe_fp8.weight, weight_scale = @ckpt::@moe_fp8.weight_scale}
@@ -378,7 +378,7 @@ func.func private @attrs() attributes {
 // epilogue.
 //===----------------------------------------------------------------------===//
 
-// int8 ConvRot Linear (formats.md §5 step 5): rotate, per-row int8 quantize,
+// int8 ConvRot Linear (docs/Formats.md §5 step 5): rotate, per-row int8 quantize,
 // int32 GEMM, epilogue.
 // CHECK-LABEL: func.func @int8_convrot_linear(
 // CHECK-SAME:    %[[X:.*]]: tensor<8x128xbf16>)
@@ -592,7 +592,7 @@ func.func private @experts(tensor<?x64xf16>, index) -> tensor<?x32xf16>
 func.func private @tok(tensor<?xi64>) -> tensor<?x48xf32>
     attributes {comfyquant.module = #comfyquant.module<embedding, format = <int8_tensorwise, granularity = row>, out_features = 64, in_features = 48>, comfyquant.strategy = "any"}
 
-// Dequantize every format (formats.md §4), including a MoE bank ([E, N, K])
+// Dequantize every format (docs/Formats.md §4), including a MoE bank ([E, N, K])
 // and the un-rotation of ConvRot formats.
 // CHECK-LABEL: func.func @dequantize_all(
 // CHECK:         comfyquant.dequantize %{{.*}}, %{{.*}} roles ["weight_scale"] format <float8_e4m3fn, granularity = tensor> : (tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<32x64xbf16>

@@ -107,7 +107,7 @@ public:
 
   /// The part of bank tensor `t` that belongs to `expert`. Every per-expert
   /// tensor of a bank holds E equal row-major chunks ([E, ...] stacked or
-  /// [E·rows, ...] flattened, formats.md §7.2); one-element tensors are
+  /// [E·rows, ...] flattened, docs/Formats.md §7.2); one-element tensors are
   /// shared. `rank` is the per-expert rank the consumer needs (-1: any).
   Value expertSlice(Value t, Value expert, int64_t rank) {
     auto type = cast<RankedTensorType>(t.getType());
@@ -145,7 +145,7 @@ public:
   }
 
   /// x · T(pqs) per column, the product rounded once to T (nvfp4 AWQ
-  /// smoothing, formats.md §5 step 1).
+  /// smoothing, docs/Formats.md §5 step 1).
   Value scaleColumns(Value x, Value pqs) {
     auto xt = cast<RankedTensorType>(x.getType());
     MLIRContext *ctx = b.getContext();
@@ -213,7 +213,7 @@ Value BodyBuilder::linear(Value x, const llvm::StringMap<Value> &t) {
     x = scaleColumns(x, pqs);
   Value bias = get("bias") ? convertFloat(b, loc, get("bias"), T) : Value();
 
-  // Dequantize to T and a float GEMM (formats.md §5.8).
+  // Dequantize to T and a float GEMM (docs/Formats.md §5.8).
   if (m.options && m.options.getFullPrecisionMatrixMult()) {
     SmallVector<Value> side;
     SmallVector<Attribute> roles;

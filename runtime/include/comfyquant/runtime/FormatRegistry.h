@@ -1,6 +1,6 @@
 //===- FormatRegistry.h - the single source of truth for formats -*- C++ -*-===//
 //
-// One entry per Comfy quant format (formats.md §2–§3): the weight storage
+// One entry per Comfy quant format (docs/Formats.md §2–§3): the weight storage
 // dtype, the side tensors (key, required, dtypes), the code width, nibble
 // order, scale granularity, padding, rotation use and which module kinds may
 // use it. `verifyModule` states every shape / divisibility rule once; the
@@ -77,7 +77,7 @@ std::optional<ModuleKind> parseModuleKind(std::string_view name);
 const char *granularityName(ScaleGranularity g);
 const char *nibbleOrderName(NibbleOrder n);
 
-/// Activation quantization (formats.md §5, kitchen-numerics.md §3): the
+/// Activation quantization (docs/Formats.md §5, docs/Numerics.md §3): the
 /// reference forward (Forward.cpp) and the compiled lowering
 /// (ComfyQuantToLinalg) both read these.
 struct ActQuant {
@@ -93,7 +93,7 @@ struct ActQuant {
   static constexpr double kGridMax = 127.0;
 };
 
-/// Default ConvRot group size (formats.md §3).
+/// Default ConvRot group size (docs/Formats.md §3).
 constexpr int64_t kDefaultRotationGroup = 256;
 /// convrot_w4a4 kernels tile K by 64 (quant_group_size, fixed by ComfyUI).
 constexpr int64_t kW4A4KMultiple = 64;
@@ -131,17 +131,17 @@ struct FormatParams {
 FormatParams defaultFormatParams(Format f);
 /// Checks `p` against the registry entry of `f` (K-independent rules only).
 std::optional<std::string> verifyFormatParams(Format f, const FormatParams &p);
-/// The K-independent group_size rules of the grouped formats (formats.md
+/// The K-independent group_size rules of the grouped formats (docs/Formats.md
 /// §2.2): G >= 4, G divides 16 or is a multiple of 16; w6a8: G % 16 == 0.
 std::optional<std::string> verifyGroupSize(Format f, int64_t g);
 
-/// Every rule of formats.md §2–§3 for `m`; returns the first violated rule as
-/// a sentence ("weight_scale must be F32 [N] = [64], got F32 [32]"), or
+/// Every rule of docs/Formats.md §2–§3 for `m`; returns the first violated
+/// rule as a sentence ("weight_scale must be F32 [N] = [64], got F32 [32]"), or
 /// nullopt when `m` is valid.
 std::optional<std::string> verifyModule(const ModuleDesc &m);
 
 /// Fills outFeatures / inFeatures / experts of `m` from its storage shapes
-/// (formats.md §4.8): packed widths give K exactly; NVFP4/MXFP8 storage is
+/// (docs/Formats.md §4.8): packed widths give K exactly; NVFP4/MXFP8 storage is
 /// padded, so the logical N / K come from bias / pre_quant_scale when present
 /// and from the storage otherwise. Values already set (> 0) are explicit
 /// overrides and are checked against the storage. Returns a rule violation

@@ -1,7 +1,7 @@
 //===- Forward.h - reference forward pass of quantized modules --*- C++ -*-===//
 //
 // The oracle for compiled kernels: plain loops that compute each format's
-// forward exactly as docs/CpuCodegen.md §1 states (formats.md §5) —
+// forward exactly as docs/CpuCodegen.md §1 states (docs/Formats.md §5) —
 // format-exact activation quantization in the activation dtype, exact i32
 // accumulation for integer formats, f32 accumulation in k order for float
 // formats, and the f32 epilogue with one rounding to the activation dtype.

@@ -1,7 +1,7 @@
 //===- Numerics.h - Scalar decoders and rounding (reference path) -*- C++ -*-===//
 //
-// Plain, obviously-right scalar primitives of formats.md §4.0. They are the
-// oracle that compiled kernels are tested against, so they favour clarity:
+// Plain, obviously-right scalar primitives of docs/Formats.md §4.0. They are
+// the oracle that compiled kernels are tested against, so they favour clarity:
 // table-free bit decoding, explicit RNE.
 //===----------------------------------------------------------------------===//
 #ifndef COMFYQUANT_RUNTIME_NUMERICS_H
@@ -16,7 +16,7 @@ namespace comfyquant::rt {
 float decodeE4M3(uint8_t bits);
 /// FP8 E5M2 (bias 15, IEEE-like inf/NaN, max 57344). Exact.
 float decodeE5M2(uint8_t bits);
-/// E8M0: 2^(e-127); e == 255 -> NaN (formats.md recommends 2^(e-127) for 0).
+/// E8M0: 2^(e-127), also for e == 0; e == 255 -> NaN (docs/Formats.md §4.0).
 float decodeE8M0(uint8_t bits);
 /// E2M1 nibble (low 4 bits of `code`): 0,.5,1,1.5,2,3,4,6 and negatives.
 float decodeE2M1(uint8_t code);
@@ -35,7 +35,7 @@ uint8_t encodeE4M3(float f);
 uint8_t encodeE5M2(float f);
 
 /// Swizzled ("cuBLAS blocked", SWIZZLE_32_4_4) block-scale offset of logical
-/// entry (r, c) for a scale matrix with `cols` logical columns (formats.md
+/// entry (r, c) for a scale matrix with `cols` logical columns (docs/Formats.md
 /// §4.0). Storage holds roundup(rows,128) * roundup(cols,4) entries.
 uint64_t swizzledScaleOffset(uint64_t r, uint64_t c, uint64_t cols);
 /// Largest finite magnitudes of the code formats, and the E8M0 exponent
@@ -58,7 +58,7 @@ float hadamardEntry(int64_t g, int64_t i, int64_t j);
 /// In-place rotation of one row of length k (k % g == 0): each group of g
 /// consecutive f32 values x becomes x·H, the dense sum formed in double and
 /// rounded once to f32: the correctly rounded sum (double's own error is far
-/// below an f32 ulp). formats.md leaves the f32 sum order unspecified;
+/// below an f32 ulp). docs/Formats.md leaves the f32 sum order unspecified;
 /// kitchen's f32 matmul lands within a few u·Σ|terms| (u = 2^-24) of this.
 /// The same operation rotates and un-rotates (H·H = I).
 void rotateRowF32(float *row, int64_t k, int64_t g);

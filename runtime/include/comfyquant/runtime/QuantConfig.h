@@ -1,7 +1,7 @@
 //===- QuantConfig.h - per-module comfy_quant configuration -----*- C++ -*-===//
 //
 // Decodes every way a checkpoint states which modules are quantized
-// (formats.md §1, §3, §6, §7.3):
+// (docs/Formats.md §1, §3, §6, §7.3):
 //   * `<m>.comfy_quant` U8 tensors holding a UTF-8 JSON object;
 //   * `__metadata__._quantization_metadata` (legacy; wins over a tensor of the
 //     same module, as ComfyUI's convert_old_quants overwrites it);

@@ -57,7 +57,7 @@ def ComfyQuant_ModuleKind : I32EnumAttr<"ModuleKind", "kind of quantized module"
 }
 
 def ComfyQuant_ActScheme : I32EnumAttr<"ActScheme",
-    "how activations are quantized (formats.md §5)", [
+    "how activations are quantized (docs/Formats.md §5)", [
     I32EnumAttrCase<"fp8_static", 0>,   // input_scale or 1.0, clamp, RNE
     I32EnumAttrCase<"nvfp4_block", 1>,  // E4M3 16-blocks, global static/dynamic
     I32EnumAttrCase<"mxfp8_block", 2>,  // E8M0 32-blocks, dynamic

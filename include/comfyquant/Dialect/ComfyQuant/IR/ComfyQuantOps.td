@@ -171,7 +171,7 @@ def ComfyQuant_RotateOp : ComfyQuant_Op<"rotate", [Pure,
   let summary = "ConvRot rotation of activations along the last dimension";
   let description = [{
     Each group of `Gr` consecutive elements along the last dimension is
-    multiplied by the normalised regular Hadamard matrix `H` (formats.md
+    multiplied by the normalised regular Hadamard matrix `H` (docs/Formats.md
     §4.0): `y_g = x_g · H`. The arithmetic is the fast Walsh–Hadamard
     butterfly of docs/CpuCodegen.md §1 (also `fwhtRowF32` in the runtime):
     `log4(Gr)` radix-4 stages of stride 1, 4, 16, …, each output
@@ -282,7 +282,7 @@ def ComfyQuant_UnpackOp : ComfyQuant_Op<"unpack", [Pure]> {
     * `convrot_w4a4`: I8 `[N, K/2]` signed nibbles (two's complement,
       registry nibble order: even column low) -> `i4 [N, K]` (int4 GEMM,
       `linear_dtype = int4`) or sign-extended `i8 [N, K]` (`int8`).
-    * `asym_w4a8_int8` / `w6a8_int8`: the int8 grid of formats.md §4.6
+    * `asym_w4a8_int8` / `w6a8_int8`: the int8 grid of docs/Formats.md §4.6
       steps 1–3, `g8 = clamp(RNE(f32(v) · f32(s_rel[n][k/G])), −127, 127)`
       with `v` = codebook level, `code − 8` or `code − 32`; side operands
       `weight_s_rel` and (4-bit only, optional) `weight_codebook` ->
@@ -314,7 +314,7 @@ def ComfyQuant_UnswizzleOp : ComfyQuant_Op<"unswizzle", [Pure]> {
   let summary = "Swizzled block scales to their logical [rows, blocks] matrix";
   let description = [{
     `result[r][c] = input_flat[offset(r, c)]` with the cuBLAS blocked
-    (SWIZZLE_32_4_4) offset of formats.md §4.0 for a matrix of `C` =
+    (SWIZZLE_32_4_4) offset of docs/Formats.md §4.0 for a matrix of `C` =
     result columns (the runtime's `swizzledScaleOffset`). The input is the
     stored scale tensor of one weight (one expert of a bank), any shape with
     `swizzledScaleCount(R, C)` elements; U8 storage is reinterpreted as the
@@ -338,9 +338,9 @@ def ComfyQuant_LookupOp : ComfyQuant_Op<"lookup", [Pure]> {
   let summary = "Embedding lookup: dequantize only the rows named by indices";
   let description = [{
     `result[m] = dequantize(weight row indices[m])` for a `[V, D]` table:
-    the dequantization of `comfyquant.dequantize` (formats.md §4, f32
+    the dequantization of `comfyquant.dequantize` (docs/Formats.md §4, f32
     products, ConvRot un-rotation of the row, one rounding to the result
-    element type) applied to the gathered rows only (formats.md §7.1).
+    element type) applied to the gathered rows only (docs/Formats.md §7.1).
     Side operands are named by `roles` as for `comfyquant.dequantize`
     (`weight_scale` is optional on embeddings: 1.0). Indices outside
     `[0, V)` are a caller error (the runtime checks them); a lowering must
