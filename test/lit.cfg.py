@@ -26,6 +26,10 @@ config.substitutions.append(("%hostile", os.path.join(src, "test", "hostile")))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%comfyquant_bin",
                              os.path.join(config.comfyquant_obj_root, "bin")))
+# comfyquant-run compiles into a cache directory: keep the tests' out of
+# the user's home.
+config.environment["COMFYQUANT_CACHE_DIR"] = os.path.join(
+    config.test_exec_root, "comfyquant-cache")
 
 # GPU-executing tests need a CUDA driver (a lent GPU machine); everything
 # else runs on the CPU.
