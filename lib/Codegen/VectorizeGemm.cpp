@@ -129,8 +129,9 @@ private:
       return intrinsic(b, "llvm.x86.avx512.vpdpbusd.512", acc.getType(),
                        ValueRange{acc, u, s});
     auto wide = VectorType::get({c.kv}, b.getI32Type());
-    Value p = arith::MulIOp::create(b, arith::ExtUIOp::create(b, wide, u),
-                                    arith::ExtSIOp::create(b, wide, s));
+    Value uWide = arith::ExtUIOp::create(b, wide, u);
+    Value sWide = arith::ExtSIOp::create(b, wide, s);
+    Value p = arith::MulIOp::create(b, uWide, sWide);
     // Sum of each group of four: four strided 1-D shuffles.
     Value sum = acc;
     for (int64_t j = 0; j < 4; ++j) {
@@ -231,10 +232,11 @@ SmallVector<Value> GemmBuilder::kLoop(ImplicitLocOpBuilder &b,
                                       KStep step) const {
   const int64_t K = m.k, kFull = K - K % c.kv;
   if (kFull > 0) {
+    Value lb = arith::ConstantIndexOp::create(b, 0);
+    Value ub = arith::ConstantIndexOp::create(b, kFull);
+    Value kStep = arith::ConstantIndexOp::create(b, c.kv);
     auto loop = scf::ForOp::create(
-        b, arith::ConstantIndexOp::create(b, 0),
-        arith::ConstantIndexOp::create(b, kFull),
-        arith::ConstantIndexOp::create(b, c.kv), accs,
+        b, lb, ub, kStep, accs,
         [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
           ImplicitLocOpBuilder ib(loc, nb);
           scf::YieldOp::create(ib, step(ib, k0, iter, /*inBounds=*/true));
@@ -394,8 +396,9 @@ Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
   auto tiledOp = dyn_cast<linalg::GenericOp>(piece.getDefiningOp());
   if (tiledOp && tiledOp.getNumDpsInits() == 1)
     tiledOp.getDpsInitsMutable()[0].set(into);
-  return readRow(b, piece, arith::ConstantIndexOp::create(b, 0),
-                 arith::ConstantIndexOp::create(b, 0), width == c.kv);
+  Value row = arith::ConstantIndexOp::create(b, 0);
+  Value col = arith::ConstantIndexOp::create(b, 0);
+  return readRow(b, piece, row, col, width == c.kv);
 }
 
 Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
@@ -551,10 +554,11 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
           return;
         }
         if (nFull > 0) {
+          Value lb = arith::ConstantIndexOp::create(ib, 0);
+          Value ub = arith::ConstantIndexOp::create(ib, nFull);
+          Value nStep = arith::ConstantIndexOp::create(ib, c.nr);
           auto tiles = scf::ForOp::create(
-              ib, arith::ConstantIndexOp::create(ib, 0),
-              arith::ConstantIndexOp::create(ib, nFull),
-              arith::ConstantIndexOp::create(ib, c.nr), ValueRange{C},
+              ib, lb, ub, nStep, ValueRange{C},
               [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
                 ImplicitLocOpBuilder ib2(loc2, nb2);
                 scf::YieldOp::create(ib2, nTile(ib2, it2[0], n0, c.nr, mb, mEnd));

@@ -190,11 +190,12 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
           rw, loc, amax, mapOf(ctx, 2, {0}),
           emptyTensor(rw, loc, rowSizes, rw.getF32Type()),
           [&](Emitter &e, ValueRange a) -> Value {
-            if (int8) // s = max(amax / 127, 1e-30), f32
+            if (int8) { // s = max(amax / 127, 1e-30), f32
+              Value s = arith::DivFOp::create(e.b, a[0],
+                                              e.f32(rt::ActQuant::kInt8Max));
               return arith::MaxNumFOp::create(
-                  e.b,
-                  arith::DivFOp::create(e.b, a[0], e.f32(rt::ActQuant::kInt8Max)),
-                  e.f32(rt::ActQuant::kInt8MinScale));
+                  e.b, s, e.f32(rt::ActQuant::kInt8MinScale));
+            }
             // a = max(amax, 1e-10) and s = a / 7, each in x's dtype.
             Value m = e.roundThrough(
                 arith::MaxNumFOp::create(e.b, a[0],
@@ -217,8 +218,7 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
             Value v = e.roundThrough(
                 arith::DivFOp::create(e.b, e.toF32(a[0]), s), act);
             v = math::RoundEvenOp::create(e.b, v);
-            v = arith::MinNumFOp::create(
-                e.b, e.f32(hi), arith::MaxNumFOp::create(e.b, e.f32(lo), v));
+            v = e.clampF32(v, lo, hi);
             return arith::FPToSIOp::create(e.b, e.b.getI8Type(), v);
           });
       break;
@@ -238,8 +238,7 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
           emptyTensor(rw, loc, xSizes, rw.getI8Type()),
           [&](Emitter &e, ValueRange a) -> Value {
             Value v = e.roundThrough(e.mul(e.toF32(a[0]), recip), act);
-            v = arith::MinNumFOp::create(
-                e.b, e.f32(maxv), arith::MaxNumFOp::create(e.b, e.f32(-maxv), v));
+            v = e.clampF32(v, -maxv, maxv);
             return e4m3 ? e.encodeE4M3(v) : e.encodeE5M2(v);
           });
       scales = tensor::FromElementsOp::create(
@@ -273,10 +272,10 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
               [](Emitter &e, ValueRange a) -> Value {
                 return arith::MaxNumFOp::create(e.b, a[1], a[0]);
               });
+          Value allMax = extractScalar(rw, loc, all);
+          Value divisor = top.f32(rt::ActQuant::kNvfp4GlobalDivisor);
           g = top.roundThrough(
-              arith::DivFOp::create(rw, loc, extractScalar(rw, loc, all),
-                                    top.f32(rt::ActQuant::kNvfp4GlobalDivisor)),
-              act);
+              arith::DivFOp::create(rw, loc, allMax, divisor), act);
         }
       }
       // One scale byte per block: the E8M0 exponent, or the E4M3 d8.
@@ -305,20 +304,18 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
               Value scale = e.decodeE8M0(a[2]);
               Value zero = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ,
                                                  a[1], e.f32(0.0));
-              Value q = e.select(zero, e.f32(0.0),
+              Value zeroF = e.f32(0.0);
+              Value q = e.select(zero, zeroF,
                                  arith::DivFOp::create(e.b, v, scale));
-              q = arith::MinNumFOp::create(
-                  e.b, e.f32(rt::kE4M3Max),
-                  arith::MaxNumFOp::create(e.b, e.f32(-rt::kE4M3Max), q));
+              q = e.clampF32(q, -rt::kE4M3Max, rt::kE4M3Max);
               return e.encodeE4M3(q);
             }
             Value t = e.mul(g, e.decodeE4M3(a[2]));
             Value zero = arith::CmpFOp::create(e.b, arith::CmpFPredicate::OEQ, t,
                                                e.f32(0.0));
-            Value q =
-                e.select(zero, e.f32(0.0), arith::DivFOp::create(e.b, v, t));
-            q = arith::MinNumFOp::create(
-                e.b, e.f32(6.0), arith::MaxNumFOp::create(e.b, e.f32(-6.0), q));
+            Value zeroF = e.f32(0.0);
+            Value q = e.select(zero, zeroF, arith::DivFOp::create(e.b, v, t));
+            q = e.clampF32(q, -6.0, 6.0);
             return e.encodeE2M1(q);
           });
       codes = unblocked(rw, loc, blockedCodes, k);
@@ -373,7 +370,7 @@ public:
   /// weightOperandRows): decoded FP8 codes, e2m1·block scale, int8 codes,
   /// signed nibbles, the W4A8/W6A8 int8 grid.
   Value operand(Emitter &e, Value ex, Value n, Value k) {
-    Value rowBase = e.mul(e.add(e.mul(ex, e.idx(Ns)), n), e.idx(rowBytes));
+    Value rowBase = rowBaseOf(e, ex, n);
     Value globalRow = e.add(e.mul(ex, e.idx(N)), n);
     switch (kind) {
     case FormatKind::float8_e4m3fn:
@@ -386,12 +383,14 @@ public:
     case FormatKind::asym_w4a8_int8:
     case FormatKind::w6a8_int8:
       return e.toF32(code(e, rowBase, globalRow, k));
-    case FormatKind::nvfp4:
-      return e.mul(e.decodeE2M1(code(e, rowBase, globalRow, k)),
-                   blockScale(e, ex, n, k));
-    case FormatKind::mxfp8:
-      return e.mul(e.decodeE4M3(byteAt(e, rowBase, k)),
-                   blockScale(e, ex, n, k));
+    case FormatKind::nvfp4: {
+      Value level = e.decodeE2M1(code(e, rowBase, globalRow, k));
+      return e.mul(level, blockScale(e, ex, n, k));
+    }
+    case FormatKind::mxfp8: {
+      Value level = e.decodeE4M3(byteAt(e, rowBase, k));
+      return e.mul(level, blockScale(e, ex, n, k));
+    }
     }
     llvm_unreachable("format");
   }
@@ -401,10 +400,10 @@ public:
   Value dequantized(Emitter &e, Value ex, Value n, Value k) {
     Value globalRow = e.add(e.mul(ex, e.idx(N)), n);
     if (kind == FormatKind::nvfp4) {
-      Value rowBase = e.mul(e.add(e.mul(ex, e.idx(Ns)), n), e.idx(rowBytes));
+      Value rowBase = rowBaseOf(e, ex, n);
       Value s2 = expertScalar(e, "weight_scale_2", ex);
-      return e.mul(e.decodeE2M1(code(e, rowBase, globalRow, k)),
-                   e.mul(blockScale(e, ex, n, k), s2));
+      Value level = e.decodeE2M1(code(e, rowBase, globalRow, k));
+      return e.mul(level, e.mul(blockScale(e, ex, n, k), s2));
     }
     Value v = operand(e, ex, n, k);
     switch (kind) {
@@ -439,9 +438,10 @@ public:
       return trunc8(e, nibble(e, byteAt(e, rowBase, half), k));
     case FormatKind::convrot_w4a4: {
       Value nib = nibble(e, byteAt(e, rowBase, half), k);
-      Value sv = e.select(arith::CmpIOp::create(e.b, arith::CmpIPredicate::uge,
-                                                nib, e.i32(8)),
-                          arith::SubIOp::create(e.b, nib, e.i32(16)), nib);
+      Value negative =
+          arith::CmpIOp::create(e.b, arith::CmpIPredicate::uge, nib, e.i32(8));
+      Value wrapped = arith::SubIOp::create(e.b, nib, e.i32(16));
+      Value sv = e.select(negative, wrapped, nib);
       return trunc8(e, sv);
     }
     case FormatKind::asym_w4a8_int8:
@@ -449,36 +449,33 @@ public:
       Value lo = nibble(e, byteAt(e, rowBase, half), k);
       Value level;
       if (kind == FormatKind::w6a8_int8) {
-        Value hiByte = byteAt(
-            e, rowBase,
-            e.add(e.idx(K / 2), arith::DivUIOp::create(e.b, k, e.idx(4))));
-        Value shift = arith::IndexCastOp::create(
-            e.b, e.b.getI32Type(),
-            e.mul(arith::RemUIOp::create(e.b, k, e.idx(4)), e.idx(2)));
-        Value hi = arith::AndIOp::create(
-            e.b,
-            arith::ShRUIOp::create(
-                e.b, arith::ExtUIOp::create(e.b, e.b.getI32Type(), hiByte),
-                shift),
-            e.i32(3));
+        Value hiStart = e.idx(K / 2);
+        Value quad = arith::DivUIOp::create(e.b, k, e.idx(4));
+        Value hiByte = byteAt(e, rowBase, e.add(hiStart, quad));
+        Value pair = arith::RemUIOp::create(e.b, k, e.idx(4));
+        Value shift = arith::IndexCastOp::create(e.b, e.b.getI32Type(),
+                                                 e.mul(pair, e.idx(2)));
+        Value shifted = arith::ShRUIOp::create(
+            e.b, arith::ExtUIOp::create(e.b, e.b.getI32Type(), hiByte), shift);
+        Value hi = arith::AndIOp::create(e.b, shifted, e.i32(3));
         Value c = arith::OrIOp::create(e.b, lo,
                                        arith::ShLIOp::create(e.b, hi, e.i32(4)));
-        level = e.sub(e.toF32(c), e.f32(32.0));
+        Value cF = e.toF32(c);
+        level = e.sub(cF, e.f32(32.0));
       } else if (has("weight_codebook")) {
         level = e.toF32(tensor::ExtractOp::create(
             e.b, flat["weight_codebook"],
             ValueRange{arith::IndexCastOp::create(e.b, e.b.getIndexType(), lo)}));
       } else {
-        level = e.sub(e.toF32(lo), e.f32(8.0));
+        Value loF = e.toF32(lo);
+        level = e.sub(loF, e.f32(8.0));
       }
-      Value rel = scaleAt(e, "weight_s_rel",
-                          e.add(e.mul(globalRow, e.idx(K / G)),
-                                arith::DivUIOp::create(e.b, k, e.idx(G))));
+      Value rowGroups = e.mul(globalRow, e.idx(K / G));
+      Value group = arith::DivUIOp::create(e.b, k, e.idx(G));
+      Value rel = scaleAt(e, "weight_s_rel", e.add(rowGroups, group));
       // g8 = clamp(RNE(level · s_rel), -127, 127), one f32 multiply.
       Value g8 = math::RoundEvenOp::create(e.b, e.mul(level, rel));
-      g8 = arith::MinNumFOp::create(
-          e.b, e.f32(rt::ActQuant::kGridMax),
-          arith::MaxNumFOp::create(e.b, e.f32(-rt::ActQuant::kGridMax), g8));
+      g8 = e.clampF32(g8, -rt::ActQuant::kGridMax, rt::ActQuant::kGridMax);
       return arith::FPToSIOp::create(e.b, e.b.getI8Type(), g8);
     }
     default:
@@ -499,6 +496,11 @@ private:
   }
   int64_t numel(StringRef r) {
     return cast<RankedTensorType>(flat[r].getType()).getShape()[0];
+  }
+  /// The first storage byte of row n of expert ex.
+  Value rowBaseOf(Emitter &e, Value ex, Value n) {
+    Value expertRow = e.add(e.mul(ex, e.idx(Ns)), n);
+    return e.mul(expertRow, e.idx(rowBytes));
   }
   Value byteAt(Emitter &e, Value rowBase, Value col) {
     return tensor::ExtractOp::create(e.b, flat["weight"],
@@ -528,11 +530,11 @@ private:
   Value nibble(Emitter &e, Value byte, Value col) {
     const bool highFirst = info().nibbles == rt::NibbleOrder::HighFirst;
     Value u = arith::ExtUIOp::create(e.b, e.b.getI32Type(), byte);
-    Value even = arith::CmpIOp::create(
-        e.b, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(e.b, col, e.idx(2)), e.idx(0));
-    Value hi = arith::AndIOp::create(
-        e.b, arith::ShRUIOp::create(e.b, u, e.i32(4)), e.i32(0xF));
+    Value parity = arith::RemUIOp::create(e.b, col, e.idx(2));
+    Value even = arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, parity,
+                                       e.idx(0));
+    Value high = arith::ShRUIOp::create(e.b, u, e.i32(4));
+    Value hi = arith::AndIOp::create(e.b, high, e.i32(0xF));
     Value lo = arith::AndIOp::create(e.b, u, e.i32(0xF));
     return highFirst ? e.select(even, hi, lo) : e.select(even, lo, hi);
   }
@@ -542,9 +544,9 @@ private:
     const int64_t cols = (K + blk - 1) / blk;
     const int64_t count =
         static_cast<int64_t>(rt::swizzledScaleCount(Ns, cols));
-    Value off = e.add(
-        e.mul(ex, e.idx(count)),
-        e.swizzledOffset(n, arith::DivUIOp::create(e.b, k, e.idx(blk)), cols));
+    Value expertBase = e.mul(ex, e.idx(count));
+    Value kBlock = arith::DivUIOp::create(e.b, k, e.idx(blk));
+    Value off = e.add(expertBase, e.swizzledOffset(n, kBlock, cols));
     return scaleAt(e, "weight_scale", off);
   }
 };
@@ -577,8 +579,9 @@ struct DequantizeLowering : OpRewritePattern<DequantizeOp> {
         rw, loc, ValueRange{}, {}, emptyTensor(rw, loc, sizes, valueType),
         [&](Emitter &e, ValueRange) -> Value {
           Value ex = bank ? e.index(0) : e.idx(0);
-          Value v = dec.dequantized(e, ex, e.index(bank ? 1 : 0),
-                                    e.index(bank ? 2 : 1));
+          Value n = e.index(bank ? 1 : 0);
+          Value k = e.index(bank ? 2 : 1);
+          Value v = dec.dequantized(e, ex, n, k);
           return e.fromF32(v, valueType);
         });
     if (rot)
@@ -630,7 +633,9 @@ struct UnswizzleLowering : OpRewritePattern<UnswizzleOp> {
     Value out = buildParallel(
         rw, loc, ValueRange{}, {}, emptyTensor(rw, loc, sizes, rw.getI8Type()),
         [&](Emitter &e, ValueRange) -> Value {
-          Value off = e.swizzledOffset(e.index(0), e.index(1), cols);
+          Value r = e.index(0);
+          Value c = e.index(1);
+          Value off = e.swizzledOffset(r, c, cols);
           return tensor::ExtractOp::create(e.b, in, ValueRange{off});
         });
     rw.replaceOp(op, fromStorage(rw, loc, out, result));
@@ -663,9 +668,11 @@ struct LookupLowering : OpRewritePattern<LookupOp> {
           // Clamp so a bad index never reads outside the table (the
           // runtime rejects such indices before calling).
           Value row = arith::IndexCastOp::create(e.b, e.b.getIndexType(), a[0]);
+          Value first = e.idx(0);
           row = arith::MaxSIOp::create(
-              e.b, e.idx(0), arith::MinSIOp::create(e.b, row, e.idx(V - 1)));
-          Value v = dec.dequantized(e, e.idx(0), row, e.index(1));
+              e.b, first, arith::MinSIOp::create(e.b, row, e.idx(V - 1)));
+          Value ex = e.idx(0);
+          Value v = dec.dequantized(e, ex, row, e.index(1));
           return e.fromF32(v, valueType);
         });
     if (rot)
@@ -711,7 +718,8 @@ Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
         Value x = decode(e, a[0]);
         if (!sc)
           return x;
-        Value blk = arith::DivUIOp::create(e.b, e.index(1), e.idx(block));
+        Value col = e.index(1);
+        Value blk = arith::DivUIOp::create(e.b, col, e.idx(block));
         Value raw = tensor::ExtractOp::create(e.b, sc, ValueRange{e.index(0), blk});
         Value scale = isa<Float8E8M0FNUType>(scaleElt) ? e.decodeE8M0(raw)
                       : isa<Float8E4M3FNType>(scaleElt) ? e.decodeE4M3(raw)
@@ -761,9 +769,10 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
           p = arith::AddIOp::create(e.b, args[2],
                                     arith::MulIOp::create(e.b, x, y));
         } else {
-          p = arith::AddFOp::create(
-              e.b, args[2],
-              arith::MulFOp::create(e.b, e.toF32(args[0]), e.toF32(args[1])));
+          Value x = e.toF32(args[0]);
+          Value y = e.toF32(args[1]);
+          p = arith::AddFOp::create(e.b, args[2],
+                                    arith::MulFOp::create(e.b, x, y));
         }
         linalg::YieldOp::create(nb, nl, p);
       });

@@ -48,6 +48,13 @@ Value Emitter::roundThrough(Value v, Type t) {
   return arith::ExtFOp::create(b, b.getF32Type(), fromF32(v, t));
 }
 
+Value Emitter::clampF32(Value v, double lo, double hi) {
+  Value hiC = f32(hi);
+  Value loC = f32(lo);
+  Value atLeastLo = arith::MaxNumFOp::create(b, loC, v);
+  return arith::MinNumFOp::create(b, hiC, atLeastLo);
+}
+
 Value Emitter::add(Value a, Value c) {
   if (isa<FloatType>(a.getType()))
     return arith::AddFOp::create(b, a, c);
@@ -81,8 +88,8 @@ Value Emitter::decodeE4M3(Value byte) {
   Type i16 = b.getI16Type();
   Value u = arith::ExtUIOp::create(b, i16, byte);
   Value mag = arith::AndIOp::create(b, u, intOf(i16, 0x7F));
-  Value sign = arith::ShLIOp::create(
-      b, arith::AndIOp::create(b, u, intOf(i16, 0x80)), intOf(i16, 8));
+  Value signBit = arith::AndIOp::create(b, u, intOf(i16, 0x80));
+  Value sign = arith::ShLIOp::create(b, signBit, intOf(i16, 8));
   Value h = arith::OrIOp::create(
       b, sign, arith::ShLIOp::create(b, mag, intOf(i16, 7)));
   Value half = arith::BitcastOp::create(b, b.getF16Type(), h);
@@ -107,10 +114,10 @@ Value Emitter::decodeE2M1(Value code) {
   // (0.5 is the half subnormal 2^-15), so f32(half) · 2^14 is x.
   Type i16 = b.getI16Type();
   Value u = arith::ExtUIOp::create(b, i16, code);
-  Value mag = arith::ShLIOp::create(
-      b, arith::AndIOp::create(b, u, intOf(i16, 0x7)), intOf(i16, 9));
-  Value sign = arith::ShLIOp::create(
-      b, arith::AndIOp::create(b, u, intOf(i16, 0x8)), intOf(i16, 12));
+  Value magBits = arith::AndIOp::create(b, u, intOf(i16, 0x7));
+  Value mag = arith::ShLIOp::create(b, magBits, intOf(i16, 9));
+  Value signBit = arith::AndIOp::create(b, u, intOf(i16, 0x8));
+  Value sign = arith::ShLIOp::create(b, signBit, intOf(i16, 12));
   Value h = arith::OrIOp::create(b, sign, mag);
   Value half = arith::BitcastOp::create(b, b.getF16Type(), h);
   Value f = arith::ExtFOp::create(b, b.getF32Type(), half);
@@ -135,8 +142,8 @@ Value Emitter::decodeE8M0(Value byte) {
 /// returned as (f32 exponent - biasDelta) << mantBits | mantissa.
 Value Emitter::normalFloatCode(Value absBits, int mantBits, int biasDelta) {
   int drop = 23 - mantBits;
-  Value lsb = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, absBits, i32(drop)), i32(1));
+  Value kept = arith::ShRUIOp::create(b, absBits, i32(drop));
+  Value lsb = arith::AndIOp::create(b, kept, i32(1));
   Value r = arith::AddIOp::create(
       b, arith::AddIOp::create(b, absBits, i32((1 << (drop - 1)) - 1)), lsb);
   r = arith::ShRUIOp::create(b, r, i32(drop));
@@ -147,8 +154,8 @@ static Value encodeFP8(Emitter &e, Value v, int mantBits, int biasDelta,
                        int minNormalExp, int subQuantumExp, int maxCode) {
   ImplicitLocOpBuilder &b = e.b;
   Value bits = arith::BitcastOp::create(b, b.getI32Type(), v);
-  Value sign = arith::AndIOp::create(
-      b, arith::ShRUIOp::create(b, bits, e.i32(24)), e.i32(0x80));
+  Value top = arith::ShRUIOp::create(b, bits, e.i32(24));
+  Value sign = arith::AndIOp::create(b, top, e.i32(0x80));
   Value absBits = arith::AndIOp::create(b, bits, e.i32(0x7FFFFFFF));
   Value a = math::AbsFOp::create(b, v);
   // Below the smallest normal: multiples of the subnormal quantum, RNE.
@@ -207,9 +214,9 @@ Value Emitter::encodeE2M1(Value v) {
 }
 
 Value Emitter::mxfp8Exponent(Value amax) {
-  Value r = arith::MaxNumFOp::create(
-      b, arith::DivFOp::create(b, amax, f32(rt::kE4M3Max)),
-      f32(std::ldexp(1.0, -rt::kE8M0Bias)));
+  Value ratio = arith::DivFOp::create(b, amax, f32(rt::kE4M3Max));
+  Value r = arith::MaxNumFOp::create(b, ratio,
+                                     f32(std::ldexp(1.0, -rt::kE8M0Bias)));
   Value bits = arith::BitcastOp::create(b, b.getI32Type(), r);
   Value exp = arith::ShRUIOp::create(b, bits, i32(23));
   Value man = arith::AndIOp::create(b, bits, i32(0x7FFFFF));
@@ -221,8 +228,8 @@ Value Emitter::mxfp8Exponent(Value amax) {
   Value minimal =
       arith::CmpIOp::create(b, arith::CmpIPredicate::eq, bits, i32(0x00400000));
   e = select(minimal, i32(0), e);
-  e = arith::MinSIOp::create(b, arith::MaxSIOp::create(b, e, i32(0)),
-                            i32(rt::kE8M0MaxCode));
+  e = arith::MaxSIOp::create(b, e, i32(0));
+  e = arith::MinSIOp::create(b, e, i32(rt::kE8M0MaxCode));
   Value zero =
       arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, amax, f32(0.0));
   e = select(zero, i32(0), e);
@@ -237,10 +244,16 @@ Value Emitter::swizzledOffset(Value r, Value c, int64_t cols) {
   auto remu = [&](Value x, int64_t d) {
     return arith::RemUIOp::create(b, x, idx(d)).getResult();
   };
-  Value tile = add(mul(divu(r, 128), idx(nCB)), divu(c, 4));
+  // One op per statement: argument evaluation order is unspecified and the
+  // IR must not depend on the host compiler.
+  Value rowBlock = divu(r, 128);
+  Value rowTiles = mul(rowBlock, idx(nCB));
+  Value tile = add(rowTiles, divu(c, 4));
   Value off = mul(tile, idx(512));
-  off = add(off, mul(remu(r, 32), idx(16)));
-  off = add(off, mul(divu(remu(r, 128), 32), idx(4)));
+  Value row32 = remu(r, 32);
+  off = add(off, mul(row32, idx(16)));
+  Value row128 = divu(remu(r, 128), 32);
+  off = add(off, mul(row128, idx(4)));
   return add(off, remu(c, 4));
 }
 

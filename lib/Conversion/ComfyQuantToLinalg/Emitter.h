@@ -62,6 +62,8 @@ public:
   Value sub(Value a, Value c);
   Value mul(Value a, Value c);
   Value select(Value cond, Value a, Value c);
+  /// min(hi, max(lo, v)) for f32 `v` (NaN-ignoring min/max).
+  Value clampF32(Value v, double lo, double hi);
   Value index(unsigned dim);
 
   /// RNE of a positive finite f32 (bits `absBits`) to `mantBits` mantissa

@@ -160,10 +160,12 @@ public:
         b, loc, TypeRange{xt}, ValueRange{x, pqs}, ValueRange{init},
         ArrayRef<AffineMap>{id, col, id}, iters,
         [&](OpBuilder &nb, Location nl, ValueRange args) {
+          // Operands in named locals: argument evaluation order is
+          // unspecified, and the IR must not depend on the host compiler.
           Value p = convertFloat(nb, nl, args[1], act);
-          Value prod = arith::MulFOp::create(
-              nb, nl, convertFloat(nb, nl, args[0], f32Type),
-              convertFloat(nb, nl, p, f32Type));
+          Value xWide = convertFloat(nb, nl, args[0], f32Type);
+          Value pWide = convertFloat(nb, nl, p, f32Type);
+          Value prod = arith::MulFOp::create(nb, nl, xWide, pWide);
           linalg::YieldOp::create(nb, nl, convertFloat(nb, nl, prod, act));
         });
     return generic.getResult(0);
