@@ -13,6 +13,7 @@ For each entry of test/fixtures/fixtures.json:
     the fixture's stated atol for ConvRot un-rotation sums.
 Prints one line per module and exits non-zero on any failure.
 """
+import argparse
 import json
 import os
 import subprocess
@@ -20,9 +21,15 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
+import compare as cmp  # noqa: E402
 import safetensors_util as st  # noqa: E402
 
-bindir, fixtures = sys.argv[1], sys.argv[2]
+ap = argparse.ArgumentParser()
+ap.add_argument("bindir")
+ap.add_argument("fixtures")
+ap.add_argument("--mutate", default="")
+args = ap.parse_args()
+bindir, fixtures = args.bindir, args.fixtures
 tool = lambda name: os.path.join(bindir, name)
 
 
@@ -61,21 +68,35 @@ for i, fx in enumerate(entries):
                   "--module", module] + extra)
         run([tool("comfyquant-opt")], stdin=ir)
         out = os.path.join(tmp, "w%d.safetensors" % i)
+        if os.path.exists(out):
+            os.remove(out)
         run([tool("comfyquant-run"), path, "--module", module, "--dequantize",
              "-o", out] + extra)
         got, _ = st.read(out)
         dtype, shape, raw = got["weight"]
+        shape, raw = cmp.mutate(args.mutate, dtype, shape, raw)
         want_t, _ = st.read(os.path.join(fixtures, fx["expected"]))
         wdtype, wshape, wraw = want_t[module]
-        assert dtype == "F32" and shape == wshape, (dtype, shape, wshape)
+        a, b = cmp.decode(dtype, raw), cmp.decode(wdtype, wraw)
+        problem = "dtype %s" % dtype if dtype != "F32" else cmp.shape_mismatch(shape, wshape, a, b)
+        assert not problem, problem
         if fx["exact"]:
-            assert raw == wraw, "dequantized bytes differ from comfy-kitchen"
+            r = cmp.compare_exact(raw, wraw, 4)
+            assert r.ok, "dequantized bits differ from comfy-kitchen: " + r.summary()
             how = "bit-exact"
         else:
-            a, b = st.floats(raw), st.floats(wraw)
-            err = max(abs(x - y) for x, y in zip(a, b))
-            assert err <= fx["atol"], "max |diff| %g > atol %g" % (err, fx["atol"])
-            how = "max |diff| %.3g <= atol %.3g" % (err, fx["atol"])
+            rot_t, _ = st.read(os.path.join(fixtures, fx["expected_rotated"]))
+            rot = cmp.decode("F32", rot_t[module][2])
+            assert len(rot) == len(b), "expected_rotated has %d elements" % len(rot)
+            g = fx["convrot_groupsize"]
+            s_abs = []
+            for g0 in range(0, len(rot), g):
+                s = sum(abs(v) for v in rot[g0:g0 + g]) / g ** 0.5
+                s_abs += [s] * g
+            ulps, c = cmp.tolerance("unrotation_vs_kitchen", fx["format"], "F32")
+            r = cmp.compare(a, b, "F32", ulps, c, s_abs)
+            assert r.ok, r.summary()
+            how = "un-rotation %s (bound %g u32*S)" % (r.summary(), c)
         print("PASS %s :: %s (%s %s %s)" % (fx["file"], module, fx["kind"], fx["format"], how))
     except Exception as e:  # noqa: BLE001 - report every fixture
         failures += 1

@@ -1,80 +1,139 @@
-"""lit driver: compiled kernels vs comfy-kitchen's forward (test/fixtures/forward).
+"""lit driver: compiled kernels and the reference path vs comfy-kitchen's
+forward results (test/fixtures/forward).
 
-For one checkpoint per format and kind (CHECKPOINTS below), compiles it
-(`comfyquant-compile --dtypes f32,bf16`) and runs every forward fixture of
-it through `comfyquant-run --artifact`, comparing y with kitchen's y per
-element within c·u·S: S = Σ|terms| (+|bias|) of that output (the fixture's
-s_abs), u = 2^-8 (bf16) or 2^-24 (f32), c = 4 (bf16) or 16 (f32) — the
-epilogue order and float-GEMM summation order differ from kitchen's
-(docs/Numerics.md §8 items 11-12; test/fixtures/README.md).
+For each checkpoint of CHECKPOINTS (every format; Linear, every expert of
+the MoE banks, embeddings; padded NVFP4/MXFP8 at their logical shape), it
+compiles the checkpoint (`comfyquant-compile --dtypes f32,bf16`) and runs
+every forward fixture of it through `comfyquant-run --artifact` and
+`--reference`, comparing y with kitchen's y per element within the bound of
+tolerances.json ("vs_kitchen", see compare.py and docs/Testing.md). Embedding
+outputs are F32 through comfyquant-run, so only the f32 embedding fixtures
+are compared here (the unit tests cover bf16).
+
+  check_forward_compiled.py BINDIR FIXTURES [--only SUBSTR] [--mutate KIND]
+                            [--paths compiled,reference] [--checkpoints A,B]
+--mutate doctors every output before the comparison (nan, scale, truncate:
+compare.py), so lit can check that the driver then fails.
 """
+import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
+import compare as cmp  # noqa: E402
 import safetensors_util as st  # noqa: E402
 
-bindir, fixtures = sys.argv[1], sys.argv[2]
+ap = argparse.ArgumentParser()
+ap.add_argument("bindir")
+ap.add_argument("fixtures")
+ap.add_argument("--only", default="")
+ap.add_argument("--checkpoints", default="", help="comma-separated, instead of CHECKPOINTS")
+ap.add_argument("--mutate", default="")
+ap.add_argument("--paths", default="compiled,reference")
+args = ap.parse_args()
+bindir, fixtures = args.bindir, args.fixtures
 CHECKPOINTS = [
     "ckpt/fp8_e4m3_linear.safetensors", "ckpt/fp8_e5m2_linear.safetensors",
+    "ckpt/fp8_e4m3_bias.safetensors",
     "ckpt/nvfp4_pqs.safetensors", "ckpt/mxfp8_aligned.safetensors",
     "ckpt/int8_rowwise.safetensors", "ckpt/int8_convrot_g16.safetensors",
     "ckpt/w4a4_g64.safetensors", "ckpt/w4a4_g256_int8act.safetensors",
     "ckpt/w4a8_codebook_g16.safetensors", "ckpt/w6a8_g16.safetensors",
     "ckpt/sample_mixed.safetensors", "ckpt/moe_flat_w4a8.safetensors",
     "ckpt/fp8_e4m3_exporter_fpmm.safetensors",
+    "ckpt/moe_fp8.safetensors", "ckpt/moe_nvfp4.safetensors",
+    "ckpt/moe_mxfp8.safetensors", "ckpt/moe_w4a4.safetensors",
+    "ckpt/moe_int8_per_expert.safetensors",
+    "ckpt/emb_fp8.safetensors", "ckpt/emb_int8_rows.safetensors",
+    "ckpt/emb_int8_convrot64.safetensors",
 ]
+PADDED = {"nvfp4", "mxfp8"}
 tmp = tempfile.mkdtemp()
 cases = json.load(open(os.path.join(fixtures, "forward.json")))
+modules = json.load(open(os.path.join(fixtures, "fixtures.json")))
+paths = args.paths.split(",")
 failures = total = 0
 
 
-def floats(dtype, raw):
-    if dtype == "F32":
-        return st.floats(raw)
-    return [struct.unpack("<f", struct.pack("<I", h << 16))[0]
-            for h in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    return p.returncode, p.stderr.strip()
 
 
-for ck in CHECKPOINTS:
-    art = os.path.join(tmp, os.path.basename(ck) + ".art")
-    p = subprocess.run([os.path.join(bindir, "comfyquant-compile"), os.path.join(fixtures, ck),
-                        "--target", "cpu", "--dtypes", "f32,bf16", "-o", art],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        print("FAIL compile %s: %s" % (ck, p.stderr.strip()))
-        failures += 1
+for ck in (args.checkpoints.split(",") if args.checkpoints else CHECKPOINTS):
+    if args.only not in ck:
         continue
-    for fx in cases:
-        if fx["checkpoint"] != ck or fx["kind"] == "embedding":
-            continue
-        total += 1
-        data, _ = st.read(os.path.join(fixtures, fx["file"]))
-        out = os.path.join(tmp, "y.safetensors")
-        cmd = [os.path.join(bindir, "comfyquant-run"), os.path.join(fixtures, ck), "--module",
-               fx["module"], "--input", os.path.join(fixtures, fx["file"]), "--artifact", art,
-               "-o", out]
-        if fx["expert"] is not None:
-            cmd += ["--expert", str(fx["expert"])]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            print("FAIL %s: %s" % (fx["file"], p.stderr.strip()))
+    ckpt = os.path.join(fixtures, ck)
+    # Padded NVFP4/MXFP8 storage without bias does not state the logical
+    # shape: give it, as a user of such a checkpoint must.
+    shapes = []
+    for m in modules:
+        if m["file"] == ck and m["format"] in PADDED:
+            shapes += ["--shape", "%s=%dx%d" % (m["module"], m["out_features"], m["in_features"])]
+    art = os.path.join(tmp, os.path.basename(ck) + ".art")
+    if "compiled" in paths:
+        rc, err = run([os.path.join(bindir, "comfyquant-compile"), ckpt, "--target", "cpu",
+                       "--dtypes", "f32,bf16", "-o", art] + shapes)
+        if rc != 0:
+            print("FAIL compile %s: %s" % (ck, err))
             failures += 1
             continue
-        ydt, _, yraw = data["y"]
-        got = floats(ydt, st.read(out)[0]["y"][2])
-        want = floats(ydt, yraw)
-        s_abs = floats("BF16", data["s_abs"][2])
-        u, c = (2.0 ** -8, 4) if ydt == "BF16" else (2.0 ** -24, 16)
-        worst = max((abs(a - b) / (u * s) if s > 0 else (0 if a == b else 1e9))
-                    for a, b, s in zip(got, want, s_abs))
-        ok = worst <= c
-        failures += not ok
-        print("%s %s (%s %s): worst %.2f u*S (limit %d)" % (
-            "PASS" if ok else "FAIL", fx["file"], fx["format"], ydt, worst, c))
+    bias_t = st.read(ckpt)[0]
+    for fx in cases:
+        if fx["checkpoint"] != ck:
+            continue
+        data, _ = st.read(os.path.join(fixtures, fx["file"]))
+        ydt, yshape, yraw = data["y"]
+        if fx["kind"] == "embedding":
+            if ydt != "F32":
+                continue  # comfyquant-run writes embeddings as F32
+            x = os.path.join(tmp, "idx.safetensors")
+            st.write(x, {"x": data["indices"]})
+        else:
+            x = os.path.join(fixtures, fx["file"])
+        want = cmp.decode(ydt, yraw)
+        s_abs = cmp.decode("BF16", data["s_abs"][2])
+        # kitchen adds the bias in x's dtype after rounding: the bound
+        # counts that rounding at the pre-bias value.
+        bias = None
+        if fx["has_bias"]:
+            bdt, bshape, braw = bias_t[fx["module"] + ".bias"]
+            n = yshape[-1]
+            b = cmp.decode(bdt, braw)
+            b = b[(fx["expert"] or 0) * n:][:n]
+            bias = [b[i % n] for i in range(len(want))]
+        ulps, c = cmp.tolerance("vs_kitchen", fx["format"], ydt, fx["has_bias"])
+        for how in paths:
+            total += 1
+            out = os.path.join(tmp, "y_%s.safetensors" % how)
+            if os.path.exists(out):
+                os.remove(out)
+            cmd = [os.path.join(bindir, "comfyquant-run"), ckpt, "--module", fx["module"],
+                   "--input", x, "-o", out] + shapes
+            cmd += ["--artifact", art] if how == "compiled" else ["--reference"]
+            if fx["expert"] is not None:
+                cmd += ["--expert", str(fx["expert"])]
+            rc, err = run(cmd)
+            name = "%s %s (%s %s %s)" % (how, fx["file"], fx["format"], fx["kind"], ydt)
+            if rc != 0:
+                print("FAIL %s: exit %d: %s" % (name, rc, err))
+                failures += 1
+                continue
+            gdt, gshape, graw = st.read(out)[0]["y"]
+            gshape, graw = cmp.mutate(args.mutate, gdt, gshape, graw)
+            got = cmp.decode(gdt, graw)
+            problem = ("dtype %s != %s" % (gdt, ydt) if gdt != ydt else
+                       cmp.shape_mismatch(gshape, yshape, got, want))
+            if problem:
+                print("FAIL %s: %s" % (name, problem))
+                failures += 1
+                continue
+            r = cmp.compare(got, want, ydt, ulps, c, s_abs, bias=bias)
+            failures += not r.ok
+            print("%s %s: %s (bound %g ulp + %g u32*S)" % (
+                "PASS" if r.ok else "FAIL", name, r.summary(), ulps, c))
 print("%d cases, %d failed" % (total, failures))
 sys.exit(1 if failures or total == 0 else 0)

@@ -1,13 +1,18 @@
 """lit driver: every float8_e4m3fn / e5m2 weight code through the compiled
-kernel, bit for bit.
+kernel, each checked by value.
 
-Writes a 16 x 16 fp8 linear whose weight holds each of the 256 codes once
-(W[n, k] = 16 n + k, weight and input scale 1.0) and runs it on the 16 x 16
-identity (f32): y[i, n] = 1 · decode(W[n, i]) exactly, since every other
-product is 0 (rows n holding a NaN code are NaN throughout). Compares the
-compiled kernel (comfyquant-run --target cpu) with an independent Python
-decoder and with the reference path (--reference).
+Writes a 256 x 16 fp8 linear whose row n holds code n once, at column
+n % 16, and +0 (code 0x00) everywhere else (weight and input scale 1.0), and
+runs it on x = [[1]*16, [2]*16] (f32, exact in fp8): y[r, n] = (r + 1) ·
+decode(n) + 0 exactly, and no output depends on a second code, so a NaN or
+infinite code is seen only in its own output (NaN codes are expected NaN
+individually; -0 reads as +0 after the sum). Compares the compiled kernel
+(comfyquant-run --target cpu) with an independent Python decoder and with
+the reference path (--reference, bit for bit except NaN payloads).
+
+  check_fp8_codes.py BINDIR [--mutate nan|scale|truncate]
 """
+import argparse
 import json
 import math
 import os
@@ -17,11 +22,16 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
+import compare as cmp  # noqa: E402
 import safetensors_util as st  # noqa: E402
 
-bindir = sys.argv[1]
-run = os.path.join(bindir, "comfyquant-run")
+ap = argparse.ArgumentParser()
+ap.add_argument("bindir")
+ap.add_argument("--mutate", default="")
+args = ap.parse_args()
+run = os.path.join(args.bindir, "comfyquant-run")
 tmp = tempfile.mkdtemp()
+N, K, M = 256, 16, 2
 
 
 def decode(code, e4m3):
@@ -38,15 +48,17 @@ def decode(code, e4m3):
 
 
 failures = 0
-eye = [1.0 if i == j else 0.0 for i in range(16) for j in range(16)]
 x = os.path.join(tmp, "x.safetensors")
-st.write(x, {"x": ("F32", [16, 16], struct.pack("<256f", *eye))})
+st.write(x, {"x": ("F32", [M, K], struct.pack("<%df" % (M * K), *([1.0] * K + [2.0] * K)))})
+weight = bytearray(N * K)
+for n in range(N):
+    weight[n * K + n % K] = n
 for fmt, dtype, e4m3 in (("float8_e4m3fn", "F8_E4M3", True), ("float8_e5m2", "F8_E5M2", False)):
     ckpt = os.path.join(tmp, fmt + ".safetensors")
     conf = json.dumps({"format": fmt}).encode()
     st.write(ckpt, {
         "fc.comfy_quant": ("U8", [len(conf)], conf),
-        "fc.weight": (dtype, [16, 16], bytes(range(256))),
+        "fc.weight": (dtype, [N, K], bytes(weight)),
         "fc.weight_scale": ("F32", [], struct.pack("<f", 1.0)),
         "fc.input_scale": ("F32", [], struct.pack("<f", 1.0)),
     })
@@ -54,27 +66,37 @@ for fmt, dtype, e4m3 in (("float8_e4m3fn", "F8_E4M3", True), ("float8_e5m2", "F8
     for how in (["--target", "cpu"], ["--reference"]):
         y = os.path.join(tmp, fmt + how[0] + ".safetensors")
         subprocess.check_call([run, ckpt, "--module", "fc", "--input", x, "-o", y] + how)
-        outs[how[0]] = st.read(y)[0]["y"][2]
-    got = st.floats(outs["--target"])
-    bad = 0
-    for i in range(16):      # activation row i picks weight column k = i
-        for n in range(16):
-            code = 16 * n + i
-            row_nan = any(math.isnan(decode(16 * n + k, e4m3)) for k in range(16))
-            want = math.nan if row_nan else decode(code, e4m3)
-            v = got[16 * i + n]
-            same = (math.isnan(v) and math.isnan(want)) or v == want
-            if not same:
-                bad += 1
-                if bad <= 5:
-                    print("FAIL %s code 0x%02x: compiled %r, expected %r" % (fmt, code, v, want))
-    ref = st.floats(outs["--reference"])
-    for j, (a, b) in enumerate(zip(got, ref)):
-        # NaN payloads may differ; every other value bit for bit.
-        if not ((math.isnan(a) and math.isnan(b)) or
-                struct.pack("<f", a) == struct.pack("<f", b)):
-            print("FAIL %s y[%d]: compiled %r, reference %r" % (fmt, j, a, b))
-            bad += 1
-    print("%s %s: 256 codes%s" % ("FAIL" if bad else "PASS", fmt, "" if bad else " bit-exact"))
+        outs[how[0]] = st.read(y)[0]["y"]
+    gdt, gshape, graw = outs["--target"]
+    gshape, graw = cmp.mutate(args.mutate, gdt, gshape, graw)
+    got = cmp.decode(gdt, graw)
+    want = [(r + 1) * decode(n, e4m3) for r in range(M) for n in range(N)]
+    want = [v + 0.0 for v in want]  # the sum turns -0 into +0
+    nan_code = lambda i: math.isnan(decode(i % N, e4m3))  # noqa: E731
+    problem = cmp.shape_mismatch(gshape, [M, N], got, want)
+    if problem:
+        print("FAIL %s: compiled %s" % (fmt, problem))
+        failures += 1
+        continue
+    checks = [("decoder", cmp.compare(got, want, "F32", nan_ok=nan_code))]
+    rdt, rshape, rraw = outs["--reference"]
+    ref = cmp.decode(rdt, rraw)
+    problem = cmp.shape_mismatch(rshape, [M, N], ref, want)
+    checks.append(("reference", cmp.compare(got, ref, "F32", nan_ok=nan_code))
+                  if not problem else ("reference", None))
+    bad = False
+    for what, r in checks:
+        if r is None:
+            print("FAIL %s: reference %s" % (fmt, problem))
+            bad = True
+        elif not r.ok:
+            print("FAIL %s vs %s: %s" % (fmt, what, r.summary()))
+            bad = True
+    # Every code is seen: count the NaN, infinite and finite codes checked.
+    nans = sum(1 for n in range(N) if math.isnan(decode(n, e4m3)))
+    infs = sum(1 for n in range(N) if math.isinf(decode(n, e4m3)))
+    print("%s %s: 256 codes by value (%d finite, %d infinite, %d NaN)%s" % (
+        "FAIL" if bad else "PASS", fmt, N - nans - infs, infs, nans,
+        "" if bad else " bit-exact"))
     failures += bad
 sys.exit(1 if failures else 0)

@@ -1,4 +1,5 @@
-"""Writes x: <dtype> <shape...> filled with (i % 13 - 6) / 4, or I64 indices."""
+"""Writes x: <dtype> <shape...> (F32, BF16, F16) filled with (i % 13 - 6) / 4
+(exact in every dtype), or I64 indices (i * 7) % shape[-1]."""
 import os
 import struct
 import sys
@@ -17,6 +18,8 @@ else:
     vals = [((i % 13) - 6) / 4.0 for i in range(n)]
     if dtype == "F32":
         raw = struct.pack("<%df" % n, *vals)
+    elif dtype == "F16":
+        raw = struct.pack("<%de" % n, *vals)
     else:  # BF16: the values are exact in bf16
         raw = b"".join(struct.pack("<f", v)[2:] for v in vals)
 st.write(path, {"x": (dtype, shape, raw)})
