@@ -62,6 +62,8 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUAmxGemm());
   pm.addPass(createComfyQuantCPUMaterializeIntrinsics());
   pm.addPass(createCanonicalizerPass());
+  // After the column-range check, which must still see copies into y.
+  pm.addNestedPass<func::FuncOp>(createComfyQuantCPULowerStridedCopies());
 
   // Lower to the LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

@@ -23,6 +23,8 @@
 
 #include <mutex>
 
+#include <dlfcn.h>
+
 using namespace mlir;
 using namespace mlir::comfyquant;
 
@@ -156,10 +158,24 @@ bool mlir::comfyquant::linkSharedLibrary(
     error = "cannot create a temporary file: " + ec.message();
     return false;
   }
+  // -z defs: every symbol the kernels use must resolve at link time, so a
+  // library that would fail to load is never produced. They need libc
+  // (malloc, free, memcpy, memset) and libm, by soname, and the compiler's
+  // runtime builtins (e.g. __truncsfbf2) linked in statically, since the
+  // host's libgcc may not have them.
   std::vector<std::string> args = {lld,  "-shared", "-o",     outputPath,
                                    "-z", "noexecstack", "-z", "now",
-                                   "--hash-style=gnu", "-O2"};
+                                   "-z", "defs", "--hash-style=gnu", "-O2"};
   args.insert(args.end(), objectPaths.begin(), objectPaths.end());
+#ifdef COMFYQUANT_COMPILER_BUILTINS
+  if (llvm::sys::fs::exists(COMFYQUANT_COMPILER_BUILTINS))
+    args.push_back(COMFYQUANT_COMPILER_BUILTINS);
+#endif
+  for (const char *dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                          "/lib64", "/usr/lib64"})
+    if (llvm::sys::fs::is_directory(dir))
+      args.push_back(std::string("-L") + dir);
+  args.insert(args.end(), {"-l:libm.so.6", "-l:libc.so.6"});
   std::vector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log.str(),
                                                 log.str()};
@@ -179,4 +195,26 @@ bool mlir::comfyquant::linkSharedLibrary(
     return false;
   }
   return true;
+}
+
+bool mlir::comfyquant::verifySharedLibrary(
+    const std::string &path, const std::vector<std::string> &entries,
+    std::string &error) {
+  // RTLD_LOCAL: nothing of the probe leaks into the compiler's namespace.
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = dlerror();
+    error = "the linked kernels do not load: " +
+            std::string(why ? why : "unknown dlopen error");
+    return false;
+  }
+  bool ok = true;
+  for (const std::string &e : entries)
+    if (!dlsym(handle, e.c_str())) {
+      error = "the linked kernels lack the entry symbol '" + e + "'";
+      ok = false;
+      break;
+    }
+  dlclose(handle);
+  return ok;
 }

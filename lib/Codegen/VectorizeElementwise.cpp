@@ -42,6 +42,20 @@ int64_t strategyLanes(func::FuncOp func) {
   return bits ? bits.getInt() / 32 : 0;
 }
 
+/// Records in the function's strategy which path the elementwise ops took:
+/// `elementwise = "vector"`, or `"vector+scalar"` when some tiles (short
+/// remainders, ops the vectorizer rejects) stay scalar loops.
+void recordElementwisePath(func::FuncOp func, int64_t scalarTiles) {
+  auto s = func->getAttrOfType<DictionaryAttr>("comfyquant.strategy");
+  if (!s)
+    return;
+  NamedAttrList attrs(s);
+  attrs.set("elementwise",
+            StringAttr::get(func.getContext(),
+                            scalarTiles ? "vector+scalar" : "vector"));
+  func->setAttr("comfyquant.strategy", attrs.getDictionary(func.getContext()));
+}
+
 /// An AMX GEMM's elementwise consumer stays a linalg.generic: the AMX pass
 /// computes it in the tile write-back after bufferization.
 bool consumesAmxGemm(linalg::GenericOp op) {
@@ -101,9 +115,13 @@ bool acceptsTile(RewriterBase &rw, linalg::GenericOp op, int64_t width) {
   return ok;
 }
 
-/// Tiles `op` to [1, ..., 1, inner] and vectorizes every tile.
+/// Tiles `op` to [1, ..., 1, inner] and vectorizes every tile. A tile the
+/// vectorizer rejects (e.g. a one-element remainder, which has no loop left
+/// once unit dimensions are dropped) stays a scalar generic, lowered to loops
+/// with the rest of linalg; `scalarTiles` counts them.
 LogicalResult tileAndVectorize(RewriterBase &rw, TilingInterface op,
-                               int64_t inner, int64_t width) {
+                               int64_t inner, int64_t width,
+                               int64_t &scalarTiles) {
   auto linalgOp = cast<linalg::LinalgOp>(op.getOperation());
   unsigned loops = linalgOp.getNumLoops();
   scf::SCFTilingOptions options;
@@ -114,6 +132,10 @@ LogicalResult tileAndVectorize(RewriterBase &rw, TilingInterface op,
     return failure();
   rw.replaceOp(op, tiled->replacements);
   for (Operation *t : tiled->tiledOps) {
+    if (width < 2) {
+      ++scalarTiles;
+      continue;
+    }
     // Drop the unit loops first: the tile becomes a 1-D generic (its
     // linalg.index values of outer loops are the tile offsets), vectorized
     // to plain vector<width x T>.
@@ -128,15 +150,26 @@ LogicalResult tileAndVectorize(RewriterBase &rw, TilingInterface op,
         t = dropped->resultOp.getOperation();
         vectorSizes.assign(
             cast<linalg::LinalgOp>(t).getNumLoops(), 1);
+        if (vectorSizes.empty()) {
+          ++scalarTiles;
+          continue;
+        }
         vectorSizes.back() = width;
       }
     }
     rw.setInsertionPoint(t);
+    if (failed(linalg::vectorizeOpPrecondition(t, vectorSizes, {},
+                                               /*vectorizeNDExtract=*/true))) {
+      ++scalarTiles;
+      continue;
+    }
     FailureOr<linalg::VectorizationResult> v = linalg::vectorize(
         rw, t, vectorSizes, SmallVector<bool>(vectorSizes.size(), false),
         /*vectorizeNDExtract=*/true);
-    if (failed(v))
-      return failure();
+    if (failed(v)) {
+      ++scalarTiles;
+      continue;
+    }
     if (t->getNumResults())
       rw.replaceOp(t, v->replacements);
     else
@@ -344,7 +377,8 @@ Value readLanes(RewriterBase &rw, Location loc, Value base,
                 LaneAffineBuilder &lb, VectorType result) {
   const int64_t lo = *llvm::min_element(l.c), hi = *llvm::max_element(l.c);
   SmallVector<Value> at(lead);
-  at.push_back(lb.add(lb.add(offset, l.u), lb.index(lo)));
+  Value laneBase = lb.add(offset, l.u);
+  at.push_back(lb.add(laneBase, lb.index(lo)));
   if (lo == hi) {
     Value e = tensor::ExtractOp::create(rw, loc, base, at);
     return vector::BroadcastOp::create(rw, loc, result, e);
@@ -569,6 +603,7 @@ struct VectorizeElementwisePass
         ops.push_back(op);
     });
     IRRewriter rw(&getContext());
+    int64_t scalarTiles = 0;
     for (linalg::GenericOp op : ops) {
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       const int64_t extent = ranges.back();
@@ -586,23 +621,25 @@ struct VectorizeElementwisePass
       auto tilingOp = cast<TilingInterface>(op.getOperation());
       LogicalResult r = success();
       if (body == extent || main == extent) {
-        r = tileAndVectorize(rw, tilingOp, body == extent ? 0 : width, body);
+        r = tileAndVectorize(rw, tilingOp, body == extent ? 0 : width, body,
+                             scalarTiles);
       } else {
         // Full vectors, then one static tile of the remainder.
         rw.setInsertionPoint(op);
         auto [head, tail] =
             linalg::splitOp(rw, tilingOp, dim, rw.getIndexAttr(main));
         if (head)
-          r = tileAndVectorize(rw, head, width, width);
+          r = tileAndVectorize(rw, head, width, width, scalarTiles);
         if (succeeded(r) && tail)
-          r = tileAndVectorize(rw, tail, 0, extent - main);
+          r = tileAndVectorize(rw, tail, 0, extent - main, scalarTiles);
       }
       if (failed(r)) {
         func.emitError("comfyquant-cpu-vectorize-elementwise: could not "
-                       "vectorize a linalg.generic the vectorizer accepted");
+                       "tile a linalg.generic");
         return signalPassFailure();
       }
     }
+    recordElementwisePath(func, scalarTiles);
     foldLaneAffineIndices(func);
     lowerTableLookups(func, width);
     // Canonical form (one-iteration tile loops and full-size slices gone),

@@ -82,6 +82,13 @@ bool emitCPUObject(ModuleOp module, const CPUVariant &variant,
 bool linkSharedLibrary(const std::vector<std::string> &objectPaths,
                        const std::string &outputPath, std::string &error);
 
+/// Loads a linked library the way the runtime will (dlopen, RTLD_NOW) and
+/// resolves every entry symbol, then unloads it. Returns false with `error`
+/// naming the first failure; a library that fails here must not be published.
+bool verifySharedLibrary(const std::string &path,
+                         const std::vector<std::string> &entries,
+                         std::string &error);
+
 } // namespace comfyquant
 } // namespace mlir
 

@@ -150,6 +150,21 @@ def ComfyQuantCPUAmxGemm
                            "::mlir::vector::VectorDialect"];
 }
 
+def ComfyQuantCPULowerStridedCopies
+    : Pass<"comfyquant-cpu-lower-strided-copies", "::mlir::func::FuncOp"> {
+  let summary = "Copies between strided buffers as loops, not runtime calls";
+  let description = [{
+    Runs after bufferization. `finalize-memref-to-llvm` lowers a
+    `memref.copy` whose operands are both contiguous to `llvm.memcpy`, and
+    any other copy (a slice of a row, a tile of a padded buffer: odd shapes
+    produce them) to a call of `memrefCopy`, a function of MLIR's C runner
+    utilities that a kernel library does not link. Each such copy becomes a
+    `linalg.copy`, lowered to loops with the other linalg ops, so the kernels
+    have no undefined symbol. Contiguous copies stay `memref.copy`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def ComfyQuantCPUConvertCFAndAMXToLLVM
     : Pass<"comfyquant-cpu-convert-cf-amx-to-llvm", "::mlir::ModuleOp"> {
   let summary = "cf and amx to LLVM with one type converter";
