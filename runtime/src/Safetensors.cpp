@@ -15,6 +15,7 @@
 #include "comfyquant/runtime/Safetensors.h"
 
 #include "comfyquant/runtime/Json.h"
+#include "comfyquant/runtime/OutputFile.h"
 #include "comfyquant/runtime/Error.h"
 
 #include <nlohmann/json.hpp>
@@ -489,22 +490,6 @@ uint64_t fnv1a(uint64_t h, std::string_view bytes) {
   return h;
 }
 
-//===----------------------------------------------------------------------===//
-// Writer helpers
-//===----------------------------------------------------------------------===//
-
-void writeAll(int fd, const uint8_t *p, size_t n, const std::string &tmp) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w < 0)
-      throw Error(tmp, "", "write failed: " + errnoText(errno));
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -865,46 +850,16 @@ void writeSafetensors(const std::string &path,
                     " bytes, more than the limit of " +
                     std::to_string(kMaxHeaderBytes));
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  ::unlink(tmp.c_str()); // a stale temp of a crashed process with our pid
-  int fd;
-  do
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  while (fd < 0 && errno == EINTR);
-  if (fd < 0)
-    throw Error(path, "", "cannot create temporary file " + quotedStr(tmp) +
-                              ": " + errnoText(errno));
-  try {
-    Fd guard(fd);
-    uint8_t len[8];
-    uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i)
-      len[i] = static_cast<uint8_t>(n >> (8 * i));
-    writeAll(fd, len, 8, tmp);
-    writeAll(fd, reinterpret_cast<const uint8_t *>(text.data()), text.size(),
-             tmp);
-    for (const OutputTensor &t : tensors)
-      writeAll(fd, t.bytes.data(), t.bytes.size(), tmp);
-    if (::fsync(fd) != 0)
-      throw Error(tmp, "", "fsync failed: " + errnoText(errno));
-    guard.fd = -1;
-    if (::close(fd) != 0)
-      throw Error(tmp, "", "close failed: " + errnoText(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0)
-      throw Error(path, "", "cannot rename " + quotedStr(tmp) + " into place: " +
-                                errnoText(errno));
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  // Best effort: make the rename durable.
-  std::string dir = dirOf(path);
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(),
-                   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
-  }
+  AtomicFile out(path);
+  uint8_t len[8];
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<uint8_t>(n >> (8 * i));
+  out.write(len, 8);
+  out.write(text);
+  for (const OutputTensor &t : tensors)
+    out.write(t.bytes.data(), t.bytes.size());
+  out.commit();
 }
 
 } // namespace comfyquant::rt

@@ -2,8 +2,10 @@
 //
 //   comfyquant-compile CHECKPOINT --target cpu -o DIR [--modules GLOB]...
 //       [--dtypes f32,bf16,f16] [--variants x86-64-v3,avx512-vnni,amx]
-//       [--emit=so|mlir|llvm|asm] [--print-ir-after-all]
+//       [--emit=so|mlir|llvm|asm] [--overwrite] [--quiet] [--json]
 //       [--kind NAME=KIND]... [--shape NAME=NxK]... [-j N]
+//       [--mlir-print-ir-after-all] [--mlir-timing] (any --mlir-* pass
+//       manager option; they apply to every pass manager, on every thread)
 //
 // Imports the checkpoint (lib/Import), decomposes every selected module
 // into computation ops per activation dtype (buildComfyQuantDecomposePipeline),
@@ -11,11 +13,14 @@
 // distinct kernel for every CPU variant (buildComfyQuantCPUCodegenPipeline,
 // LLVM object emission) and links one kernels.so. DIR receives kernels.so
 // and manifest.json (docs/CpuCodegen.md §3) atomically: both are written in
-// a temporary sibling directory that is renamed over DIR at the end.
+// a temporary sibling directory that replaces DIR in one rename at the end.
+// DIR may not be or contain the checkpoint or a shard; an existing DIR is
+// replaced only with --overwrite, and only when it is an artifact.
 // Identical kernels (same format, shape and options) are compiled once and
 // shared. Kernel x variant codegen jobs run on -j worker threads (default:
 // all hardware threads), each with its own MLIRContext; the artifact does
-// not depend on the count. Progress per module on stderr; any error:
+// not depend on the count. Progress per module and a final summary on
+// stderr (--quiet: none); --json prints a summary to stdout. Any error:
 // message, exit code 1.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/CPUCodegen.h"
@@ -26,6 +31,8 @@
 #include "comfyquant/Pipelines/Pipelines.h"
 #include "comfyquant/runtime/Error.h"
 #include "comfyquant/runtime/ModuleResolver.h"
+#include "comfyquant/runtime/OutputFile.h"
+#include "ToolVersion.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -34,6 +41,7 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
@@ -89,8 +97,12 @@ static cl::opt<std::string>
                   "IR with strategy attributes; llvm: optimized LLVM IR; asm: "
                   "assembly (mlir/llvm/asm print to stdout, no -o needed)"),
          cl::init("so"));
-static cl::opt<bool> printIRAfterAll(cl::cat(toolOptions), "print-ir-after-all",
-                                     cl::desc("Print the IR after every pass"));
+static cl::opt<bool> overwrite(cl::cat(toolOptions), "overwrite",
+    cl::desc("Replace an existing artifact directory"));
+static cl::opt<bool> quiet(cl::cat(toolOptions), "quiet",
+    cl::desc("No progress lines and no summary on stderr"));
+static cl::opt<bool> asJson(cl::cat(toolOptions), "json",
+    cl::desc("Print a machine-readable summary of the artifact to stdout"));
 static cl::opt<std::string> ukernel(cl::cat(toolOptions), "ukernel",
                                     cl::desc("Force a GEMM micro-kernel"),
                                     cl::init(""));
@@ -117,16 +129,32 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
-/// Runs `build` on a pass manager over `module`; diagnostics go to stderr.
+/// --mlir-timing: one timer per pipeline under this root (null when off).
+/// Nesting from worker threads is safe (DefaultTimingManager tracks each
+/// thread's timers).
+TimingScope *rootTiming = nullptr;
+
+/// Whether any --mlir-print-ir-* option was given: its output must not
+/// interleave, so codegen then runs on one thread.
+bool printsIR() {
+  for (auto &option : cl::getRegisteredOptions())
+    if (option.first.starts_with("mlir-print-ir") &&
+        option.second->getNumOccurrences() > 0)
+      return true;
+  return false;
+}
+
+/// Runs `build` on a pass manager over `module` with the --mlir-* pass
+/// manager options applied; diagnostics go to stderr.
 void runPipeline(ModuleOp module, StringRef what,
                  function_ref<void(OpPassManager &)> build) {
   PassManager pm(module->getContext());
-  if (printIRAfterAll) {
-    module->getContext()->disableMultithreading();
-    pm.enableIRPrinting([](Pass *, Operation *) { return false; },
-                        [](Pass *, Operation *) { return true; },
-                        /*printModuleScope=*/true,
-                        /*printAfterOnlyOnChange=*/false);
+  if (failed(applyPassManagerCLOptions(pm)))
+    die(what.str() + ": invalid --mlir-* pass manager options");
+  std::optional<TimingScope> timing;
+  if (rootTiming) {
+    timing.emplace(rootTiming->nest(what.str()));
+    pm.enableTiming(*timing);
   }
   build(pm);
   if (failed(pm.run(module)))
@@ -300,9 +328,83 @@ int main(int argc, char **argv) {
   }
 }
 
+/// Dies unless `dir` is absent, empty or a previous artifact: even with
+/// --overwrite, nothing else is ever replaced.
+static void checkReplaceable(const std::string &dir) {
+  if (!llvm::sys::fs::exists(dir))
+    return;
+  std::error_code ec;
+  bool empty = llvm::sys::fs::directory_iterator(dir, ec) ==
+               llvm::sys::fs::directory_iterator();
+  if (!llvm::sys::fs::is_directory(dir) ||
+      (!llvm::sys::fs::exists(dir + "/manifest.json") && !empty))
+    die(dir + ": exists and is not an artifact directory; refusing to "
+              "replace it");
+}
+
+static double roundMillis(double seconds) {
+  return std::round(seconds * 1000.0) / 1000.0;
+}
+
+/// The final summary: one line on stderr (none with --quiet) and, with
+/// --json, the machine-readable form on stdout.
+static void reportSummary(const std::string &dir,
+                   const std::map<std::string, uint64_t> &fileSizes,
+                   const std::vector<std::string> &selected,
+                   std::map<std::string, ModuleRecord> &records,
+                   const std::vector<Kernel> &kernels, double seconds) {
+  uint64_t bytes = 0;
+  for (const auto &[file, size] : fileSizes)
+    bytes += size;
+  size_t entries = 0; // symbols in kernels.so
+  for (const Kernel &k : kernels)
+    entries += k.entries.size();
+  llvm::SmallString<128> absDir(dir);
+  llvm::sys::fs::make_absolute(absDir);
+  llvm::sys::path::remove_dots(absDir, /*remove_dot_dot=*/true);
+  if (!quiet)
+    llvm::errs() << "comfyquant-compile: wrote " << absDir << ": "
+                 << selected.size() << " modules, " << entries
+                 << " entries, " << bytes << " bytes, "
+                 << llvm::format("%.2f", seconds) << " s\n";
+  if (!asJson)
+    return;
+  nlohmann::ordered_json summary;
+  summary["schema"] = "comfyquant-compile";
+  summary["schema_version"] = 1;
+  summary["artifact"] = absDir.str().str();
+  summary["bytes"] = bytes;
+  summary["files"] = fileSizes;
+  summary["entries"] = entries;
+  nlohmann::ordered_json modules = nlohmann::ordered_json::array();
+  for (const std::string &name : selected) {
+    ModuleRecord &r = records[name];
+    nlohmann::ordered_json m;
+    m["name"] = name;
+    m["kind"] = stringifyModuleKind(r.info.getKind()).str();
+    m["format"] = rt::formatName(toRegistry(r.info.getFormat().getKind()));
+    m["out_features"] = r.info.getOutFeatures();
+    m["in_features"] = r.info.getInFeatures();
+    nlohmann::ordered_json entry;
+    for (auto &[dt, ki] : r.kernelOf)
+      entry[dt] = kernels[ki].entries;
+    m["entry"] = entry;
+    m["seconds"] = roundMillis(r.seconds);
+    modules.push_back(m);
+  }
+  summary["modules"] = modules;
+  summary["seconds"] = roundMillis(seconds);
+  llvm::outs() << summary.dump(2) << "\n";
+  llvm::outs().flush();
+}
+
 static int compileMain(int argc, char **argv) {
+  const auto startTime = std::chrono::steady_clock::now();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  ::comfyquant::tools::setVersionPrinter();
   cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "comfyquant CPU compiler: checkpoint -> "
@@ -314,17 +416,20 @@ static int compileMain(int argc, char **argv) {
     die("unknown --emit '" + emit + "' (so, mlir, llvm, asm)");
   if (emitArtifact && outputDir.empty())
     die("-o DIR is required");
-
-  // Never replace something that is not a previous artifact.
-  if (emitArtifact && llvm::sys::fs::exists(outputDir.getValue())) {
-    std::error_code ec;
-    bool empty = llvm::sys::fs::directory_iterator(outputDir.getValue(), ec) ==
-                 llvm::sys::fs::directory_iterator();
-    if (!llvm::sys::fs::is_directory(outputDir.getValue()) ||
-        (!llvm::sys::fs::exists(outputDir + "/manifest.json") && !empty))
-      die(outputDir + ": exists and is not an artifact directory; refusing "
-                      "to replace it");
+  if (!emitArtifact && !outputDir.empty())
+    die("-o applies only to --emit=so (--emit=" + emit +
+        " prints to stdout)");
+  if (!emitArtifact && (asJson || overwrite))
+    die(std::string(asJson ? "--json" : "--overwrite") +
+        " applies only to --emit=so (an artifact directory)");
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  std::optional<TimingScope> timingRoot;
+  if (timingManager.isEnabled()) {
+    timingRoot.emplace(timingManager.getRootScope());
+    rootTiming = &*timingRoot;
   }
+  const bool printIR = printsIR();
   std::vector<std::string> dts(dtypes.begin(), dtypes.end());
   if (dts.empty())
     dts = {"f32", "bf16", "f16"};
@@ -361,6 +466,13 @@ static int compileMain(int argc, char **argv) {
       if (std::string err = rt::addShapeOverride(opts, s); !err.empty())
         die(err);
     ckpt = rt::Checkpoint::open(inputFile);
+    // Never write over the checkpoint; fail before compiling anything.
+    if (emitArtifact) {
+      rt::checkNotAnInput(outputDir, rt::checkpointFiles(*ckpt),
+                          /*outputIsDirectory=*/true);
+      checkReplaceable(outputDir);
+      rt::checkOverwrite(outputDir, overwrite, /*outputIsDirectory=*/true);
+    }
     resolved = rt::resolveCheckpoint(*ckpt, opts);
   } catch (const std::exception &e) {
     die(e.what());
@@ -378,6 +490,8 @@ static int compileMain(int argc, char **argv) {
   registry.insert<ComfyQuantDialect>();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
+  if (printIR)
+    ctx.disableMultithreading(); // module-scope printing needs it
 
   ImportOptions importOptions;
   importOptions.modules = selected;
@@ -495,11 +609,11 @@ static int compileMain(int argc, char **argv) {
       }
     }
   }
-  // Printing (--emit=mlir/llvm/asm, --print-ir-after-all) keeps job order.
+  // Printing (--emit=mlir/llvm/asm, --mlir-print-ir-*) keeps job order.
   unsigned workers = std::min<unsigned>(
       jobs.size(), compileJobs > 0 ? unsigned(compileJobs)
                                    : std::max(1u, std::thread::hardware_concurrency()));
-  if (!emitArtifact || printIRAfterAll)
+  if (!emitArtifact || printIR)
     workers = 1;
   std::mutex mu; // progress, records, stdout
   size_t done = 0;
@@ -510,7 +624,8 @@ static int compileMain(int argc, char **argv) {
     if (--jobsLeft[j.module] > 0)
       return;
     ++done;
-    llvm::errs() << "comfyquant-compile: [" << done << "/" << selected.size()
+    if (!quiet)
+      llvm::errs() << "comfyquant-compile: [" << done << "/" << selected.size()
                  << "] " << j.module << " ("
                  << rt::formatName(toRegistry(r.info.getFormat().getKind()))
                  << " " << r.info.getOutFeatures() << "x"
@@ -566,7 +681,8 @@ static int compileMain(int argc, char **argv) {
     if (!freshKernels.count(name)) {
       ModuleRecord &r = records[name];
       ++done;
-      llvm::errs() << "comfyquant-compile: [" << done << "/" << selected.size()
+      if (!quiet)
+        llvm::errs() << "comfyquant-compile: [" << done << "/" << selected.size()
                    << "] " << name << " ("
                    << rt::formatName(toRegistry(r.info.getFormat().getKind()))
                    << " " << r.info.getOutFeatures() << "x"
@@ -583,10 +699,19 @@ static int compileMain(int argc, char **argv) {
   std::string soPath = (tmpDir + "/kernels.so").str();
   if (!linkSharedLibrary(objects, soPath, error))
     cleanupAndDie(error);
+  {
+    // Never publish an artifact the runtime could not load.
+    std::vector<std::string> entrySymbols;
+    for (const CodegenJob &j : jobs)
+      entrySymbols.push_back(j.entry);
+    if (!verifySharedLibrary(soPath, entrySymbols, error))
+      cleanupAndDie(error);
+  }
   for (const std::string &o : objects)
     llvm::sys::fs::remove(o);
 
   nlohmann::ordered_json manifest;
+  manifest["schema"] = "comfyquant-manifest";
   manifest["version"] = 2;
   manifest["target"] = "cpu";
   manifest["checkpoint"] = {{"path", inputFile.getValue()},
@@ -625,38 +750,36 @@ static int compileMain(int argc, char **argv) {
                    kernels[ki].columnSplit.end());
     j["column_split"] = split;
     j["weights"] = r.weights;
-    j["compile_seconds"] = std::round(r.seconds * 1000.0) / 1000.0;
     mods.push_back(j);
   }
   manifest["modules"] = mods;
   writeFile((tmpDir + "/manifest.json").str(), manifest.dump(2) + "\n");
 
-  // Publish: DIR -> DIR.old-*, tmp -> DIR, remove the old one.
+  // Publish: the checks again (DIR may have changed while compiling), then
+  // the finished directory replaces DIR in one rename.
   std::string dir = outputDir;
-  llvm::SmallString<128> old;
-  if (llvm::sys::fs::exists(dir)) {
-    std::error_code ec;
-    bool empty = llvm::sys::fs::directory_iterator(dir, ec) ==
-                 llvm::sys::fs::directory_iterator();
-    if (!llvm::sys::fs::is_directory(dir) ||
-        (!llvm::sys::fs::exists(dir + "/manifest.json") && !empty))
-      cleanupAndDie(dir + ": exists and is not an artifact directory; "
-                          "refusing to replace it");
-    old = (dir + ".old-" + std::to_string(getpid())).c_str();
-    if (auto ec = llvm::sys::fs::rename(dir, old))
-      cleanupAndDie(dir + ": cannot move the previous artifact aside: " +
-                    ec.message());
+  std::map<std::string, uint64_t> fileSizes;
+  for (const char *f : {"kernels.so", "manifest.json"}) {
+    uint64_t size = 0;
+    llvm::sys::fs::file_size(tmpDir + "/" + f, size);
+    fileSizes[f] = size;
   }
   llvm::sys::fs::setPermissions(tmpDir, llvm::sys::fs::all_read |
                                             llvm::sys::fs::all_exe |
                                             llvm::sys::fs::owner_write);
-  if (auto ec = llvm::sys::fs::rename(tmpDir, dir)) {
-    if (!old.empty())
-      llvm::sys::fs::rename(old, dir);
-    cleanupAndDie(dir + ": cannot publish the artifact: " + ec.message());
+  try {
+    rt::checkNotAnInput(dir, rt::checkpointFiles(*ckpt),
+                        /*outputIsDirectory=*/true);
+    checkReplaceable(dir);
+    rt::checkOverwrite(dir, overwrite, /*outputIsDirectory=*/true);
+    rt::publishDirectory(tmpDir.str().str(), dir);
+  } catch (const rt::Error &e) {
+    cleanupAndDie(e.what());
   }
   tmpDir.clear(); // published
-  if (!old.empty())
-    llvm::sys::fs::remove_directories(old);
+  reportSummary(dir, fileSizes, selected, records, kernels,
+                std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - startTime)
+                    .count());
   return 0;
 }

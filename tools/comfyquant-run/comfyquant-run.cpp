@@ -4,32 +4,42 @@
 //                  [--dtype f32|bf16|f16]
 //   comfyquant-run FILE --module NAME --input IN.safetensors -o OUT.safetensors
 //                  [--artifact DIR | --target cpu | --reference] [--expert E]
-//                  [--threads T]
-//   (both: [--kind NAME=KIND] [--shape NAME=NxK])
+//                  [--threads T] [--no-cache]
+//   (both: [--kind NAME=KIND]... [--shape NAME=NxK]... [--overwrite])
 //
 // --dequantize writes the reference dequantized weight of one module as
 // tensor `weight` with the module's logical shape ([N, K]; MoE banks
 // [E, N, K]). --input reads tensor `x` ([..., K] in F32/BF16/F16; I64
 // indices for an embedding) and writes `y` ([..., N] in x's dtype): with
 // --artifact by the compiled kernels of that artifact (comfyquant-compile),
-// with --target cpu (the default) by kernels compiled for this CPU into a
-// temporary artifact by the comfyquant-compile next to this binary, with
-// --reference by the runtime's reference path. Output is written
-// atomically. Any error: message on stderr, exit code 1.
+// with --target cpu (the default) by kernels compiled for this CPU by the
+// comfyquant-compile next to this binary and kept in a cache directory, with
+// --reference by the runtime's reference path.
+//
+// The output is written atomically; it may not be an input (the checkpoint
+// or a shard, x, the artifact's files) and an existing one is replaced only
+// with --overwrite. Options parse like the LLVM-based tools' (--opt=value or
+// --opt value); an option that does not apply to the mode or the module is
+// an error. Any error: message on stderr, exit code 1.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/runtime/Error.h"
 #include "comfyquant/runtime/Forward.h"
+#include "comfyquant/runtime/OutputFile.h"
 #include "comfyquant/runtime/Reference.h"
 #include "comfyquant/runtime/Session.h"
+#include "comfyquant/version.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 
 namespace rt = comfyquant::rt;
@@ -41,13 +51,149 @@ int fail(const std::string &msg) {
   return 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+struct OptionSpec {
+  const char *name;
+  const char *meta; ///< the value's placeholder; null for a flag
+  bool repeatable;
+  const char *help;
+};
+
+const OptionSpec kOptions[] = {
+    {"--module", "NAME", false, "The quantized module"},
+    {"-o", "FILE", false, "Output safetensors file (written atomically)"},
+    {"--overwrite", nullptr, false, "Replace an existing output file"},
+    {"--dequantize", nullptr, false,
+     "Write the reference dequantized weight as tensor 'weight'"},
+    {"--dtype", "f32|bf16|f16", false,
+     "With --dequantize: dtype of the written weight (default f32)"},
+    {"--input", "FILE", false,
+     "Safetensors file with tensor 'x'; writes y = module(x) as tensor 'y'"},
+    {"--artifact", "DIR", false,
+     "Run the compiled kernels of this artifact (comfyquant-compile)"},
+    {"--target", "cpu", false,
+     "Compile the module for this CPU and run it (the default; cached)"},
+    {"--reference", nullptr, false, "Run the reference path"},
+    {"--no-cache", nullptr, false,
+     "With --target cpu: compile into a temporary directory, bypassing the "
+     "cache ($COMFYQUANT_CACHE_DIR, else $XDG_CACHE_HOME/comfyquant, else "
+     "~/.cache/comfyquant)"},
+    {"--expert", "E", false, "MoE modules: the expert to run (default 0)"},
+    {"--threads", "T", false,
+     "Compiled kernels: threads per call (default 0: $COMFYQUANT_THREADS, "
+     "else every core available)"},
+    {"--kind", "NAME=linear|embedding|moe", true,
+     "Module kind override (repeatable)"},
+    {"--shape", "NAME=NxK", true, "Logical shape override (repeatable)"},
+    {"--version", nullptr, false, "Print the comfyquant version"},
+    {"--help", nullptr, false, "Print this help (also -h)"},
+};
+
 const char *kUsage =
     "usage: comfyquant-run FILE --module NAME --dequantize -o OUT.safetensors\n"
     "                      [--dtype f32|bf16|f16]\n"
     "       comfyquant-run FILE --module NAME --input IN.safetensors\n"
     "                      -o OUT.safetensors [--artifact DIR | --target cpu |\n"
-    "                      --reference] [--expert E] [--threads T]\n"
-    "       common: [--kind NAME=linear|embedding|moe] [--shape NAME=NxK]\n";
+    "                      --reference] [--expert E] [--threads T] [--no-cache]\n"
+    "       common: [--kind NAME=KIND]... [--shape NAME=NxK]... [--overwrite]\n";
+
+void printHelp() {
+  std::fputs("comfyquant-run: run or dequantize one module of a Comfy quant "
+             "checkpoint\n\n",
+             stdout);
+  std::fputs(kUsage, stdout);
+  std::fputs("\ncomfyquant-run options:\n", stdout);
+  for (const OptionSpec &o : kOptions) {
+    std::string left = o.name;
+    if (o.meta)
+      left += std::string("=") + o.meta;
+    std::printf("  %-36s %s\n", left.c_str(), o.help);
+  }
+  std::fputs("\nFILE is a .safetensors file or a *.safetensors.index.json. "
+             "Options take\ntheir value as --opt=value or --opt value.\n",
+             stdout);
+}
+
+/// The parsed command line: the positional FILE and each option's values.
+struct CommandLine {
+  std::string file;
+  std::map<std::string, std::vector<std::string>> values;
+
+  bool has(const std::string &name) const { return values.count(name) != 0; }
+  std::string get(const std::string &name, const std::string &def = "") const {
+    auto it = values.find(name);
+    return it == values.end() ? def : it->second.back();
+  }
+};
+
+/// Parses argv strictly: known options only, values where they are due and
+/// nowhere else, single-valued options at most once. Returns the error, or
+/// "" on success.
+std::string parseCommandLine(int argc, char **argv, CommandLine &cl) {
+  bool optionsEnded = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (!optionsEnded && arg == "--") {
+      optionsEnded = true;
+      continue;
+    }
+    if (optionsEnded || arg.size() < 2 || arg[0] != '-') {
+      if (!cl.file.empty())
+        return "unexpected argument '" + arg + "' (one checkpoint FILE)";
+      cl.file = arg;
+      continue;
+    }
+    std::string name = arg, value;
+    size_t eq = arg.find('=');
+    bool inlineValue = eq != std::string::npos;
+    if (inlineValue) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    if (name == "-h")
+      name = "--help";
+    const OptionSpec *spec = nullptr;
+    for (const OptionSpec &o : kOptions)
+      if (name == o.name)
+        spec = &o;
+    if (!spec)
+      return "unknown option '" + name + "' (see --help)";
+    if (!spec->meta && inlineValue)
+      return name + " takes no value";
+    if (spec->meta && !inlineValue) {
+      if (i + 1 >= argc)
+        return name + " needs a value (" + name + " " + spec->meta + ")";
+      value = argv[++i];
+    }
+    if (spec->meta && value.empty())
+      return name + " needs a non-empty value (" + name + " " + spec->meta +
+             ")";
+    std::vector<std::string> &values = cl.values[name];
+    if (!values.empty() && !spec->repeatable)
+      return name + " may be given only once";
+    values.push_back(value);
+  }
+  return "";
+}
+
+/// A decimal integer in [0, max]: digits only, no sign, no overflow.
+bool parseCount(const std::string &text, int64_t max, int64_t &out) {
+  if (text.empty() || text.size() > 18)
+    return false;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return false;
+    v = v * 10 + (c - '0');
+  }
+  if (v > max)
+    return false;
+  out = v;
+  return true;
+}
 
 /// y = module(x) with the reference path (`session` null) or compiled
 /// kernels.
@@ -123,20 +269,27 @@ struct TempDir {
   }
 };
 
-/// Compiles `module` for the host CPU with the comfyquant-compile installed
-/// beside this binary (a temporary AOT artifact: the runtime itself never
-/// needs MLIR or LLVM).
-void compileArtifact(const char *argv0, const std::string &file,
-                     const std::string &module, const rt::ResolveOptions &opts,
-                     const std::string &dir) {
+/// The comfyquant-compile installed beside this binary.
+std::string compilerPath() {
   std::filesystem::path self = std::filesystem::canonical("/proc/self/exe");
   std::string compiler = (self.parent_path() / "comfyquant-compile").string();
   if (access(compiler.c_str(), X_OK) != 0)
     throw rt::Error(compiler, "",
                     "not found: --target cpu compiles with comfyquant-compile; "
                     "use --artifact DIR or --reference");
-  std::vector<std::string> args = {compiler, file,   "--target", "cpu",
-                                   "--modules", module, "-o",      dir};
+  return compiler;
+}
+
+/// Compiles `module` for the host CPU into the artifact directory `dir`
+/// (the runtime itself never needs MLIR or LLVM).
+void compileArtifact(const std::string &compiler, const std::string &file,
+                     const std::string &module, const rt::ResolveOptions &opts,
+                     const std::string &dir, bool replace) {
+  std::vector<std::string> args = {compiler,    file, "--target", "cpu",
+                                   "--modules", module, "--quiet", "-o",
+                                   dir};
+  if (replace)
+    args.push_back("--overwrite");
   for (const auto &[name, kind] : opts.kinds)
     args.insert(args.end(), {"--kind", name + "=" + rt::moduleKindName(kind)});
   for (const auto &[name, nk] : opts.shapes)
@@ -146,7 +299,7 @@ void compileArtifact(const char *argv0, const std::string &file,
   for (std::string &a : args)
     cargs.push_back(a.data());
   cargs.push_back(nullptr);
-  (void)argv0;
+  std::fflush(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     execv(compiler.c_str(), cargs.data());
@@ -159,6 +312,94 @@ void compileArtifact(const char *argv0, const std::string &file,
                     "comfyquant-compile failed (see its message above)");
 }
 
+//===----------------------------------------------------------------------===//
+// Artifact cache
+//===----------------------------------------------------------------------===//
+
+/// $COMFYQUANT_CACHE_DIR, else $XDG_CACHE_HOME/comfyquant, else
+/// ~/.cache/comfyquant; "" when none is defined.
+std::string cacheRoot() {
+  if (const char *d = std::getenv("COMFYQUANT_CACHE_DIR"); d && *d)
+    return d;
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/comfyquant";
+  if (const char *h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.cache/comfyquant";
+  return "";
+}
+
+uint64_t fnv1a64(const std::string &s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// The cache entry of one module: its name hashes everything the compiled
+/// code depends on. The compiler reads only the checkpoint's headers (the
+/// kernels bind weights at run time), so the checkpoint's identity is the
+/// manifest's (total size + header hash, re-checked when the session
+/// opens); the compiler's is its version plus its binary's size and mtime,
+/// so a rebuilt compiler never reuses stale kernels.
+std::string cacheEntry(const std::string &root, const std::string &compiler,
+                       const rt::Checkpoint &checkpoint,
+                       const std::string &module,
+                       const rt::ResolveOptions &opts) {
+  struct stat st {};
+  ::stat(compiler.c_str(), &st);
+  std::string key = "comfyquant-run cache 1\ncompiler " CQ_VERSION_STRING " " +
+                    compiler + " " + std::to_string(st.st_size) + " " +
+                    std::to_string(st.st_mtim.tv_sec) + "." +
+                    std::to_string(st.st_mtim.tv_nsec) + "\ncheckpoint " +
+                    std::to_string(checkpoint.totalSize()) + " " +
+                    std::to_string(checkpoint.headerHash()) + " " +
+                    std::to_string(checkpoint.shards().size()) + "\nmodule " +
+                    module + "\n";
+  for (const auto &[name, kind] : opts.kinds)
+    key += "kind " + name + "=" + rt::moduleKindName(kind) + "\n";
+  for (const auto &[name, nk] : opts.shapes)
+    key += "shape " + name + "=" + std::to_string(nk.first) + "x" +
+           std::to_string(nk.second) + "\n";
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(fnv1a64(key)));
+  return root + "/" + hex;
+}
+
+/// Opens the cached artifact of `module`, compiling it into the cache first
+/// when it is absent or unusable.
+std::unique_ptr<rt::Session>
+openCached(const std::string &root, const std::string &file,
+           const rt::Checkpoint &checkpoint, const std::string &module,
+           const rt::ResolveOptions &opts, const rt::SessionOptions &so) {
+  std::string compiler = compilerPath();
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  if (ec)
+    throw rt::Error(root, "",
+                    "cannot create the cache directory: " + ec.message() +
+                        " (set COMFYQUANT_CACHE_DIR or pass --no-cache)");
+  std::string dir = cacheEntry(root, compiler, checkpoint, module, opts);
+  if (std::filesystem::exists(dir + "/manifest.json", ec)) {
+    try {
+      auto session = rt::Session::open(dir, so);
+      std::fprintf(stderr, "comfyquant-run: using cached artifact %s\n",
+                   dir.c_str());
+      return session;
+    } catch (const rt::Error &e) {
+      std::fprintf(stderr,
+                   "comfyquant-run: warning: cached artifact %s is unusable "
+                   "(%s); recompiling\n",
+                   dir.c_str(), e.what());
+    }
+  }
+  compileArtifact(compiler, file, module, opts, dir, /*replace=*/true);
+  std::fprintf(stderr, "comfyquant-run: compiled to cache %s\n", dir.c_str());
+  return rt::Session::open(dir, so);
+}
+
 template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
   std::vector<uint8_t> b(v.size() * sizeof(T));
   if (!v.empty())
@@ -169,103 +410,124 @@ template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string file, module, output, dtype = "f32", input, expertText = "0";
-  std::string artifact, target, threadsText = "0";
-  bool dequantize = false, reference = false;
-  rt::ResolveOptions opts;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](std::string &dst) {
-      if (i + 1 >= argc)
-        return false;
-      dst = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--module") {
-      if (!value(module))
-        return fail("--module needs a value");
-    } else if (a == "-o") {
-      if (!value(output))
-        return fail("-o needs a value");
-    } else if (a == "--dtype") {
-      if (!value(dtype))
-        return fail("--dtype needs a value");
-    } else if (a == "--dequantize") {
-      dequantize = true;
-    } else if (a == "--reference") {
-      reference = true;
-    } else if (a == "--input") {
-      if (!value(input))
-        return fail("--input needs a value");
-    } else if (a == "--expert") {
-      if (!value(expertText))
-        return fail("--expert needs a value");
-    } else if (a == "--artifact") {
-      if (!value(artifact))
-        return fail("--artifact needs a value");
-    } else if (a == "--target") {
-      if (!value(target))
-        return fail("--target needs a value");
-    } else if (a == "--threads") {
-      if (!value(threadsText))
-        return fail("--threads needs a value");
-    } else if (a == "--kind" || a == "--shape") {
-      if (!value(v))
-        return fail(a + " needs a value");
-      std::string err = a == "--kind" ? rt::addKindOverride(opts, v)
-                                      : rt::addShapeOverride(opts, v);
-      if (!err.empty())
-        return fail(err);
-    } else if (!a.empty() && a[0] == '-') {
-      return fail("unknown option '" + a + "'\n" + kUsage);
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      return fail("unexpected argument '" + a + "'\n" + kUsage);
-    }
+  CommandLine cl;
+  if (std::string err = parseCommandLine(argc, argv, cl); !err.empty())
+    return fail(err);
+  if (cl.has("--help")) {
+    printHelp();
+    return 0;
   }
-  if (file.empty() || module.empty() || output.empty() ||
-      dequantize == !input.empty())
-    return fail(std::string("missing arguments\n") + kUsage);
-  if (int(reference) + int(!artifact.empty()) + int(!target.empty()) > 1)
+  if (cl.has("--version")) {
+    std::printf("comfyquant %s\n", CQ_VERSION_STRING);
+    return 0;
+  }
+
+  // The mode, and the options that apply to it.
+  const std::string &file = cl.file;
+  const std::string module = cl.get("--module"), output = cl.get("-o");
+  const std::string input = cl.get("--input"), artifact = cl.get("--artifact");
+  const bool dequantize = cl.has("--dequantize");
+  const bool reference = cl.has("--reference");
+  if (file.empty())
+    return fail(std::string("missing the checkpoint FILE\n") + kUsage);
+  if (module.empty())
+    return fail(std::string("missing --module NAME\n") + kUsage);
+  if (output.empty())
+    return fail(std::string("missing -o OUT.safetensors\n") + kUsage);
+  if (dequantize == cl.has("--input"))
+    return fail(std::string("give exactly one of --dequantize and --input\n") +
+                kUsage);
+  if (dequantize) {
+    for (const char *o : {"--artifact", "--target", "--reference",
+                          "--no-cache", "--expert", "--threads"})
+      if (cl.has(o))
+        return fail(std::string(o) +
+                    " does not apply to --dequantize (it runs the module on "
+                    "--input)");
+  } else if (cl.has("--dtype")) {
+    return fail("--dtype applies only to --dequantize (y is written in x's "
+                "dtype)");
+  }
+  if (int(reference) + int(cl.has("--artifact")) + int(cl.has("--target")) > 1)
     return fail("give at most one of --artifact, --target and --reference");
-  if (!target.empty() && target != "cpu")
-    return fail("--target must be cpu, got '" + target + "'");
-  char *end = nullptr;
-  long long expert = std::strtoll(expertText.c_str(), &end, 10);
-  if (end == expertText.c_str() || *end || expert < 0)
+  if (cl.has("--target") && cl.get("--target") != "cpu")
+    return fail("--target must be cpu, got '" + cl.get("--target") + "'");
+  if (cl.has("--no-cache") && (reference || cl.has("--artifact")))
+    return fail("--no-cache applies only to --target cpu (compiling on the "
+                "fly)");
+  if (cl.has("--threads") && reference)
+    return fail("--threads applies only to compiled kernels, not to "
+                "--reference");
+  int64_t expert = 0, threads = 0;
+  if (cl.has("--expert") &&
+      !parseCount(cl.get("--expert"), INT64_MAX / 2, expert))
     return fail("--expert must be a non-negative integer, got '" +
-                expertText + "'");
+                cl.get("--expert") + "'");
+  if (cl.has("--threads") && !parseCount(cl.get("--threads"), 65536, threads))
+    return fail("--threads must be an integer in [0, 65536], got '" +
+                cl.get("--threads") + "'");
+  const std::string dtype = cl.get("--dtype", "f32");
   if (dtype != "f32" && dtype != "bf16" && dtype != "f16")
     return fail("--dtype must be f32, bf16 or f16, got '" + dtype + "'");
+  rt::ResolveOptions opts;
+  for (const char *o : {"--kind", "--shape"})
+    if (cl.has(o))
+      for (const std::string &v : cl.values[o])
+        if (std::string err = std::string(o) == "--kind"
+                                  ? rt::addKindOverride(opts, v)
+                                  : rt::addShapeOverride(opts, v);
+            !err.empty())
+          return fail(err);
+  const bool useCache =
+      !dequantize && !reference && artifact.empty() && !cl.has("--no-cache");
+  const std::string cache = useCache ? cacheRoot() : "";
+  if (useCache && cache.empty())
+    return fail("no cache directory: set COMFYQUANT_CACHE_DIR, XDG_CACHE_HOME "
+                "or HOME, or pass --no-cache");
 
   try {
     auto checkpoint = rt::Checkpoint::open(file);
+    // Never write over what we read: the checkpoint (every shard), x and
+    // the artifact's files.
+    std::vector<std::string> inputs = rt::checkpointFiles(*checkpoint);
+    if (!input.empty())
+      inputs.push_back(input);
+    if (!artifact.empty())
+      for (const char *f : {"/manifest.json", "/kernels.so"})
+        inputs.push_back(artifact + f);
+    rt::checkNotAnInput(output, inputs);
+    rt::checkOverwrite(output, cl.has("--overwrite"));
+
     rt::ResolvedCheckpoint resolved = rt::resolveCheckpoint(*checkpoint, opts);
     const rt::ResolvedModule *m = resolved.find(module);
     if (!m)
       throw rt::Error(file, rt::moduleSubject(module),
                       "no such quantized module (see --inspect)");
+    if (cl.has("--expert") && m->desc.kind != rt::ModuleKind::MoE)
+      throw rt::Error(file, rt::moduleSubject(module),
+                      std::string("--expert applies only to MoE modules; "
+                                  "this one is ") +
+                          rt::moduleKindName(m->desc.kind));
     for (const std::string &w : m->warnings)
       std::fprintf(stderr, "comfyquant-run: warning: %s\n", w.c_str());
     if (!input.empty()) {
       std::unique_ptr<rt::Session> session;
       TempDir temp;
       if (!reference) {
-        std::string dir = artifact;
-        if (dir.empty()) { // compile for this CPU into a temporary artifact
-          temp.create();
-          dir = temp.path + "/artifact";
-          compileArtifact(argv[0], file, module, opts, dir);
-        }
         rt::SessionOptions so;
         so.checkpoint = file;
-        so.threads = std::atoi(threadsText.c_str());
-        session = rt::Session::open(dir, so);
+        so.threads = static_cast<int>(threads);
+        if (!artifact.empty()) {
+          session = rt::Session::open(artifact, so);
+        } else if (useCache) {
+          session = openCached(cache, file, *checkpoint, module, opts, so);
+        } else { // compile for this CPU into a temporary artifact
+          temp.create();
+          std::string dir = temp.path + "/artifact";
+          compileArtifact(compilerPath(), file, module, opts, dir,
+                          /*replace=*/false);
+          session = rt::Session::open(dir, so);
+        }
       }
       rt::writeSafetensors(
           output, {forward(*m, input, expert, session.get())},

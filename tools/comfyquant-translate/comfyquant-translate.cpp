@@ -1,24 +1,28 @@
 //===- comfyquant-translate.cpp - checkpoint import and inspection --------===//
 //
-//   comfyquant-translate --import-checkpoint FILE [--module NAME]... [-o OUT]
-//   comfyquant-translate --inspect FILE [--json] [-o OUT]
+//   comfyquant-translate --import-checkpoint FILE [--module NAME]...
+//                        [--only-referenced-tensors] [-o OUT [--overwrite]]
+//   comfyquant-translate --inspect FILE [--json] [-o OUT [--overwrite]]
 //
 // FILE is a .safetensors file or a *.safetensors.index.json. The checkpoint
-// is mapped, never read whole. Any error: message on stderr, exit code 1.
+// is mapped, never read whole. OUT (default: stdout) is written atomically;
+// it may not be the checkpoint or one of its shards, and an existing OUT is
+// replaced only with --overwrite. An option that does not apply to the mode
+// is an error. Any error: message on stderr, exit code 1.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Import/CheckpointImporter.h"
 #include "comfyquant/runtime/Error.h"
 #include "comfyquant/runtime/Inspect.h"
 #include "comfyquant/runtime/ModuleResolver.h"
+#include "comfyquant/runtime/OutputFile.h"
+#include "ToolVersion.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace cl = llvm::cl;
@@ -45,33 +49,48 @@ static cl::list<std::string>
     kinds(cl::cat(toolOptions), "kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
 static cl::list<std::string>
     shapes(cl::cat(toolOptions), "shape", cl::desc("Logical shape override NAME=NxK"));
-static cl::opt<std::string> outputFile(cl::cat(toolOptions), "o", cl::desc("Output file"),
-                                       cl::init("-"));
+static cl::opt<std::string> outputFile(cl::cat(toolOptions), "o",
+    cl::desc("Output file (default: stdout; written atomically)"),
+    cl::init("-"));
+static cl::opt<bool> overwrite(cl::cat(toolOptions), "overwrite",
+                               cl::desc("Replace an existing output file"));
 
 static int fail(const std::string &msg) {
   llvm::errs() << "comfyquant-translate: error: " << msg << "\n";
   return 1;
 }
 
-/// Writes `text` to the output (atomically: ToolOutputFile writes a temp
-/// file and renames it on keep()).
+/// Writes `text` to stdout or, atomically, to the output file (checked
+/// against the inputs before any work: see main).
 static int emit(const std::string &text) {
-  std::error_code ec;
-  llvm::ToolOutputFile out(outputFile, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return fail(outputFile + ": " + ec.message());
-  out.os() << text;
-  out.keep();
+  if (outputFile == "-") {
+    llvm::outs() << text;
+    llvm::outs().flush();
+    return 0;
+  }
+  rt::writeFileAtomically(outputFile, text);
   return 0;
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  ::comfyquant::tools::setVersionPrinter();
   cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "comfyquant checkpoint import and inspection\n");
   if (importCheckpoint == inspect)
     return fail("give exactly one of --import-checkpoint and --inspect");
+  // Options of the other mode are errors, not silently ignored.
+  if (inspect && !moduleNames.empty())
+    return fail("--module applies only to --import-checkpoint (--inspect "
+                "reports every module)");
+  if (inspect && onlyReferenced)
+    return fail("--only-referenced-tensors applies only to "
+                "--import-checkpoint");
+  if (importCheckpoint && asJson)
+    return fail("--json applies only to --inspect");
+  if (outputFile == "-" && overwrite)
+    return fail("--overwrite applies only with -o FILE");
 
   rt::ResolveOptions opts;
   for (const std::string &k : kinds)
@@ -83,10 +102,20 @@ int main(int argc, char **argv) {
 
   try {
     auto checkpoint = rt::Checkpoint::open(inputFile);
+    if (outputFile != "-") {
+      rt::checkNotAnInput(outputFile, rt::checkpointFiles(*checkpoint));
+      rt::checkOverwrite(outputFile, overwrite);
+    }
     rt::ResolvedCheckpoint resolved = rt::resolveCheckpoint(*checkpoint, opts);
     if (inspect) {
-      if (asJson)
-        return emit(rt::inspectJson(resolved).dump(2) + "\n");
+      if (asJson) {
+        // The schema first, so a reader can check it before anything else.
+        nlohmann::ordered_json report;
+        report["schema"] = "comfyquant-inspect";
+        report["schema_version"] = 1;
+        report.update(rt::inspectJson(resolved));
+        return emit(report.dump(2) + "\n");
+      }
       return emit(rt::inspectText(resolved));
     }
     mlir::MLIRContext ctx;
