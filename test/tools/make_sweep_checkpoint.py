@@ -1,10 +1,11 @@
 """Writes a seeded random checkpoint for the shape sweep (stdlib only).
 
-  make_sweep_checkpoint.py OUT.safetensors OUT.json SEED [PER_CASE]
+  make_sweep_checkpoint.py OUT.safetensors OUT.json SEED [PER_CASE [KINDS]]
 
 One module per draw: every format x kind (Linear, Embedding, MoE bank) and
 each format's variants (scale layouts, ConvRot group sizes, codebooks, NVFP4
-pre_quant_scale, W4A4 linear_dtype), PER_CASE draws each (default 2). N and
+pre_quant_scale, W4A4 linear_dtype), PER_CASE draws each (default 2); KINDS is a comma-separated subset of
+linear,embedding,moe (default all). N and
 K are drawn from small odd and even values (1..130) among those the format
 allows; padded NVFP4/MXFP8 storage is padded as the format requires. Codes
 avoid NaN/Inf encodings; scales are valid. OUT.json lists the modules with
@@ -225,10 +226,12 @@ MOE = LINEAR
 def main():
     out, out_json, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
     per_case = int(sys.argv[4]) if len(sys.argv) > 4 else 2
+    kinds = sys.argv[5].split(",") if len(sys.argv) > 5 else ["linear", "embedding", "moe"]
     g = Gen(seed)
     tensors, modules = {}, []
     cases = ([("linear", f) for f in LINEAR] + [("embedding", f) for f in EMBEDDING]
              + [("moe", f) for f in MOE])
+    cases = [c for c in cases if c[0] in kinds]
     for kind, label in cases:
         fmt = label.split(":")[0]
         for i in range(per_case):

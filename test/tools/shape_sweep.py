@@ -1,6 +1,7 @@
 """Shape sweep: compiled kernels vs the reference path on random shapes.
 
-  shape_sweep.py BINDIR WORKDIR [SEED] [PER_CASE]
+  shape_sweep.py BINDIR WORKDIR [--kinds linear,embedding,moe] [--seed S]
+                 [--per-case N]
 
 Writes a seeded random checkpoint (make_sweep_checkpoint.py: every format x
 kind with its variants, N and K drawn from 1..130 among the values each
@@ -18,6 +19,7 @@ path and compares y:
 Variants the CPU lacks are compiled and link-checked only, and are listed as
 such. Prints one line per failure and a final "N passed, N failed" line.
 """
+import argparse
 import json
 import math
 import os
@@ -59,15 +61,23 @@ def decode(dtype, raw):
 
 
 def main():
-    bindir, work = sys.argv[1], sys.argv[2]
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 20261201
-    per_case = sys.argv[4] if len(sys.argv) > 4 else "1"
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bindir")
+    ap.add_argument("work")
+    ap.add_argument("--kinds", default="linear,embedding,moe")
+    # The seed is fixed so a failure reproduces; COMFYQUANT_SWEEP_SEED
+    # explores others.
+    ap.add_argument("--seed", type=int,
+                    default=int(os.environ.get("COMFYQUANT_SWEEP_SEED", "20261201")))
+    ap.add_argument("--per-case", default="1")
+    args = ap.parse_args()
+    bindir, work, seed, per_case = args.bindir, args.work, args.seed, args.per_case
     os.makedirs(work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     ckpt = os.path.join(work, "sweep.safetensors")
     listing = os.path.join(work, "sweep.json")
     subprocess.check_call([sys.executable, os.path.join(here, "make_sweep_checkpoint.py"),
-                           ckpt, listing, str(seed), per_case])
+                           ckpt, listing, str(seed), per_case, args.kinds])
     modules = json.load(open(listing))["modules"]
     overrides = []
     for m in modules:
@@ -133,7 +143,9 @@ def main():
         st.write(x, {"x": ("I64", [1], struct.pack("<q", 0))} if probe["kind"] == "embedding"
                  else {"x": ("F32", [1, probe["k"]], b"\0" * 4 * probe["k"])})
         _, err = run_y(["--module", probe["name"], "--input", x, "--artifact", art], "probe")
-        if err and ("does not support" in err or "cannot run" in err or "AMX" in err):
+        # The runtime's refusals of a variant this CPU (or OS) cannot run.
+        if err and (("CPU variant '%s' needs" % variant) in err
+                    or "AMX tile data permission" in err or "AMX needs" in err):
             skipped.append("%s (%s)" % (variant, err.split("error: ")[-1]))
             continue
         runnable.append(variant)
