@@ -105,7 +105,7 @@ for ck in (args.checkpoints.split(",") if args.checkpoints else CHECKPOINTS):
             b = cmp.decode(bdt, braw)
             b = b[(fx["expert"] or 0) * n:][:n]
             bias = [b[i % n] for i in range(len(want))]
-        ulps, c = cmp.tolerance("vs_kitchen", fx["format"], ydt, fx["has_bias"])
+        ulps, c = cmp.tolerance("vs_kitchen", fx["format"], ydt, fx["has_bias"], fx["kind"])
         for how in paths:
             total += 1
             out = os.path.join(tmp, "y_%s.safetensors" % how)

@@ -58,17 +58,19 @@ def ulp(dtype, v):
     return 2.0 ** (max(math.frexp(abs(v))[1] - 1, emin) - mant)
 
 
-def tolerance(check, fmt, dtype, has_bias=False):
+def tolerance(check, fmt, dtype, has_bias=False, kind="linear"):
     """(ulps, c) for `check` ("vs_kitchen", "compiled_vs_reference"), the
-    comfy_quant format, the output dtype (F32, BF16, F16) and whether the
-    module has a bias."""
+    comfy_quant format, the output dtype (F32, BF16, F16), whether the
+    module has a bias and its kind ("DTYPE+bias" / "DTYPE+embedding" entries
+    first, then "DTYPE")."""
     global _TOLERANCES
     if _TOLERANCES is None:
         with open(os.path.join(os.path.dirname(__file__), "tolerances.json")) as f:
             _TOLERANCES = json.load(f)
     table = _TOLERANCES[check]
     entry = table[fmt] if fmt in table else table["*"]
-    ulps, c = entry.get(dtype + "+bias", entry[dtype]) if has_bias else entry[dtype]
+    key = dtype + ("+bias" if has_bias else "+embedding" if kind == "embedding" else "")
+    ulps, c = entry.get(key, entry[dtype])
     return float(ulps), float(c)
 
 
