@@ -1,15 +1,19 @@
 /*===- run_module.c - run a compiled module through the C API --------------===*
  *
- *   run_module ARTIFACT_DIR CHECKPOINT [MODULE|-] [M] [f32|bf16|f16] [THREADS]
+ *   run_module ARTIFACT_DIR CHECKPOINT|- [MODULE|-] [M] [f32|bf16|f16] [THREADS]
  *
  * Opens the artifact written by comfyquant-compile together with its
- * checkpoint (the runtime refuses a different file), runs MODULE (default:
+ * checkpoint (the runtime refuses a different file; "-": the one the
+ * manifest names, found next to the artifact or at its absolute path), runs
+ * MODULE (default:
  * every module) on a deterministic activation x [M, K] (default M = 7) with
  * the compiled kernels of the best CPU variant ($COMFYQUANT_CPU_VARIANT
  * overrides), and compares y with the reference forward of the same C API.
  * Prints one line per module; exit code 0 when every module agrees within
  * the tolerance (f32: 1e-4, bf16/f16: 1e-2 of max|y_ref|; integer formats
- * are expected to agree exactly), 1 otherwise.
+ * are expected to agree exactly), 1 otherwise. Every MoE expert is run.
+ * Every C API call is checked: a failure prints its status name and
+ * cq_last_error().
  *===----------------------------------------------------------------------===*/
 #include "comfyquant/comfyquant.h"
 
@@ -72,48 +76,54 @@ static void fill(void *p, int dtype, size_t n) {
   }
 }
 
-static int run_one(cq_session *s, cq_checkpoint *ck, size_t index, int64_t m,
-                   int dtype) {
-  cq_session_module_info info;
-  if (cq_session_module_info_at(s, index, &info)) {
-    fprintf(stderr, "run_module: %s\n", cq_last_error());
-    return 1;
-  }
-  int64_t ref_index = cq_module_find(ck, info.name);
-  if (ref_index < 0) {
-    fprintf(stderr, "run_module: %s: not in the checkpoint\n", info.name);
-    return 1;
-  }
+/* Prints a failed call's status and message; returns 1. */
+static int report(const char *what, cq_status st) {
+  fprintf(stderr, "run_module: %s%s%s (%s)\n", what ? what : "",
+          what ? ": " : "", cq_last_error(), cq_status_string(st));
+  return 1;
+}
+
+/* Runs expert `expert` (0 unless MoE) of module `index` and compares it with
+ * the reference path. */
+static int run_one(cq_session *s, cq_checkpoint *ck, size_t index,
+                   int64_t expert, int64_t m, int dtype) {
+  cq_session_module_info info = CQ_SESSION_MODULE_INFO_INIT;
+  cq_status st = cq_session_module_info_at(s, index, &info);
+  if (st)
+    return report(NULL, st);
+  size_t ref_index;
+  st = cq_module_find(ck, info.name, &ref_index);
+  if (st)
+    return report(info.name, st);
   size_t esize = dtype == CQ_DTYPE_F32 ? 4 : 2;
   int embedding = info.kind == CQ_KIND_EMBEDDING;
   int64_t in_cols = embedding ? 0 : info.in_features;
   int64_t out_cols = embedding ? info.in_features : info.out_features;
+  size_t y_bytes = (size_t)(m * out_cols) * esize;
   void *x = malloc((size_t)(m * (in_cols ? in_cols : 1)) * esize);
-  void *y = malloc((size_t)(m * out_cols) * esize);
+  void *y = malloc(y_bytes);
   float *ref = malloc((size_t)(m * out_cols) * sizeof(float));
-  void *yref = malloc((size_t)(m * out_cols) * esize);
+  void *yref = malloc(y_bytes);
   int64_t *idx = malloc((size_t)m * sizeof(int64_t));
   int rc = 0;
   if (embedding) {
     for (int64_t i = 0; i < m; ++i)
       idx[i] = (i * 7 + 3) % info.out_features;
-    rc = cq_session_lookup(s, index, dtype, idx, m, y);
-    for (int64_t i = 0; !rc && i < m; ++i)
-      rc = cq_dequantize_rows(ck, (size_t)ref_index, 0, idx[i], idx[i] + 1,
+    st = cq_session_lookup(s, index, dtype, idx, m, y, y_bytes);
+    for (int64_t i = 0; !st && i < m; ++i)
+      st = cq_dequantize_rows(ck, ref_index, 0, idx[i], idx[i] + 1,
                               ref + i * out_cols, (size_t)out_cols);
   } else {
-    int64_t expert = info.experts > 1 ? info.experts - 1 : 0;
     fill(x, dtype, (size_t)(m * in_cols));
-    rc = cq_session_run_expert(s, index, expert, dtype, x, m, y);
-    if (!rc)
-      rc = cq_reference_linear(ck, (size_t)ref_index, expert, dtype, x, m,
-                               yref);
-    for (int64_t i = 0; !rc && i < m * out_cols; ++i)
+    st = cq_session_run_expert(s, index, expert, dtype, x, m, y, y_bytes);
+    if (!st)
+      st = cq_reference_linear(ck, ref_index, expert, dtype, x, m, yref,
+                               y_bytes);
+    for (int64_t i = 0; !st && i < m * out_cols; ++i)
       ref[i] = load(yref, dtype, (size_t)i);
   }
-  if (rc) {
-    fprintf(stderr, "run_module: %s: %s\n", info.name, cq_last_error());
-    rc = 1;
+  if (st) {
+    rc = report(info.name, st);
     goto done;
   }
   {
@@ -121,12 +131,15 @@ static int run_one(cq_session *s, cq_checkpoint *ck, size_t index, int64_t m,
     struct timespec t0, t1;
     const int reps = 10;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int r = 0; r < reps && !rc; ++r)
-      rc = embedding ? cq_session_lookup(s, index, dtype, idx, m, y)
-                     : cq_session_run_expert(s, index,
-                                             info.experts > 1 ? info.experts - 1 : 0,
-                                             dtype, x, m, y);
+    for (int r = 0; r < reps && !st; ++r)
+      st = embedding ? cq_session_lookup(s, index, dtype, idx, m, y, y_bytes)
+                     : cq_session_run_expert(s, index, expert, dtype, x, m, y,
+                                             y_bytes);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st) {
+      rc = report(info.name, st);
+      goto done;
+    }
     double run_us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) /
                     1e3 / reps;
     double max_ref = 0, max_err = 0;
@@ -142,9 +155,13 @@ static int run_one(cq_session *s, cq_checkpoint *ck, size_t index, int64_t m,
     }
     double tol = (dtype == CQ_DTYPE_F32 ? 1e-4 : 1e-2) * fmax(1.0, max_ref);
     int ok = max_err <= tol;
-    printf("%s %s %s %lldx%lld M=%lld: max_abs_err=%.3g (max|y|=%.3g) "
+    char expert_text[32] = "";
+    if (info.kind == CQ_KIND_MOE)
+      snprintf(expert_text, sizeof expert_text, " expert=%lld",
+               (long long)expert);
+    printf("%s%s %s %s %lldx%lld M=%lld: max_abs_err=%.3g (max|y|=%.3g) "
            "exact=%lld/%lld %s run_us=%.1f\n",
-           info.name, info.format,
+           info.name, expert_text, info.format,
            dtype == CQ_DTYPE_F32 ? "f32" : dtype == CQ_DTYPE_BF16 ? "bf16" : "f16",
            (long long)info.out_features, (long long)info.in_features,
            (long long)m, max_err, max_ref, (long long)exact, (long long)n,
@@ -160,9 +177,23 @@ done:
   return rc;
 }
 
+/* Every expert of a MoE bank, else the module once. */
+static int run_module(cq_session *s, cq_checkpoint *ck, size_t index,
+                      int64_t m, int dtype) {
+  cq_session_module_info info = CQ_SESSION_MODULE_INFO_INIT;
+  cq_status st = cq_session_module_info_at(s, index, &info);
+  if (st)
+    return report(NULL, st);
+  int64_t experts = info.kind == CQ_KIND_MOE ? info.experts : 1;
+  int rc = 0;
+  for (int64_t e = 0; e < experts; ++e)
+    rc |= run_one(s, ck, index, e, m, dtype);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: run_module ARTIFACT_DIR CHECKPOINT [MODULE|-] [M] "
+    fprintf(stderr, "usage: run_module ARTIFACT_DIR CHECKPOINT|- [MODULE|-] [M] "
                     "[f32|bf16|f16] [THREADS]\n");
     return 2;
   }
@@ -174,30 +205,54 @@ int main(int argc, char **argv) {
             : !strcmp(argv[5], "f16") ? CQ_DTYPE_F16 : CQ_DTYPE_F32;
   int threads = argc > 6 ? atoi(argv[6]) : 0;
 
-  cq_session *s = cq_session_open(argv[1], argv[2], NULL, threads);
-  if (!s) {
-    fprintf(stderr, "run_module: %s\n", cq_last_error());
-    return 1;
+  cq_session_options options = CQ_SESSION_OPTIONS_INIT;
+  options.checkpoint = strcmp(argv[2], "-") ? argv[2] : NULL;
+  options.threads = threads;
+  cq_session *s;
+  cq_status st = cq_session_open(argv[1], &options, &s);
+  if (st)
+    return report(NULL, st);
+  size_t nwarn = 0;
+  cq_session_warning_count(s, &nwarn);
+  for (size_t i = 0; i < nwarn; ++i) {
+    const char *w;
+    if (!cq_session_warning_at(s, i, &w))
+      fprintf(stderr, "run_module: warning: %s\n", w);
   }
-  cq_checkpoint *ck = cq_checkpoint_open(argv[2]);
-  if (!ck) {
-    fprintf(stderr, "run_module: %s\n", cq_last_error());
+  const char *ckpt_path;
+  st = cq_session_checkpoint_path(s, &ckpt_path);
+  if (st) {
     cq_session_close(s);
-    return 1;
+    return report(NULL, st);
   }
-  printf("variant %s\n", cq_session_variant(s));
+  cq_checkpoint *ck;
+  st = cq_checkpoint_open(ckpt_path, &ck);
+  if (st) {
+    cq_session_close(s);
+    return report(NULL, st);
+  }
+  const char *variant;
+  st = cq_session_variant(s, &variant);
+  if (st) {
+    cq_checkpoint_close(ck);
+    cq_session_close(s);
+    return report(NULL, st);
+  }
+  printf("variant %s\n", variant);
+  size_t count = 0;
   int rc = 0;
   if (strcmp(module, "-") != 0) {
-    int64_t i = cq_session_module_find(s, module);
-    if (i < 0) {
-      fprintf(stderr, "run_module: no module '%s' in the artifact\n", module);
-      rc = 1;
-    } else {
-      rc = run_one(s, ck, (size_t)i, m, dtype);
-    }
+    size_t i;
+    st = cq_session_module_find(s, module, &i);
+    if (st)
+      rc = report(NULL, st);
+    else
+      rc = run_module(s, ck, i, m, dtype);
+  } else if ((st = cq_session_module_count(s, &count))) {
+    rc = report(NULL, st);
   } else {
-    for (size_t i = 0; i < cq_session_module_count(s); ++i)
-      rc |= run_one(s, ck, i, m, dtype);
+    for (size_t i = 0; i < count; ++i)
+      rc |= run_module(s, ck, i, m, dtype);
   }
   cq_checkpoint_close(ck);
   cq_session_close(s);

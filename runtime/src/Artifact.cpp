@@ -77,6 +77,8 @@ Manifest parseManifest(const std::string &text, const std::string &file) {
     r.fail("target '" + m.target + "' is not cpu");
   const json &ck = r.field(j, "checkpoint", "manifest");
   m.checkpointPath = r.str(ck, "path", "checkpoint");
+  if (ck.contains("relative_path"))
+    m.checkpointRelativePath = r.str(ck, "relative_path", "checkpoint");
   m.checkpointSize = static_cast<uint64_t>(r.integer(ck, "size", "checkpoint"));
   m.checkpointHash = r.str(ck, "hash", "checkpoint");
   m.variants = r.strings(j, "variants", "manifest");
@@ -175,7 +177,8 @@ std::unique_ptr<Artifact> Artifact::open(const std::string &dir) {
   std::string manifestPath = dir + "/manifest.json";
   std::ifstream in(manifestPath, std::ios::binary);
   if (!in)
-    throw Error(manifestPath, "", "cannot read the artifact manifest");
+    throw Error(manifestPath, "", "cannot read the artifact manifest",
+                ErrorKind::Io);
   std::stringstream ss;
   ss << in.rdbuf();
   std::unique_ptr<Artifact> a(new Artifact());
@@ -185,8 +188,10 @@ std::unique_ptr<Artifact> Artifact::open(const std::string &dir) {
   a->handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!a->handle_) {
     const char *e = dlerror();
-    throw Error(so, "", std::string("cannot load the kernels: ") +
-                            (e ? e : "dlopen failed"));
+    throw Error(so, "",
+                std::string("cannot load the kernels: ") +
+                    (e ? e : "dlopen failed"),
+                ErrorKind::Io);
   }
   return a;
 }

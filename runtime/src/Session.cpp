@@ -3,13 +3,15 @@
 
 #include "comfyquant/runtime/CpuFeatures.h"
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/ThreadPool.h"
 
 #include <algorithm>
 #include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
+
+#include <sys/stat.h>
 
 namespace comfyquant::rt {
 
@@ -59,6 +61,20 @@ std::string baseName(const std::string &p) {
   return s == std::string::npos ? p : p.substr(s + 1);
 }
 
+bool isFile(const std::string &p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/// A positive integer, or 0.
+int parseThreadCount(const char *text) {
+  char *end = nullptr;
+  long v = std::strtol(text, &end, 10);
+  if (!end || end == text || *end != '\0' || v < 1 || v > 4096)
+    return 0;
+  return static_cast<int>(v);
+}
+
 } // namespace
 
 /// An entry of the session's variant for one activation dtype.
@@ -81,19 +97,60 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
   s->artifact_ = Artifact::open(artifactDir);
   const Manifest &mf = s->artifact_->manifest();
 
-  // The checkpoint, and its identity against the manifest.
-  std::string path =
-      options.checkpoint.empty() ? mf.checkpointPath : options.checkpoint;
-  s->checkpoint_ = Checkpoint::open(path);
-  const uint64_t size = s->checkpoint_->totalSize();
-  const std::string hash = hashString(s->checkpoint_->headerHash());
-  if (size != mf.checkpointSize || hash != mf.checkpointHash)
-    throw Error(path, "",
-                "checkpoint does not match the artifact '" + artifactDir +
-                    "' (compiled for " + mf.checkpointPath + ": size " +
-                    std::to_string(mf.checkpointSize) + ", " +
-                    mf.checkpointHash + "; this file: size " +
-                    std::to_string(size) + ", " + hash + ")");
+  // The checkpoint, and its identity against the manifest. Without an
+  // explicit one: the manifest's path relative to the artifact first (the
+  // pair was moved together), then its absolute path.
+  auto openChecked = [&](const std::string &path) {
+    std::unique_ptr<Checkpoint> c = Checkpoint::open(path);
+    const uint64_t size = c->totalSize();
+    const std::string hash = hashString(c->headerHash());
+    if (size != mf.checkpointSize || hash != mf.checkpointHash)
+      throw Error(path, "",
+                  "checkpoint does not match the artifact '" + artifactDir +
+                      "' (compiled for " + mf.checkpointPath + ": size " +
+                      std::to_string(mf.checkpointSize) + ", " +
+                      mf.checkpointHash + "; this file: size " +
+                      std::to_string(size) + ", " + hash + ")",
+                  ErrorKind::Mismatch);
+    return c;
+  };
+  std::string path = options.checkpoint;
+  if (!path.empty()) {
+    s->checkpoint_ = openChecked(path);
+  } else {
+    std::vector<std::string> candidates;
+    if (!mf.checkpointRelativePath.empty())
+      candidates.push_back(artifactDir + "/" + mf.checkpointRelativePath);
+    candidates.push_back(mf.checkpointPath);
+    std::unique_ptr<Error> firstMismatch;
+    for (const std::string &c : candidates) {
+      if (!isFile(c))
+        continue;
+      try {
+        s->checkpoint_ = openChecked(c);
+        path = c;
+        break;
+      } catch (const Error &e) {
+        if (!firstMismatch)
+          firstMismatch = std::make_unique<Error>(e);
+      }
+    }
+    if (!s->checkpoint_) {
+      if (firstMismatch)
+        throw *firstMismatch;
+      std::string tried;
+      for (const std::string &c : candidates)
+        tried += (tried.empty() ? "'" : ", '") + c + "'";
+      throw Error(artifactDir, "",
+                  "the checkpoint the artifact was compiled for is not at " +
+                      tried,
+                  ErrorKind::Io);
+    }
+    if (path != candidates.front())
+      s->warnings_.push_back("checkpoint not found next to the artifact ('" +
+                             candidates.front() + "'); opened '" + path + "'");
+  }
+  s->checkpointPath_ = path;
 
   // The CPU variant.
   std::string variant = options.variant;
@@ -105,28 +162,38 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
     if (variant.empty())
       throw Error(artifactDir, "",
                   "this CPU supports none of the artifact's variants (" +
-                      cpuFeatures().describe() + ")");
+                      cpuFeatures().describe() + ")",
+                  ErrorKind::Unsupported);
   } else {
     if (std::find(mf.variants.begin(), mf.variants.end(), variant) ==
         mf.variants.end())
       throw Error(artifactDir, "",
                   "the artifact has no kernels for CPU variant '" + variant +
-                      "'");
+                      "'",
+                  ErrorKind::Unsupported);
     std::string why;
     if (!cpuSupportsVariant(variant, &why))
-      throw Error(artifactDir, "", why);
+      throw Error(artifactDir, "", why, ErrorKind::Unsupported);
     if (variant == "amx" && !enableAmx(&why))
-      throw Error(artifactDir, "", why);
+      throw Error(artifactDir, "", why, ErrorKind::Unsupported);
   }
   s->variant_ = variant;
 
   int threads = options.threads;
   if (threads <= 0)
-    if (const char *env = std::getenv("COMFYQUANT_THREADS"))
-      threads = std::atoi(env);
+    if (const char *env = std::getenv("COMFYQUANT_THREADS")) {
+      threads = parseThreadCount(env);
+      if (threads == 0)
+        s->warnings_.push_back(std::string("$COMFYQUANT_THREADS='") + env +
+                               "' is not a thread count in [1, 4096]; "
+                               "ignored");
+    }
   if (threads <= 0)
-    threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = availableCores();
   s->threads_ = threads;
+  s->parallelFor_ = options.parallelFor;
+  if (!s->parallelFor_)
+    s->pool_ = std::make_unique<WorkerPool>();
 
   // Bind every module: entries of the variant, weights into the mapping.
   for (const ArtifactModule &m : mf.modules) {
@@ -137,7 +204,8 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
       auto it = byVariant.find(variant);
       if (it == byVariant.end())
         throw Error(artifactDir, subject,
-                    "no " + dt + " kernel for CPU variant '" + variant + "'");
+                    "no " + dt + " kernel for CPU variant '" + variant + "'",
+                    ErrorKind::Unsupported);
       b.entries.push_back({dt, s->artifact_->entry(it->second),
                            m.columnSplit.count(it->second) > 0});
     }
@@ -147,11 +215,13 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
         return Error(path, subject,
                      "tensor '" + w.tensor + "' " + what +
                          " differs from the artifact (was the checkpoint "
-                         "rewritten?)");
+                         "rewritten?)",
+                     ErrorKind::Mismatch);
       };
       if (!t)
         throw Error(path, subject,
-                    "tensor '" + w.tensor + "' the kernels bind is missing");
+                    "tensor '" + w.tensor + "' the kernels bind is missing",
+                    ErrorKind::Mismatch);
       if (dtypeName(t->dtype) != w.dtype)
         throw mismatch("dtype");
       if (t->shape != w.shape)
@@ -167,11 +237,15 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
   return s;
 }
 
-Session::~Session() = default;
+Session::~Session() = default; // stops the pool's workers
 
 const Manifest &Session::manifest() const { return artifact_->manifest(); }
 
-void Session::setThreads(int threads) { threads_ = std::max(1, threads); }
+const std::string &Session::artifactDir() const { return artifact_->dir(); }
+
+void Session::setThreads(int threads) {
+  threads_.store(std::max(1, threads), std::memory_order_relaxed);
+}
 
 size_t Session::moduleCount() const { return bound_.size(); }
 
@@ -189,7 +263,9 @@ int64_t Session::findModule(const std::string &name) const {
 const Session::Bound &Session::bound(size_t module) const {
   if (module >= bound_.size())
     throw Error(artifact_->dir(), "",
-                "module index " + std::to_string(module) + " out of range");
+                "module index " + std::to_string(module) + " out of range [0, " +
+                    std::to_string(bound_.size()) + ")",
+                ErrorKind::InvalidArgument);
   return bound_[module];
 }
 
@@ -199,13 +275,15 @@ const Session::BoundEntry &Session::entryFor(const Bound &b,
   if (!key)
     throw Error(artifact_->dir(), moduleSubject(b.m->name),
                 std::string("activations must be F32, BF16 or F16, got ") +
-                    dtypeName(dtype));
+                    dtypeName(dtype),
+                ErrorKind::InvalidArgument);
   for (const BoundEntry &e : b.entries)
     if (e.dtype == key)
       return e;
   throw Error(artifact_->dir(), moduleSubject(b.m->name),
               std::string("the artifact has no ") + key +
-                  " kernels (compile with --dtypes including " + key + ")");
+                  " kernels (compile with --dtypes including " + key + ")",
+              ErrorKind::Unsupported);
 }
 
 void Session::run(size_t module, DType dtype, const void *x, int64_t m,
@@ -214,59 +292,88 @@ void Session::run(size_t module, DType dtype, const void *x, int64_t m,
   const ArtifactModule &am = *b.m;
   const std::string subject = moduleSubject(am.name);
   if (am.kind == "embedding")
-    throw Error(artifact_->dir(), subject, "an embedding takes indices (lookup)");
+    throw Error(artifact_->dir(), subject, "an embedding takes indices (lookup)",
+                ErrorKind::InvalidArgument);
   const BoundEntry &entry = entryFor(b, dtype);
   if (m < 0 || (m > 0 && (!x || !y)))
-    throw Error(artifact_->dir(), subject, "bad activation rows or pointers");
+    throw Error(artifact_->dir(), subject, "bad activation rows or pointers",
+                ErrorKind::InvalidArgument);
   const bool moe = am.kind == "moe";
   if (moe && (expert < 0 || expert >= am.experts))
     throw Error(artifact_->dir(), subject,
                 "expert " + std::to_string(expert) + " is out of range [0, " +
-                    std::to_string(am.experts) + ")");
+                    std::to_string(am.experts) + ")",
+                ErrorKind::InvalidArgument);
   if (m == 0)
     return;
   const size_t esize = dtypeSize(dtype);
   const int64_t K = am.inFeatures, N = am.outFeatures;
   // rows [row0, row0 + rows) x columns [c0, c1) of y.
   auto call = [&](int64_t row0, int64_t rows, int64_t c0, int64_t c1) {
-    std::vector<int64_t> xd = descriptor(
-        static_cast<const uint8_t *>(x) + row0 * K * esize, {rows, K});
-    std::vector<int64_t> yd = descriptor(
-        static_cast<uint8_t *>(y) + row0 * N * esize, {rows, N});
+    // {allocated, aligned, offset, sizes[2], strides[2]}, on the stack: a
+    // small call should not allocate.
+    auto matrix = [](const void *data, int64_t r, int64_t c) {
+      auto p = static_cast<int64_t>(reinterpret_cast<uintptr_t>(data));
+      return std::array<int64_t, 7>{p, p, 0, r, c, c, 1};
+    };
+    std::array<int64_t, 7> xd = matrix(
+        static_cast<const uint8_t *>(x) + row0 * K * esize, rows, K);
+    std::array<int64_t, 7> yd =
+        matrix(static_cast<uint8_t *>(y) + row0 * N * esize, rows, N);
     int64_t e = expert;
-    std::vector<void *> args = {xd.data(), yd.data()};
+    constexpr size_t kInline = 32;
+    std::array<void *, kInline> inlineArgs;
+    std::vector<void *> heapArgs;
+    const size_t nargs = 5 + (moe ? 1 : 0) + b.weights.size();
+    void **args = inlineArgs.data();
+    if (nargs > kInline) {
+      heapArgs.resize(nargs);
+      args = heapArgs.data();
+    }
+    size_t a = 0;
+    args[a++] = xd.data();
+    args[a++] = yd.data();
     if (moe)
-      args.push_back(&e);
+      args[a++] = &e;
     for (const std::vector<int64_t> &w : b.weights)
-      args.push_back(const_cast<int64_t *>(w.data()));
-    args.push_back(&c0);
-    args.push_back(&c1);
-    entry.fn(args.data());
+      args[a++] = const_cast<int64_t *>(w.data());
+    args[a++] = &c0;
+    args[a++] = &c1;
+    entry.fn(args);
   };
   // Threads split the columns when the kernel honours a column range: each
   // decodes only its share of the weights, whatever M is. Otherwise rows,
   // at least 16 per thread, when rows are independent.
+  const int threads = threads_.load(std::memory_order_relaxed);
+  if (threads <= 1 || (!entry.columns && !(am.rowIndependent && m > 16))) {
+    call(0, m, 0, N); // one part: no hand-off at all
+    return;
+  }
   std::vector<std::array<int64_t, 4>> parts; // row0, rows, c0, c1
-  if (entry.columns && threads_ > 1 && N >= 2 * kColumnChunk) {
-    int64_t n = std::min<int64_t>(threads_, N / kColumnChunk);
+  if (entry.columns && N >= 2 * kColumnChunk) {
+    int64_t n = std::min<int64_t>(threads, N / kColumnChunk);
     int64_t chunk = ((N + n - 1) / n + kColumnChunk - 1) / kColumnChunk *
                     kColumnChunk;
     for (int64_t c0 = 0; c0 < N; c0 += chunk)
       parts.push_back({0, m, c0, std::min(N, c0 + chunk)});
-  } else if (am.rowIndependent && threads_ > 1) {
-    int64_t n = std::min<int64_t>(threads_, (m + 15) / 16);
+  } else if (am.rowIndependent) {
+    int64_t n = std::min<int64_t>(threads, (m + 15) / 16);
     int64_t chunk = (m + n - 1) / n;
     for (int64_t r0 = 0; r0 < m; r0 += chunk)
       parts.push_back({r0, std::min(chunk, m - r0), 0, N});
   } else {
     parts.push_back({0, m, 0, N});
   }
-  std::vector<std::thread> pool;
-  for (size_t p = 1; p < parts.size(); ++p)
-    pool.emplace_back(call, parts[p][0], parts[p][1], parts[p][2], parts[p][3]);
-  call(parts[0][0], parts[0][1], parts[0][2], parts[0][3]);
-  for (std::thread &t : pool)
-    t.join();
+  std::function<void(int)> part = [&](int p) {
+    call(parts[p][0], parts[p][1], parts[p][2], parts[p][3]);
+  };
+  const int count = static_cast<int>(parts.size());
+  if (count == 1)
+    part(0);
+  else if (parallelFor_)
+    parallelFor_(count, part);
+  else
+    pool_->parallelFor(count, part);
 }
 
 void Session::lookup(size_t module, DType dtype, const int64_t *indices,
@@ -275,16 +382,19 @@ void Session::lookup(size_t module, DType dtype, const int64_t *indices,
   const ArtifactModule &am = *b.m;
   const std::string subject = moduleSubject(am.name);
   if (am.kind != "embedding")
-    throw Error(artifact_->dir(), subject, "is not an embedding");
+    throw Error(artifact_->dir(), subject, "is not an embedding",
+                ErrorKind::InvalidArgument);
   const BoundEntry &entry = entryFor(b, dtype);
   if (m < 0 || (m > 0 && (!indices || !y)))
-    throw Error(artifact_->dir(), subject, "bad index count or pointers");
+    throw Error(artifact_->dir(), subject, "bad index count or pointers",
+                ErrorKind::InvalidArgument);
   for (int64_t i = 0; i < m; ++i)
     if (indices[i] < 0 || indices[i] >= am.outFeatures)
       throw Error(artifact_->dir(), subject,
                   "index " + std::to_string(indices[i]) +
                       " is out of range [0, " +
-                      std::to_string(am.outFeatures) + ")");
+                      std::to_string(am.outFeatures) + ")",
+                  ErrorKind::InvalidArgument);
   if (m == 0)
     return;
   std::vector<int64_t> id = descriptor(indices, {m});

@@ -53,7 +53,9 @@ struct ArtifactModule {
 struct Manifest {
   int version = 0;
   std::string target;
-  std::string checkpointPath, checkpointHash;
+  /// The checkpoint's absolute path when compiled, and the same path
+  /// relative to the artifact directory ("" in older manifests).
+  std::string checkpointPath, checkpointRelativePath, checkpointHash;
   uint64_t checkpointSize = 0;
   std::vector<std::string> variants, dtypes;
   std::vector<ArtifactModule> modules;

@@ -7,7 +7,8 @@
 //   <file>: module 'blocks.0.qkv': format 'nvfp4': weight_scale must have ...
 //
 // The runtime throws Error internally; the C API and the tools catch it and
-// turn it into a return code / exit status 1.
+// turn it into a status code / exit status 1. An Error without a file reads
+// "<subject>: <rule>". Its kind tells the C API which status to report.
 //===----------------------------------------------------------------------===//
 #ifndef COMFYQUANT_RUNTIME_ERROR_H
 #define COMFYQUANT_RUNTIME_ERROR_H
@@ -19,21 +20,32 @@
 
 namespace comfyquant::rt {
 
+/// What went wrong, coarsely: the C API maps it to a cq_status.
+enum class ErrorKind {
+  InvalidInput,    ///< a file or JSON text breaks a format rule (default)
+  InvalidArgument, ///< a caller's argument: index, pointer, dtype, rows
+  Io,              ///< a file cannot be opened, read, mapped or loaded
+  Mismatch,        ///< checkpoint differs from the one an artifact binds
+  Unsupported,     ///< CPU variant or dtype not available
+};
+
 class Error : public std::runtime_error {
 public:
   Error(const std::string &file, const std::string &subject,
-        const std::string &rule)
+        const std::string &rule, ErrorKind kind = ErrorKind::InvalidInput)
       : std::runtime_error(format(file, subject, rule)), file_(file),
-        subject_(subject), rule_(rule) {}
+        subject_(subject), rule_(rule), kind_(kind) {}
 
   const std::string &file() const { return file_; }
   const std::string &subject() const { return subject_; }
   const std::string &rule() const { return rule_; }
+  ErrorKind kind() const { return kind_; }
 
   static std::string format(const std::string &file, const std::string &subject,
                             const std::string &rule) {
-    std::string s = file.empty() ? std::string("<memory>") : file;
-    s += ": ";
+    std::string s = file;
+    if (!s.empty())
+      s += ": ";
     if (!subject.empty()) {
       s += subject;
       s += ": ";
@@ -44,6 +56,7 @@ public:
 
 private:
   std::string file_, subject_, rule_;
+  ErrorKind kind_;
 };
 
 /// "tensor 'name'" / "module 'name'": the subject strings used in messages.

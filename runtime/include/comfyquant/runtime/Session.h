@@ -8,7 +8,11 @@
 // mapped file (zero copy). Linear/MoE calls split the columns of y across
 // threads when the kernel computes a given column range (each thread then
 // decodes only its share of the weights), else the rows of x when they are
-// independent.
+// independent. The parts run on a WorkerPool the session owns, or on the
+// host's scheduler (SessionOptions::parallelFor).
+//
+// Thread safety: every const member may be called from several threads at
+// once; setThreads too (a call uses the count in effect when it starts).
 //===----------------------------------------------------------------------===//
 #ifndef COMFYQUANT_RUNTIME_SESSION_H
 #define COMFYQUANT_RUNTIME_SESSION_H
@@ -17,7 +21,9 @@
 #include "comfyquant/runtime/DType.h"
 #include "comfyquant/runtime/Safetensors.h"
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,9 +35,15 @@ struct SessionOptions {
   std::string checkpoint;
   /// CPU variant; empty: $COMFYQUANT_CPU_VARIANT, else the best supported.
   std::string variant;
-  /// Threads per call; 0: $COMFYQUANT_THREADS, else hardware concurrency.
+  /// Threads per call; 0: $COMFYQUANT_THREADS, else availableCores().
   int threads = 0;
+  /// Runs task(i) for i in [0, count) and returns when all have returned;
+  /// empty: the session's own worker pool.
+  std::function<void(int count, const std::function<void(int)> &task)>
+      parallelFor;
 };
+
+class WorkerPool;
 
 class Session {
 public:
@@ -42,10 +54,16 @@ public:
   ~Session();
 
   const Manifest &manifest() const;
+  const std::string &artifactDir() const;
   const Checkpoint &checkpoint() const { return *checkpoint_; }
   const std::string &variant() const { return variant_; }
-  int threads() const { return threads_; }
+  int threads() const { return threads_.load(std::memory_order_relaxed); }
   void setThreads(int threads);
+  /// Set-up warnings (an ignored $COMFYQUANT_THREADS, a checkpoint found
+  /// only through the manifest's absolute path, ...).
+  const std::vector<std::string> &warnings() const { return warnings_; }
+  /// The checkpoint file the session opened.
+  const std::string &checkpointPath() const { return checkpointPath_; }
 
   size_t moduleCount() const;
   const ArtifactModule &module(size_t index) const;
@@ -70,8 +88,12 @@ private:
   std::unique_ptr<Artifact> artifact_;
   std::unique_ptr<Checkpoint> checkpoint_;
   std::string variant_;
-  int threads_ = 1;
+  std::string checkpointPath_;
+  std::atomic<int> threads_{1};
   std::vector<Bound> bound_;
+  std::vector<std::string> warnings_;
+  std::function<void(int, const std::function<void(int)> &)> parallelFor_;
+  std::unique_ptr<WorkerPool> pool_;
 };
 
 } // namespace comfyquant::rt
