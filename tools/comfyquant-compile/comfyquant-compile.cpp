@@ -58,6 +58,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -714,9 +715,17 @@ static int compileMain(int argc, char **argv) {
   manifest["schema"] = "comfyquant-manifest";
   manifest["version"] = 2;
   manifest["target"] = "cpu";
-  manifest["checkpoint"] = {{"path", inputFile.getValue()},
+  // The checkpoint by absolute path and relative to the artifact: the
+  // runtime tries the relative one first, so an artifact moved together with
+  // its checkpoint still finds it.
+  const std::filesystem::path ckptAbs =
+      std::filesystem::absolute(inputFile.getValue()).lexically_normal();
+  const std::filesystem::path ckptRel = ckptAbs.lexically_relative(
+      std::filesystem::absolute(outputDir.getValue()).lexically_normal());
+  manifest["checkpoint"] = {{"path", ckptAbs.string()},
                             {"size", ckpt->totalSize()},
-                            {"hash", "fnv1a64:" + hex64(ckpt->headerHash())}};
+                            {"hash", "fnv1a64:" + hex64(ckpt->headerHash())},
+                            {"relative_path", ckptRel.string()}};
   std::vector<std::string> vnames;
   for (const CPUVariant *v : vs)
     vnames.push_back(v->name);
