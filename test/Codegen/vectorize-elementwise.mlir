@@ -214,3 +214,42 @@ func.func @untouched(%x: tensor<4x16xf32>, %y: tensor<?xf32>, %w: tensor<3x16xf3
   } -> tensor<4x3xf32>
   return %amax, %neg, %g : tensor<4xf32>, tensor<?xf32>, tensor<4x3xf32>
 }
+
+// -----
+
+// K = 17: two vectors of 8 and a one-element remainder, which has no loop
+// left once its unit dimensions are dropped: it stays a scalar generic
+// (lowered to loops later), and the strategy records the scalar path.
+// CHECK-LABEL: func.func @scalar_tail
+// CHECK-SAME:    elementwise = "vector+scalar"
+// CHECK:         arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK:         linalg.generic
+// CHECK:           arith.truncf %{{.*}} : f32 to bf16
+func.func @scalar_tail(%x: tensor<3x17xf32>) -> tensor<3x17xbf16>
+    attributes {comfyquant.strategy = {vector_bits = 256 : i64}} {
+  %e = tensor.empty() : tensor<3x17xbf16>
+  %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<3x17xf32>) outs(%e : tensor<3x17xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<3x17xbf16>
+  return %d : tensor<3x17xbf16>
+}
+
+// -----
+
+// Every tile vectorizes: the strategy says so.
+// CHECK-LABEL: func.func @vector_only
+// CHECK-SAME:    elementwise = "vector"
+func.func @vector_only(%x: tensor<2x16xf32>) -> tensor<2x16xbf16>
+    attributes {comfyquant.strategy = {vector_bits = 256 : i64}} {
+  %e = tensor.empty() : tensor<2x16xbf16>
+  %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<2x16xf32>) outs(%e : tensor<2x16xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<2x16xbf16>
+  return %d : tensor<2x16xbf16>
+}
