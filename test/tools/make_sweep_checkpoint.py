@@ -1,11 +1,11 @@
 """Writes a seeded random checkpoint for the shape sweep (stdlib only).
 
-  make_sweep_checkpoint.py OUT.safetensors OUT.json SEED [PER_CASE [KINDS]]
+  make_sweep_checkpoint.py OUT.safetensors OUT.json SEED [PER_CASE [KINDS [TOP]]]
 
 One module per draw: every format x kind (Linear, Embedding, MoE bank) and
 each format's variants (scale layouts, ConvRot group sizes, codebooks, NVFP4
 pre_quant_scale, W4A4 linear_dtype), PER_CASE draws each (default 2); KINDS is a comma-separated subset of
-linear,embedding,moe (default all). N and
+linear,embedding,moe (default all); TOP the largest N or K (default 130). N and
 K are drawn from small odd and even values (1..130) among those the format
 allows; padded NVFP4/MXFP8 storage is padded as the format requires. Codes
 avoid NaN/Inf encodings; scales are valid. OUT.json lists the modules with
@@ -184,29 +184,29 @@ def linear_tensors(g, fmt, N, K, opts, E=None):
 
 
 # (label, format, kind, options drawer, N rule, K rule)
-def draw_case(g, label, fmt, kind):
+def draw_case(g, label, fmt, kind, top=130):
     """Chooses N, K and options allowed by the format."""
     opts = {}
-    N = pick(g, 1, 130)
-    K = pick(g, 1, 130)
+    N = pick(g, 1, top)
+    K = pick(g, 1, top)
     if fmt == "int8_tensorwise":
         opts["rows"] = g.r.random() < 0.5
         if label.endswith("convrot"):
-            K = pick(g, 4, 130, 4)
+            K = pick(g, 4, top, 4)
             opts["convrot"] = convrot_group(g, K)
     elif fmt == "convrot_w4a4":
-        K = g.r.choice([64, 128, 192])
+        K = g.r.choice([64, 128, 192] if top <= 130 else list(range(64, top + 1, 64)))
         opts["convrot"] = convrot_group(g, K)
         opts["linear_dtype"] = g.r.choice([None, "int8"])
     elif fmt == "asym_w4a8_int8":
         opts["group"] = g.r.choice([4, 8, 16, 32])
-        K = pick(g, 16, 130, max(16, opts["group"]))
+        K = pick(g, 16, top, max(16, opts["group"]))
         opts["convrot"] = convrot_group(g, K)
         opts["codebook"] = g.r.random() < 0.5
         opts["srel_f32"] = g.r.random() < 0.3
     elif fmt == "w6a8_int8":
         opts["group"] = g.r.choice([16, 32])
-        K = pick(g, 32, 130, 32)
+        K = pick(g, 32, top, 32)
         opts["convrot"] = convrot_group(g, K)
         opts["srel_f32"] = g.r.random() < 0.3
     elif fmt == "nvfp4":
@@ -227,6 +227,7 @@ def main():
     out, out_json, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
     per_case = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     kinds = sys.argv[5].split(",") if len(sys.argv) > 5 else ["linear", "embedding", "moe"]
+    top = int(sys.argv[6]) if len(sys.argv) > 6 else 130
     g = Gen(seed)
     tensors, modules = {}, []
     cases = ([("linear", f) for f in LINEAR] + [("embedding", f) for f in EMBEDDING]
@@ -235,7 +236,7 @@ def main():
     for kind, label in cases:
         fmt = label.split(":")[0]
         for i in range(per_case):
-            N, K, opts = draw_case(g, label, fmt, kind)
+            N, K, opts = draw_case(g, label, fmt, kind, top)
             name = "sweep.%s.%s.%d" % (kind, label.replace(":", "_"), i)
             E = g.r.randint(1, 3) if kind == "moe" else None
             if kind == "moe":

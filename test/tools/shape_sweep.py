@@ -34,7 +34,6 @@ import safetensors_util as st  # noqa: E402
 VARIANTS = ("x86-64-v3", "avx512-vnni", "amx")
 DTYPES = {"f32": ("F32", 2.0 ** -24), "bf16": ("BF16", 2.0 ** -8), "f16": ("F16", 2.0 ** -11)}
 INTEGER = {"int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"}
-M_VALUES = (1, 2, 7, 33)
 
 
 def to_dtype_bits(v, dtype):
@@ -70,6 +69,8 @@ def main():
     ap.add_argument("--seed", type=int,
                     default=int(os.environ.get("COMFYQUANT_SWEEP_SEED", "20261201")))
     ap.add_argument("--per-case", default="1")
+    ap.add_argument("--max-dim", default="130", help="largest N or K drawn")
+    ap.add_argument("--m", default="1,2,7,33", help="row counts M drawn from")
     args = ap.parse_args()
     bindir, work, seed, per_case = args.bindir, args.work, args.seed, args.per_case
     os.makedirs(work, exist_ok=True)
@@ -77,7 +78,9 @@ def main():
     ckpt = os.path.join(work, "sweep.safetensors")
     listing = os.path.join(work, "sweep.json")
     subprocess.check_call([sys.executable, os.path.join(here, "make_sweep_checkpoint.py"),
-                           ckpt, listing, str(seed), per_case, args.kinds])
+                           ckpt, listing, str(seed), per_case, args.kinds,
+                           args.max_dim])
+    m_values = [int(v) for v in args.m.split(",")]
     modules = json.load(open(listing))["modules"]
     overrides = []
     for m in modules:
@@ -155,7 +158,7 @@ def main():
             wshape, w = weights[m["name"]]
             N, K, E = m["n"], m["k"], m["experts"]
             for dname, (dtype, u) in DTYPES.items():
-                M = rng.choice(M_VALUES)
+                M = rng.choice(m_values)
                 experts = range(E) if m["kind"] == "moe" else [None]
                 for e in experts:
                     if m["kind"] == "embedding":
@@ -202,6 +205,15 @@ def main():
                         continue
                     av, bv = decode(a[0], a[2]), decode(b[0], b[2])
                     worst, where = 0.0, None
+                    sc = pqs.get(m["name"])
+                    # S exactly when that is cheap, else the upper bound
+                    # max_k |x_k| * sum_k |W_nk| (large exploratory sweeps).
+                    exact_s = M * N * K <= 2_000_000
+                    if not exact_s and m["kind"] != "embedding":
+                        wsum = [sum(abs(v) for v in w[((e or 0) * N + n) * K:((e or 0) * N + n + 1) * K])
+                                for n in range(N)]
+                        xmax = [max(abs(xv[r * K + k] * (sc[k] if sc else 1.0)) for k in range(K))
+                                for r in range(M)]
                     for i in range(len(av)):
                         p_, q_ = av[i], bv[i]
                         if math.isnan(p_) or math.isnan(q_) or math.isinf(p_) or math.isinf(q_):
@@ -212,11 +224,12 @@ def main():
                         row, col = divmod(i, N) if m["kind"] != "embedding" else divmod(i, K)
                         if m["kind"] == "embedding":
                             S = sum(abs(w[idx[row] * K + k]) for k in range(K)) * 16
-                        else:
+                        elif exact_s:
                             base = ((e or 0) * N + col) * K
-                            sc = pqs.get(m["name"])
                             S = sum(abs(xv[row * K + k] * (sc[k] if sc else 1.0)) * abs(w[base + k])
                                     for k in range(K))
+                        else:
+                            S = xmax[row] * wsum[col]
                         bound = 2 * (K + 2) * 2.0 ** -24 * S + u * (abs(p_) + abs(q_))
                         r = abs(p_ - q_) / bound if bound > 0 else (0.0 if p_ == q_ else math.inf)
                         if r > worst:
