@@ -117,6 +117,10 @@ void checkOverwrite(const std::string &output, bool overwrite,
     return;
   if (outputIsDirectory && isEmptyDirectory(output))
     return;
+  struct stat target;
+  if (!outputIsDirectory && ::stat(output.c_str(), &target) == 0 &&
+      S_ISDIR(target.st_mode))
+    throw Error(output, "", "is a directory; the output is a file");
   if (!overwrite)
     throw Error(output, "", "exists; pass --overwrite to replace it");
 }
