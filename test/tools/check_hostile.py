@@ -4,12 +4,14 @@ test/hostile/{container,module}/EXPECTED.txt list one file per line:
     container:  <file> TAB <rule substring>
     module:     <file> TAB <module or tensor name> TAB <rule substring>
 For each file, every tool (`comfyquant-translate --inspect`,
-`--import-checkpoint`, `comfyquant-run --dequantize`) must exit with status 1
+`--import-checkpoint`, `comfyquant-run --dequantize`, `comfyquant-compile`)
+must exit with status 1
 (not 0, not a signal), print the file path, the name and the rule on stderr
 (literal substrings), write no output, and leave the file's bytes unchanged.
 """
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +43,8 @@ for sub in ("container", "module"):
              path, "-o", out],
             [os.path.join(bindir, "comfyquant-run"), path, "--module",
              subject or "m", "--dequantize", "-o", out],
+            [os.path.join(bindir, "comfyquant-compile"), path, "--target", "cpu",
+             "--variants", "x86-64-v3", "--dtypes", "f32", "-o", out],
         ]
         problems = []
         for cmd in cmds:
@@ -64,7 +68,10 @@ for sub in ("container", "module"):
                 problems.append("%s: rule %r missing: %s" % (tool, rule, p.stderr.strip()))
             if os.path.exists(out):
                 problems.append("%s wrote an output" % tool)
-                os.remove(out)
+                if os.path.isdir(out):
+                    shutil.rmtree(out)
+                else:
+                    os.remove(out)
         if sha(path) != before:
             problems.append("source file modified")
         total += 1
