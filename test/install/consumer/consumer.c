@@ -8,12 +8,15 @@
  * the reference forward of every Linear module, checks error statuses, and
  * with an artifact runs every Linear module with the compiled kernels on the
  * session's worker pool and on a host scheduler callback: both must equal
- * each other bit for bit and the reference within 1e-3 relative. Prints
+ * each other bit for bit and the reference within 1e-3 relative, and stay
+ * so while two threads run the modules on one session and a third changes
+ * its thread count (cq_session_set_threads during runs). Prints
  * "consumer: OK" and exits 0, else names the failed step and exits 1.
  *===----------------------------------------------------------------------===*/
 #include <comfyquant/comfyquant.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +41,31 @@ static void serial_parallel_for(void *user, int count, cq_task_fn task,
   ++*calls;
   for (int i = count - 1; i >= 0; --i)
     task(task_data, i);
+}
+
+/* Runs module `index` `reps` times on a shared session and compares every
+ * result with `expected`. */
+typedef struct {
+  cq_session *session;
+  size_t index;
+  const float *x, *expected;
+  int64_t m, n;
+  int reps, mismatches, errors;
+} runner;
+
+static void *run_repeatedly(void *arg) {
+  runner *r = arg;
+  size_t bytes = sizeof(float) * (size_t)(r->m * r->n);
+  float *y = malloc(bytes);
+  for (int i = 0; i < r->reps; ++i) {
+    if (cq_session_run(r->session, r->index, CQ_DTYPE_F32, r->x, r->m, y,
+                       bytes) != CQ_OK)
+      ++r->errors;
+    else if (memcmp(y, r->expected, bytes) != 0)
+      ++r->mismatches;
+  }
+  free(y);
+  return NULL;
 }
 
 static void run_artifact(const char *artifact, cq_checkpoint *ck) {
@@ -98,6 +126,24 @@ static void run_artifact(const char *artifact, cq_checkpoint *ck) {
     CHECK(cq_session_run(pool, i, CQ_DTYPE_F32, x, m, y1, y_bytes - 1) ==
               CQ_ERROR_BUFFER_TOO_SMALL,
           "short y accepted");
+    /* Concurrent runs on one session while its thread count changes. */
+    runner r[2];
+    pthread_t t[2];
+    for (int k = 0; k < 2; ++k) {
+      runner init = {pool, i, x, y2, m, N, 200, 0, 0};
+      r[k] = init;
+      CHECK(pthread_create(&t[k], NULL, run_repeatedly, &r[k]) == 0,
+            "pthread_create");
+    }
+    for (int k = 0; k < 300; ++k)
+      CHECK(cq_session_set_threads(pool, 1 + k % 3) == CQ_OK, "set_threads");
+    for (int k = 0; k < 2; ++k) {
+      pthread_join(t[k], NULL);
+      CHECK(r[k].errors == 0 && r[k].mismatches == 0,
+            "%s: concurrent runs: %d errors, %d differing results", info.name,
+            r[k].errors, r[k].mismatches);
+    }
+    CHECK(cq_session_set_threads(pool, 2) == CQ_OK, "set_threads");
     ++ran;
     free(x);
     free(y1);
