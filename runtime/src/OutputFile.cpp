@@ -68,6 +68,27 @@ void syncDirectory(const std::string &dir) {
   }
 }
 
+/// Best effort: flushes the files directly inside `dir`, so a directory
+/// published after a crash never holds empty or partial files.
+void syncFilesIn(const std::string &dir) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  while (dirent *e = ::readdir(d)) {
+    std::string path = dir + "/" + e->d_name;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      (void)::fsync(fd);
+      ::close(fd);
+    }
+  }
+  ::closedir(d);
+  syncDirectory(dir);
+}
+
 void removeTree(const std::string &path) {
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
@@ -197,6 +218,7 @@ void writeFileAtomically(const std::string &path, std::string_view bytes) {
 //===----------------------------------------------------------------------===//
 
 void publishDirectory(const std::string &staged, const std::string &dir) {
+  syncFilesIn(staged);
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) {
     if (::rename(staged.c_str(), dir.c_str()) != 0)

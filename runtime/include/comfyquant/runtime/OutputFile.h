@@ -76,7 +76,7 @@ private:
 void writeFileAtomically(const std::string &path, std::string_view bytes);
 
 /// Makes `staged` (a finished directory on the same file system) appear as
-/// `dir`. When `dir` exists it is exchanged with `staged` in one rename
+/// `dir`, after flushing the files in it to disk. When `dir` exists it is exchanged with `staged` in one rename
 /// (renameat2 RENAME_EXCHANGE: `dir` never goes missing) and the previous
 /// contents, now at `staged`, are removed. Where the file system cannot
 /// exchange, `dir` is moved aside first, so it is briefly absent. Throws
