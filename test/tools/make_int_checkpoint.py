@@ -1,0 +1,89 @@
+"""Writes a checkpoint of integer-format Linear modules whose K is not a
+multiple of 64 (the integer micro-kernels' K step), from a fixed-seed LCG
+(stdlib only, no torch): K tails for int8_tensorwise (plain and ConvRot),
+asym_w4a8_int8 and w6a8_int8 at the smallest K each format's rules allow
+past a multiple of 64 (docs/Formats.md: int8 any K; W4A8 K % 16; W6A8
+K % 32; convrot_w4a4 needs K % 64 == 0, so it has no tail).
+
+  make_int_checkpoint.py OUT.safetensors
+"""
+import json
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import safetensors_util as st  # noqa: E402
+
+state = 0x2545F491
+
+
+def rand(n):
+    """n pseudo-random 32-bit integers (LCG, fixed seed)."""
+    global state
+    out = []
+    for _ in range(n):
+        state = (state * 1664525 + 1013904223) & 0xFFFFFFFF
+        out.append(state >> 8)
+    return out
+
+
+def conf(**kw):
+    raw = json.dumps(kw).encode()
+    return ("U8", [len(raw)], raw)
+
+
+def bf16(values):
+    return b"".join(struct.pack("<f", v)[2:] for v in values)
+
+
+def row_scales(n):
+    # Powers of two times small odd numbers: 2^-10 .. 2^-6.
+    return [(1 + 2 * (r % 5)) * 2.0 ** -(6 + r % 5) for r in rand(n)]
+
+
+def e4m3_scales(count):
+    # Positive normal E4M3 codes, exponent field 4..9 (2^-3 .. 2^2).
+    return bytes(((4 + r % 6) << 3) | (r >> 4) % 8 for r in rand(count))
+
+
+tensors = {}
+
+
+def int8(name, n, k, gr=None, bias=False):
+    tensors[name + ".weight"] = ("I8", [n, k], bytes((r % 255 - 127) & 0xFF for r in rand(n * k)))
+    tensors[name + ".weight_scale"] = ("F32", [n, 1], struct.pack("<%df" % n, *row_scales(n)))
+    kw = {"format": "int8_tensorwise"}
+    if gr:
+        kw.update(convrot=True, convrot_groupsize=gr)
+    tensors[name + ".comfy_quant"] = conf(**kw)
+    if bias:
+        tensors[name + ".bias"] = ("BF16", [n], bf16([(r % 17 - 8) / 16.0 for r in rand(n)]))
+
+
+def grouped(name, fmt, n, k, g, gr, bias=False):
+    if fmt == "asym_w4a8_int8":
+        weight = bytes(r & 0xFF for r in rand(n * k // 2))
+    else:  # w6a8: K/2 low-nibble bytes, then K/4 bytes of 2-bit high fields per row
+        weight = bytes(r & 0xFF for r in rand(n * 3 * k // 4))
+    tensors[name + ".weight"] = ("I8", [n, k // 2 if fmt == "asym_w4a8_int8" else 3 * k // 4],
+                                 weight)
+    tensors[name + ".weight_s_rel"] = ("F8_E4M3", [n, k // g], e4m3_scales(n * k // g))
+    tensors[name + ".weight_s_channel"] = ("F32", [n], struct.pack("<%df" % n, *row_scales(n)))
+    tensors[name + ".comfy_quant"] = conf(format=fmt, group_size=g, convrot_groupsize=gr)
+    if bias:
+        tensors[name + ".bias"] = ("BF16", [n], bf16([(r % 17 - 8) / 16.0 for r in rand(n)]))
+
+
+int8("tails.int8_k72", 48, 72)
+int8("tails.int8_k136", 32, 136, bias=True)
+int8("tails.int8_k200", 40, 200)
+int8("tails.int8_convrot_k72", 48, 72, gr=4)
+int8("tails.int8_convrot_k144", 32, 144, gr=16, bias=True)
+grouped("tails.w4a8_k80", "asym_w4a8_int8", 48, 80, 16, 16)
+grouped("tails.w4a8_k144", "asym_w4a8_int8", 32, 144, 16, 16, bias=True)
+grouped("tails.w4a8_k208", "asym_w4a8_int8", 48, 208, 16, 16)
+grouped("tails.w6a8_k96", "w6a8_int8", 48, 96, 16, 16)
+grouped("tails.w6a8_k160", "w6a8_int8", 32, 160, 32, 16, bias=True)
+grouped("tails.w6a8_k224", "w6a8_int8", 48, 224, 16, 16)
+st.write(sys.argv[1], tensors)
