@@ -96,8 +96,10 @@ def stack(parts):
 
 
 def pick(g, lo, hi, mult=1):
+    """A multiple of `mult` in [lo, hi]; the smallest one >= lo when the
+    range has none (a format's minimum K above a small --max-dim)."""
     vals = [v for v in range(lo, hi + 1) if v % mult == 0]
-    return g.r.choice(vals)
+    return g.r.choice(vals) if vals else roundup(lo, mult)
 
 
 def convrot_group(g, K, allow=(4, 16, 64)):
@@ -195,7 +197,8 @@ def draw_case(g, label, fmt, kind, top=130):
             K = pick(g, 4, top, 4)
             opts["convrot"] = convrot_group(g, K)
     elif fmt == "convrot_w4a4":
-        K = g.r.choice([64, 128, 192] if top <= 130 else list(range(64, top + 1, 64)))
+        K = g.r.choice([64, 128, 192] if top <= 130 else list(range(64, top + 1, 64))) \
+            if top >= 64 else 64
         opts["convrot"] = convrot_group(g, K)
         opts["linear_dtype"] = g.r.choice([None, "int8"])
     elif fmt == "asym_w4a8_int8":
