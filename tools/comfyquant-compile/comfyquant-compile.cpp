@@ -79,7 +79,9 @@ static cl::opt<std::string> inputFile(cl::cat(toolOptions), cl::Positional, cl::
                                       cl::Required);
 static cl::opt<std::string> target(cl::cat(toolOptions), "target", cl::desc("Target (cpu)"),
                                    cl::init("cpu"));
-static cl::opt<std::string> outputDir(cl::cat(toolOptions), "o", cl::desc("Artifact directory"));
+static cl::opt<std::string> outputDir(cl::cat(toolOptions), "o",
+    cl::desc("Artifact directory (never the checkpoint's; swapped in "
+             "atomically)"));
 static cl::list<std::string>
     moduleGlobs(cl::cat(toolOptions), "modules", cl::desc("Compile the modules matching this glob "
                                     "(repeatable, comma-separated; all when "
@@ -409,7 +411,10 @@ static int compileMain(int argc, char **argv) {
   cl::HideUnrelatedOptions(toolOptions);
   cl::ParseCommandLineOptions(argc, argv,
                               "comfyquant CPU compiler: checkpoint -> "
-                              "kernels.so + manifest.json\n");
+                              "kernels.so + manifest.json\n\n"
+                              "  The standard --mlir-* pass manager options "
+                              "(--mlir-print-ir-after-all, --mlir-timing,\n"
+                              "  ...) apply to every pass manager.\n");
   if (target != "cpu")
     die("unknown --target '" + target + "' (supported: cpu)");
   const bool emitArtifact = emit == "so";
