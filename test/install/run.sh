@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The runtime as an outside project consumes it (run by ctest as "install"):
-#   run.sh SOURCE_DIR WORK_DIR [COMFYQUANT_COMPILE]
+#   run.sh SOURCE_DIR WORK_DIR [COMFYQUANT_COMPILE MAIN_BUILD_DIR]
 #  1. a runtime-only build (COMFYQUANT_BUILD_COMPILER=OFF) of SOURCE_DIR,
 #     installed into WORK_DIR/prefix;
 #  2. the install holds the library (SONAME), the C headers only, the CMake
@@ -12,13 +12,16 @@
 #  5. consumer.c built with only `pkg-config --cflags --libs comfyquant` runs;
 #  6. a Python ctypes smoke test of the shared library;
 #  7. a parent project that add_subdirectory()s SOURCE_DIR without
-#     GoogleTest keeps its build type and test list.
+#     GoogleTest keeps its build type and test list;
+#  8. with the compiler: MAIN_BUILD_DIR installed, and compiler-consumer/
+#     built with find_package(comfyquant COMPONENTS compiler) runs.
 # WORK_DIR is reused between runs (ccache hits on the same paths). Any failed
 # step stops the script with exit 1 and names the step.
 set -euo pipefail
 src=$(cd "$1" && pwd)
 work=$2
 compile=${3:-}
+main_build=${4:-}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 prefix=$work/prefix
@@ -121,5 +124,21 @@ tests=$(cd "$work/parent" && ctest -N | sed -n 's/^Total Tests: //p')
 [ "$tests" = 1 ] || die "the parent has $tests tests (comfyquant added its own)"
 (cd "$work/parent" && ctest --output-on-failure) > "$work/parent-ctest.log" 2>&1 ||
   { cat "$work/parent-ctest.log"; die "parent ctest"; }
+
+if [ -n "$main_build" ]; then
+  step "compiler libraries: install and find_package(... COMPONENTS compiler)"
+  rm -rf "$work/full-prefix" "$work/compiler-consumer"
+  cmake --install "$main_build" --prefix "$work/full-prefix" \
+    > "$work/full-install.log" 2>&1 ||
+    { cat "$work/full-install.log"; die "install of the full build"; }
+  cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$main_build/CMakeCache.txt")
+  cmake -S "$src/test/install/compiler-consumer" -B "$work/compiler-consumer" \
+    -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$work/full-prefix" \
+    > "$work/compiler-consumer.log" 2>&1 ||
+    { cat "$work/compiler-consumer.log"; die "compiler consumer configure"; }
+  cmake --build "$work/compiler-consumer" >> "$work/compiler-consumer.log" 2>&1 ||
+    { tail -30 "$work/compiler-consumer.log"; die "compiler consumer build"; }
+  "$work/compiler-consumer/compiler-consumer"
+fi
 
 echo "install test: OK (comfyquant $version)"
