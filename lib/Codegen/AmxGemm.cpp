@@ -16,9 +16,10 @@
 //       C[m0 + j][n0 + i] += T[i][j]   (j < M - m0)
 //
 // Needs N % 16 == 0 and K % 64 == 0 (the strategy picks AMX only then, so
-// no tile reads past the weights). `i8-amx-emulated` runs the same packing,
-// tiling and transposed write-back with the tile product done by plain
-// loops, so the data movement is tested on CPUs without AMX.
+// no tile reads past the weights). `i8-amx-emulated` builds the same kernel
+// and then replaces each amx op by scalar code with its instruction's
+// semantics (see "AMX emulation" below), so the whole kernel is tested on
+// CPUs without AMX.
 //===----------------------------------------------------------------------===//
 #include "Gemm.h"
 
@@ -31,6 +32,8 @@
 #include "mlir/Dialect/AMX/Transforms.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -82,7 +85,396 @@ linalg::GenericOp matchBufferEpilogue(linalg::GenericOp gemm, Value C,
   return epi;
 }
 
-LogicalResult rewrite(linalg::GenericOp op, bool emulate) {
+//===----------------------------------------------------------------------===//
+// AMX emulation (i8-amx-emulated)
+//===----------------------------------------------------------------------===//
+//
+// The kernel keeps the amx ops of the native one; each is then replaced by
+// scalar code with the semantics of the instruction it lowers to, on an
+// emulated tile state: a 64-byte ldtilecfg block (palette 1, per tile
+// register its rows and bytes per row, from the tile types as LLVM derives
+// the real one) and eight 16 x 64-byte tile registers. Every tile op takes
+// its shape from the config and traps (ud2, where the CPU raises #UD) when
+// the config does not match its use; tileloadd / tilestored move rows of
+// colsb bytes at base + row · stride; tdpbssd(dst, src1, src2) is
+//   dst[m][n] += Σ_{k < src1.colsb/4} Σ_{i<4} src1[m][4k+i] · src2[k][4n+i]
+// in i32 with wrap-around. So a swapped operand, a wrong stride, index or
+// tile shape gives wrong results (or a trap) as it would on the CPU.
+
+/// The ldtilecfg layout (palette 1): palette id at byte 0, the bytes per
+/// row of tile t at 16 + 2t (u16), its rows at 48 + t.
+constexpr int64_t kCfgBytes = 64, kCfgColsb = 16, kCfgRows = 48;
+constexpr int64_t kTileRegs = 8, kTileRows = 16, kTileRowBytes = 64;
+
+/// The emulated tile state of one GEMM: its config block and registers.
+struct TileState {
+  Value cfg; // memref<64xi8>
+  Value tmm; // memref<8x16x64xi8>
+};
+
+struct EmulationPlan {
+  DenseMap<Operation *, TileState> state; // every amx op of an emulated GEMM
+  DenseMap<Operation *, int64_t> reg;     // tile_zero / tile_load: its tile
+};
+
+int64_t tileRowBytes(amx::TileType t) {
+  return t.getShape()[1] * t.getElementType().getIntOrFloatBitWidth() / 8;
+}
+
+/// Allocates the tile state before the GEMM's loops (`at`, the first of
+/// them), gives every tile_zero / tile_load result of the loops its own
+/// register (tile_muli accumulates into its acc's) and writes the config.
+LogicalResult planTiles(ImplicitLocOpBuilder &b, Operation *first,
+                        Operation *end, EmulationPlan &plan) {
+  auto i8 = b.getI8Type();
+  TileState st;
+  b.setInsertionPoint(first);
+  st.cfg = memref::AllocaOp::create(b, MemRefType::get({kCfgBytes}, i8));
+  st.tmm = memref::AllocaOp::create(
+      b, MemRefType::get({kTileRegs, kTileRows, kTileRowBytes}, i8));
+  SmallVector<amx::TileType> tiles;
+  for (Operation *it = first; it != end; it = it->getNextNode())
+    it->walk<WalkOrder::PreOrder>([&](Operation *x) {
+      if (!isa<amx::AMXDialect>(x->getDialect()))
+        return;
+      plan.state[x] = st;
+      if (isa<amx::TileZeroOp, amx::TileLoadOp>(x)) {
+        plan.reg[x] = tiles.size();
+        tiles.push_back(cast<amx::TileType>(x->getResult(0).getType()));
+      }
+    });
+  if (tiles.size() > kTileRegs)
+    return first->emitError("AMX emulation: more than 8 tiles");
+  // The 64-byte block ldtilecfg would load, stored once before the loops.
+  SmallVector<int8_t> bytes(kCfgBytes, 0);
+  bytes[0] = 1; // palette 1
+  for (auto [t, type] : llvm::enumerate(tiles)) {
+    const int64_t colsb = tileRowBytes(type);
+    bytes[kCfgColsb + 2 * t] = static_cast<int8_t>(colsb & 0xFF);
+    bytes[kCfgColsb + 2 * t + 1] = static_cast<int8_t>(colsb >> 8);
+    bytes[kCfgRows + t] = static_cast<int8_t>(type.getShape()[0]);
+  }
+  auto blockType = VectorType::get({kCfgBytes}, i8);
+  Value block = arith::ConstantOp::create(
+      b, blockType, DenseElementsAttr::get(blockType, ArrayRef<int8_t>(bytes)));
+  Value c0 = arith::ConstantIndexOp::create(b, 0);
+  vector::StoreOp::create(b, block, st.cfg, ValueRange{c0});
+  return success();
+}
+
+/// Scalar building blocks over one GEMM's tile state.
+class TileEmitter {
+public:
+  TileEmitter(ImplicitLocOpBuilder &b, TileState st) : b(b), st(st) {}
+
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+
+  /// Rows / bytes per row of tile `t` as configured.
+  Value rows(Value t) { return cfgByte(arith::AddIOp::create(b, idx(kCfgRows), t)); }
+  Value colsb(Value t) {
+    Value at = arith::AddIOp::create(b, idx(kCfgColsb),
+                                     arith::MulIOp::create(b, t, idx(2)));
+    Value lo = cfgByte(at);
+    Value hi = cfgByte(arith::AddIOp::create(b, at, idx(1)));
+    return arith::AddIOp::create(b, lo, arith::MulIOp::create(b, hi, idx(256)));
+  }
+
+  /// ud2 (#UD on the CPU) unless `ok`.
+  void trapUnless(Value ok) {
+    Value bad = arith::XOrIOp::create(
+        b, ok, arith::ConstantOp::create(b, b.getBoolAttr(true)));
+    scf::IfOp::create(b, bad, [&](OpBuilder &nb, Location loc) {
+      LLVM::Trap::create(nb, loc);
+      scf::YieldOp::create(nb, loc);
+    });
+  }
+  Value eq(Value a, Value c) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, a, c);
+  }
+  Value both(Value a, Value c) { return arith::AndIOp::create(b, a, c); }
+
+  /// The config is palette 1 and gives tile `t` the shape of `type`.
+  void checkUse(Value t, amx::TileType type) {
+    Value palette = eq(cfgByte(idx(0)), idx(1));
+    Value r = eq(rows(t), idx(type.getShape()[0]));
+    Value c = eq(colsb(t), idx(tileRowBytes(type)));
+    trapUnless(both(palette, both(r, c)));
+  }
+
+  Value byte(Value t, Value r, Value c) {
+    return memref::LoadOp::create(b, st.tmm, ValueRange{t, r, c});
+  }
+  void setByte(Value t, Value r, Value c, Value v) {
+    memref::StoreOp::create(b, v, st.tmm, ValueRange{t, r, c});
+  }
+  /// Dword `n` of row `r` (bytes 4n..4n+3, little-endian).
+  Value dword(Value t, Value r, Value n) {
+    Value c = arith::MulIOp::create(b, n, idx(4));
+    Value bytes = vector::LoadOp::create(
+        b, VectorType::get({4}, b.getI8Type()), st.tmm, ValueRange{t, r, c});
+    Value word = vector::BitCastOp::create(
+        b, VectorType::get({1}, b.getI32Type()), bytes);
+    return vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0});
+  }
+  void setDword(Value t, Value r, Value n, Value v) {
+    Value c = arith::MulIOp::create(b, n, idx(4));
+    Value word =
+        vector::BroadcastOp::create(b, VectorType::get({1}, b.getI32Type()), v);
+    Value bytes = vector::BitCastOp::create(
+        b, VectorType::get({4}, b.getI8Type()), word);
+    vector::StoreOp::create(b, bytes, st.tmm, ValueRange{t, r, c});
+  }
+  /// tilezero: every byte of the register.
+  void zero(Value t) {
+    auto row = VectorType::get({kTileRowBytes}, b.getI8Type());
+    Value zeros = arith::ConstantOp::create(b, row, b.getZeroAttr(row));
+    Value c0 = idx(0);
+    Value rowsEnd = idx(kTileRows);
+    Value c1 = idx(1);
+    forLoop(b, c0, rowsEnd, c1, [&](ImplicitLocOpBuilder &rb, Value r) {
+      vector::StoreOp::create(rb, zeros, st.tmm, ValueRange{t, r, c0});
+    });
+  }
+
+  ImplicitLocOpBuilder &b;
+  TileState st;
+
+private:
+  Value cfgByte(Value at) {
+    Value v = memref::LoadOp::create(b, st.cfg, ValueRange{at});
+    Value wide = arith::ExtUIOp::create(b, b.getI64Type(), v);
+    return arith::IndexCastOp::create(b, b.getIndexType(), wide);
+  }
+};
+
+/// Memory as tileloadd / tilestored address it: `base`'s elements from
+/// its first one as a 1-D memref, the element index of base[indices] and
+/// the row stride in elements (given, else the stride of the second
+/// innermost dimension, as the amx lowering takes it).
+struct RowMajorView {
+  Value flat, start, stride;
+};
+RowMajorView viewOf(TileEmitter &e, Value base, ValueRange indices,
+                    Value stride) {
+  ImplicitLocOpBuilder &b = e.b;
+  auto type = cast<MemRefType>(base.getType());
+  auto md = memref::ExtractStridedMetadataOp::create(b, base);
+  Value start = e.idx(0), extent = e.idx(1);
+  for (auto [i, at] : llvm::enumerate(indices)) {
+    Value step = md.getStrides()[i];
+    start = arith::AddIOp::create(b, start,
+                                  arith::MulIOp::create(b, at, step));
+    Value last = arith::SubIOp::create(b, md.getSizes()[i], e.idx(1));
+    extent = arith::AddIOp::create(b, extent,
+                                   arith::MulIOp::create(b, last, step));
+  }
+  auto flatType = MemRefType::get(
+      {ShapedType::kDynamic}, type.getElementType(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1}));
+  Value flat = memref::ReinterpretCastOp::create(
+      b, flatType, md.getBaseBuffer(), OpFoldResult(md.getOffset()),
+      ArrayRef<OpFoldResult>{OpFoldResult(extent)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  if (!stride)
+    stride = md.getStrides()[type.getRank() - 2];
+  return {flat, start, stride};
+}
+
+template <typename Op>
+struct TileOpEmulation : OpConversionPattern<Op> {
+  TileOpEmulation(const TypeConverter &tc, MLIRContext *ctx,
+                  const EmulationPlan &plan)
+      : OpConversionPattern<Op>(tc, ctx), plan(plan) {}
+  TileState stateOf(Operation *op) const { return plan.state.lookup(op); }
+  Value regOf(ImplicitLocOpBuilder &b, Operation *op) const {
+    return arith::ConstantIndexOp::create(b, plan.reg.lookup(op));
+  }
+  const EmulationPlan &plan;
+};
+
+struct TileZeroEmulation : TileOpEmulation<amx::TileZeroOp> {
+  using TileOpEmulation::TileOpEmulation;
+  LogicalResult
+  matchAndRewrite(amx::TileZeroOp op, OpAdaptor,
+                  ConversionPatternRewriter &rw) const override {
+    ImplicitLocOpBuilder b(op.getLoc(), rw);
+    TileEmitter e(b, stateOf(op));
+    Value t = regOf(b, op);
+    e.checkUse(t, op.getTileType());
+    e.zero(t);
+    rw.replaceOp(op, t);
+    return success();
+  }
+};
+
+/// Element `i` of a row in the register: a byte (i8 tiles) or a dword.
+bool supportedElement(Type elt) {
+  return elt.isInteger(8) || elt.isInteger(32);
+}
+
+struct TileLoadEmulation : TileOpEmulation<amx::TileLoadOp> {
+  using TileOpEmulation::TileOpEmulation;
+  LogicalResult
+  matchAndRewrite(amx::TileLoadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<amx::TileType>(op.getRes().getType());
+    Type elt = type.getElementType();
+    if (!supportedElement(elt))
+      return rw.notifyMatchFailure(op, "AMX emulation: i8 or i32 tiles only");
+    ImplicitLocOpBuilder b(op.getLoc(), rw);
+    TileEmitter e(b, stateOf(op));
+    Value t = regOf(b, op);
+    e.checkUse(t, type);
+    // tileloadd: rows of colsb bytes from base + r · stride, the rest of
+    // the register zeroed.
+    e.zero(t);
+    RowMajorView mem = viewOf(e, adaptor.getBase(), adaptor.getIndices(),
+                              adaptor.getStride());
+    Value rows = e.rows(t);
+    Value perRow = e.colsb(t);
+    if (elt.isInteger(32))
+      perRow = arith::DivUIOp::create(b, perRow, e.idx(4));
+    Value c0 = e.idx(0), c1 = e.idx(1);
+    forLoop(b, c0, rows, c1, [&](ImplicitLocOpBuilder &rb, Value r) {
+      Value rowStart = arith::AddIOp::create(
+          rb, mem.start, arith::MulIOp::create(rb, r, mem.stride));
+      forLoop(rb, c0, perRow, c1, [&](ImplicitLocOpBuilder &cb, Value i) {
+        TileEmitter ce(cb, e.st);
+        Value at = arith::AddIOp::create(cb, rowStart, i);
+        Value v = memref::LoadOp::create(cb, mem.flat, ValueRange{at});
+        if (elt.isInteger(8))
+          ce.setByte(t, r, i, v);
+        else
+          ce.setDword(t, r, i, v);
+      });
+    });
+    rw.replaceOp(op, t);
+    return success();
+  }
+};
+
+struct TileStoreEmulation : TileOpEmulation<amx::TileStoreOp> {
+  using TileOpEmulation::TileOpEmulation;
+  LogicalResult
+  matchAndRewrite(amx::TileStoreOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    auto type = cast<amx::TileType>(op.getVal().getType());
+    Type elt = type.getElementType();
+    if (!supportedElement(elt))
+      return rw.notifyMatchFailure(op, "AMX emulation: i8 or i32 tiles only");
+    ImplicitLocOpBuilder b(op.getLoc(), rw);
+    TileEmitter e(b, stateOf(op));
+    Value t = adaptor.getVal();
+    e.checkUse(t, type);
+    // tilestored: rows of colsb bytes to base + r · stride.
+    RowMajorView mem = viewOf(e, adaptor.getBase(), adaptor.getIndices(),
+                              adaptor.getStride());
+    Value rows = e.rows(t);
+    Value perRow = e.colsb(t);
+    if (elt.isInteger(32))
+      perRow = arith::DivUIOp::create(b, perRow, e.idx(4));
+    Value c0 = e.idx(0), c1 = e.idx(1);
+    forLoop(b, c0, rows, c1, [&](ImplicitLocOpBuilder &rb, Value r) {
+      Value rowStart = arith::AddIOp::create(
+          rb, mem.start, arith::MulIOp::create(rb, r, mem.stride));
+      forLoop(rb, c0, perRow, c1, [&](ImplicitLocOpBuilder &cb, Value i) {
+        TileEmitter ce(cb, e.st);
+        Value v = elt.isInteger(8) ? ce.byte(t, r, i) : ce.dword(t, r, i);
+        Value at = arith::AddIOp::create(cb, rowStart, i);
+        memref::StoreOp::create(cb, v, mem.flat, ValueRange{at});
+      });
+    });
+    rw.eraseOp(op);
+    return success();
+  }
+};
+
+struct TileMulIEmulation : TileOpEmulation<amx::TileMulIOp> {
+  using TileOpEmulation::TileOpEmulation;
+  LogicalResult
+  matchAndRewrite(amx::TileMulIOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    if (!op.getAcc().hasOneUse())
+      return op.emitError("AMX emulation: tdpbssd overwrites its "
+                          "accumulator, which has other uses");
+    ImplicitLocOpBuilder b(op.getLoc(), rw);
+    TileEmitter e(b, stateOf(op));
+    // tdpbssd dst, src1, src2 (tdpbsud / tdpbusd / tdpbuud with zext).
+    Value dst = adaptor.getAcc(), src1 = adaptor.getLhs(),
+          src2 = adaptor.getRhs();
+    e.checkUse(dst, cast<amx::TileType>(op.getAcc().getType()));
+    e.checkUse(src1, cast<amx::TileType>(op.getLhs().getType()));
+    e.checkUse(src2, cast<amx::TileType>(op.getRhs().getType()));
+    Value m = e.rows(dst), nBytes = e.colsb(dst);
+    Value k = e.rows(src2), kBytes = e.colsb(src1);
+    // #UD unless dst is m x n dwords, src1 m x 4k bytes, src2 k x 4n bytes.
+    Value c4 = e.idx(4);
+    Value k4 = arith::MulIOp::create(b, k, c4);
+    Value shapes = e.both(e.eq(e.rows(src1), m), e.eq(e.colsb(src2), nBytes));
+    shapes = e.both(shapes, e.eq(k4, kBytes));
+    Value nRem = arith::RemUIOp::create(b, nBytes, c4);
+    shapes = e.both(shapes, e.eq(nRem, e.idx(0)));
+    e.trapUnless(shapes);
+    Value n = arith::DivUIOp::create(b, nBytes, c4);
+    const bool zextA = op.getIsZextLhs(), zextB = op.getIsZextRhs();
+    Type i32 = b.getI32Type();
+    auto widen = [&](ImplicitLocOpBuilder &wb, Value v, bool zext) -> Value {
+      if (zext)
+        return arith::ExtUIOp::create(wb, i32, v);
+      return arith::ExtSIOp::create(wb, i32, v);
+    };
+    Value c0 = e.idx(0), c1 = e.idx(1);
+    forLoop(b, c0, m, c1, [&](ImplicitLocOpBuilder &mb, Value row) {
+      forLoop(mb, c0, n, c1, [&](ImplicitLocOpBuilder &nb, Value col) {
+        TileEmitter ne(nb, e.st);
+        Value init = ne.dword(dst, row, col);
+        auto loop = scf::ForOp::create(
+            nb, c0, k, c1, ValueRange{init},
+            [&](OpBuilder &kb0, Location loc, Value q, ValueRange it) {
+              ImplicitLocOpBuilder kb(loc, kb0);
+              TileEmitter ke(kb, e.st);
+              Value sum = it[0];
+              Value q4 = arith::MulIOp::create(kb, q, c4);
+              Value col4 = arith::MulIOp::create(kb, col, c4);
+              for (int64_t i = 0; i < 4; ++i) {
+                Value ci = ke.idx(i);
+                Value aAt = arith::AddIOp::create(kb, q4, ci);
+                Value bAt = arith::AddIOp::create(kb, col4, ci);
+                Value x = widen(kb, ke.byte(src1, row, aAt), zextA);
+                Value y = widen(kb, ke.byte(src2, q, bAt), zextB);
+                Value p = arith::MulIOp::create(kb, x, y);
+                sum = arith::AddIOp::create(kb, sum, p);
+              }
+              scf::YieldOp::create(kb, sum);
+            });
+        ne.setDword(dst, row, col, loop.getResult(0));
+      });
+    });
+    rw.replaceOp(op, dst);
+    return success();
+  }
+};
+
+/// Replaces the amx ops of the emulated GEMMs by their emulation; tiles
+/// become their register numbers (index), loop-carried ones included.
+LogicalResult emulateTiles(Operation *root, const EmulationPlan &plan) {
+  MLIRContext *ctx = root->getContext();
+  TypeConverter converter;
+  converter.addConversion([](Type t) { return t; });
+  converter.addConversion(
+      [](amx::TileType t) -> Type { return IndexType::get(t.getContext()); });
+  ConversionTarget target(*ctx);
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  target.addIllegalDialect<amx::AMXDialect>();
+  RewritePatternSet patterns(ctx);
+  patterns.add<TileZeroEmulation, TileLoadEmulation, TileStoreEmulation,
+               TileMulIEmulation>(converter, ctx, plan);
+  scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                       target);
+  return applyPartialConversion(root, target, std::move(patterns));
+}
+
+LogicalResult rewrite(linalg::GenericOp op, EmulationPlan *plan) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return op.emitError("AMX GEMM: expected C += A · Bᵀ on buffers");
   Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1],
@@ -143,51 +535,25 @@ LogicalResult rewrite(linalg::GenericOp op, bool emulate) {
 
   auto tileT = MemRefType::get({16, 16}, b.getI32Type());
   Value T = memref::AllocaOp::create(b, tileT);
-  forLoop(b, c0, idx(N), c16, [&](ImplicitLocOpBuilder &nb, Value n0) {
+  Value nEnd = idx(N);
+  forLoop(b, c0, nEnd, c16, [&](ImplicitLocOpBuilder &nb, Value n0) {
     forLoop(nb, c0, Mp, c16, [&](ImplicitLocOpBuilder &mb, Value m0) {
       Value ap0 = arith::MulIOp::create(mb, m0, c4);
-      if (!emulate) {
-        auto accT = amx::TileType::get({16, 16}, mb.getI32Type());
-        auto opT = amx::TileType::get({16, 64}, mb.getI8Type());
-        Value acc0 = amx::TileZeroOp::create(mb, accT);
-        auto kLoop = scf::ForOp::create(
-            mb, c0, idx(K), c64, ValueRange{acc0},
-            [&](OpBuilder &kb0, Location loc, Value k0, ValueRange it) {
-              ImplicitLocOpBuilder kb(loc, kb0);
-              Value w = amx::TileLoadOp::create(kb, opT, B, ValueRange{n0, k0});
-              Value q0 = arith::DivUIOp::create(kb, k0, c4);
-              Value a = amx::TileLoadOp::create(kb, opT, Ap, ValueRange{q0, ap0});
-              Value acc = amx::TileMulIOp::create(kb, accT, w, a, it[0]);
-              scf::YieldOp::create(kb, acc);
-            });
-        amx::TileStoreOp::create(mb, T, ValueRange{c0, c0}, kLoop.getResult(0));
-      } else {
-        // T[r][c] = Σ_{k<K} B[n0 + r][k] · Ap[k/4][4(m0 + c) + k%4].
-        forLoop(mb, c0, c16, c1, [&](ImplicitLocOpBuilder &rb, Value r) {
-          forLoop(rb, c0, c16, c1, [&](ImplicitLocOpBuilder &cb, Value c) {
-            Value zero = arith::ConstantOp::create(cb, cb.getI32IntegerAttr(0));
-            Value col0 = arith::MulIOp::create(
-                cb, arith::AddIOp::create(cb, m0, c), c4);
-            Value n = arith::AddIOp::create(cb, n0, r);
-            auto kLoop = scf::ForOp::create(
-                cb, c0, idx(K), c1, ValueRange{zero},
-                [&](OpBuilder &kb0, Location loc, Value k, ValueRange it) {
-                  ImplicitLocOpBuilder kb(loc, kb0);
-                  Value w = memref::LoadOp::create(kb, B, ValueRange{n, k});
-                  Value q = arith::DivUIOp::create(kb, k, c4);
-                  Value col = arith::AddIOp::create(
-                      kb, col0, arith::RemUIOp::create(kb, k, c4));
-                  Value a = memref::LoadOp::create(kb, Ap, ValueRange{q, col});
-                  Value p = arith::MulIOp::create(
-                      kb, arith::ExtSIOp::create(kb, kb.getI32Type(), w),
-                      arith::ExtSIOp::create(kb, kb.getI32Type(), a));
-                  scf::YieldOp::create(kb,
-                                       Value(arith::AddIOp::create(kb, it[0], p)));
-                });
-            memref::StoreOp::create(cb, kLoop.getResult(0), T, ValueRange{r, c});
+      auto accT = amx::TileType::get({16, 16}, mb.getI32Type());
+      auto opT = amx::TileType::get({16, 64}, mb.getI8Type());
+      Value acc0 = amx::TileZeroOp::create(mb, accT);
+      Value kEnd = idx(K);
+      auto kLoop = scf::ForOp::create(
+          mb, c0, kEnd, c64, ValueRange{acc0},
+          [&](OpBuilder &kb0, Location loc, Value k0, ValueRange it) {
+            ImplicitLocOpBuilder kb(loc, kb0);
+            Value w = amx::TileLoadOp::create(kb, opT, B, ValueRange{n0, k0});
+            Value q0 = arith::DivUIOp::create(kb, k0, c4);
+            Value a = amx::TileLoadOp::create(kb, opT, Ap, ValueRange{q0, ap0});
+            Value acc = amx::TileMulIOp::create(kb, accT, w, a, it[0]);
+            scf::YieldOp::create(kb, acc);
           });
-        });
-      }
+      amx::TileStoreOp::create(mb, T, ValueRange{c0, c0}, kLoop.getResult(0));
       // C[m0 + j][n0 + i] += T[i][j] for the rows that exist.
       Value rows = arith::MinSIOp::create(
           mb, c16, arith::SubIOp::create(mb, M, m0));
@@ -210,6 +576,10 @@ LogicalResult rewrite(linalg::GenericOp op, bool emulate) {
       });
     });
   });
+  Operation *tilesBegin = nEnd.getDefiningOp()->getNextNode();
+  if (plan && failed(planTiles(b, tilesBegin, op, *plan)))
+    return failure();
+  b.setInsertionPoint(op);
   memref::DeallocOp::create(b, Ap);
   op.erase();
   if (epi) {
@@ -223,14 +593,17 @@ struct AmxGemmPass
     : mlir::comfyquant::impl::ComfyQuantCPUAmxGemmBase<AmxGemmPass> {
   void runOnOperation() override {
     SmallVector<std::pair<linalg::GenericOp, bool>> todo;
+    EmulationPlan plan;
     getOperation().walk([&](linalg::GenericOp op) {
       std::optional<GemmConfig> c = readGemmConfig(op);
       if (c && (c->ukernel == "i8-amx" || c->ukernel == "i8-amx-emulated"))
         todo.push_back({op, c->ukernel == "i8-amx-emulated"});
     });
     for (auto [op, emulate] : todo)
-      if (failed(rewrite(op, emulate)))
+      if (failed(rewrite(op, emulate ? &plan : nullptr)))
         return signalPassFailure();
+    if (!plan.state.empty() && failed(emulateTiles(getOperation(), plan)))
+      return signalPassFailure();
   }
 };
 

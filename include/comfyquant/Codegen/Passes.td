@@ -141,10 +141,14 @@ def ComfyQuantCPUAmxGemm
     cast; comfyquant-cpu-vectorize-elementwise leaves that one scalar), the
     write-back computes the epilogue and stores y instead: C is never
     written or read. N % 16 == 0 and K % 64 == 0 are required (the
-    strategy only picks AMX then). `i8-amx-emulated` does the tile product
-    with plain loops to test the packing and write-back on any CPU.
+    strategy only picks AMX then). `i8-amx-emulated` builds the same amx
+    ops, then replaces each by scalar code with its instruction's semantics
+    on an emulated tile state (ldtilecfg block, eight tile registers): the
+    whole kernel, tile config, strides and operand order included, runs
+    bit-exact on any CPU; a config that does not match a tile's use traps.
   }];
   let dependentDialects = ["::mlir::amx::AMXDialect",
+                           "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];
