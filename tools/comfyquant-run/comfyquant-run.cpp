@@ -508,6 +508,10 @@ int main(int argc, char **argv) {
                       std::string("--expert applies only to MoE modules; "
                                   "this one is ") +
                           rt::moduleKindName(m->desc.kind));
+    if (cl.has("--threads") && m->desc.kind == rt::ModuleKind::Embedding)
+      throw rt::Error(file, rt::moduleSubject(module),
+                      "--threads applies only to linear and MoE modules (an "
+                      "embedding lookup runs on the calling thread)");
     for (const std::string &w : m->warnings)
       std::fprintf(stderr, "comfyquant-run: warning: %s\n", w.c_str());
     if (!input.empty()) {
