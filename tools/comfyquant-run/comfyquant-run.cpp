@@ -195,6 +195,29 @@ bool parseCount(const std::string &text, int64_t max, int64_t &out) {
   return true;
 }
 
+/// The artifact's module `d` names. The kernels were compiled for the
+/// manifest's kind and shape, and x and y are sized from `d`: a module
+/// resolved differently here (another --shape or --kind) is refused, never
+/// run on buffers of the wrong size.
+size_t compiledModule(const rt::Session &session, const rt::ModuleDesc &d,
+                      const std::string &input) {
+  int64_t index = session.findModule(d.name);
+  if (index < 0)
+    throw rt::Error(input, rt::moduleSubject(d.name),
+                    "is not in the artifact (compile it with --modules)");
+  const rt::ArtifactModule &a = session.module(static_cast<size_t>(index));
+  const std::string here = std::string(rt::moduleKindName(d.kind)) + " " +
+                           std::to_string(d.outFeatures) + "x" +
+                           std::to_string(d.inFeatures);
+  const std::string there = a.kind + " " + std::to_string(a.outFeatures) +
+                            "x" + std::to_string(a.inFeatures);
+  if (here != there || (d.kind == rt::ModuleKind::MoE && a.experts != d.experts))
+    throw rt::Error(session.artifactDir(), rt::moduleSubject(d.name),
+                    "was compiled as " + there + " but resolves here as " +
+                        here + " (check --shape and --kind)");
+  return static_cast<size_t>(index);
+}
+
 /// y = module(x) with the reference path (`session` null) or compiled
 /// kernels.
 rt::OutputTensor forward(const rt::ResolvedModule &m, const std::string &input,
@@ -216,10 +239,10 @@ rt::OutputTensor forward(const rt::ResolvedModule &m, const std::string &input,
     y.dtype = rt::DType::F32;
     y.shape.push_back(d.inFeatures);
     if (session) {
+      size_t index = compiledModule(*session, d, input);
       y.bytes.resize(idx.size() * d.inFeatures * 4);
-      session->lookup(static_cast<size_t>(session->findModule(d.name)),
-                      y.dtype, idx.data(), static_cast<int64_t>(idx.size()),
-                      y.bytes.data());
+      session->lookup(index, y.dtype, idx.data(),
+                      static_cast<int64_t>(idx.size()), y.bytes.data());
     } else {
       y.bytes = rt::referenceEmbedding(
           m, idx.data(), static_cast<int64_t>(idx.size()), y.dtype);
@@ -237,13 +260,9 @@ rt::OutputTensor forward(const rt::ResolvedModule &m, const std::string &input,
                           x->data};
   y.shape.back() = d.outFeatures;
   if (session) {
-    int64_t index = session->findModule(d.name);
-    if (index < 0)
-      throw rt::Error(input, rt::moduleSubject(d.name),
-                      "is not in the artifact (compile it with --modules)");
+    size_t index = compiledModule(*session, d, input);
     y.bytes.resize(view.rows * d.outFeatures * rt::dtypeSize(x->dtype));
-    session->run(static_cast<size_t>(index), x->dtype, x->data, view.rows,
-                 y.bytes.data(), expert);
+    session->run(index, x->dtype, x->data, view.rows, y.bytes.data(), expert);
   } else {
     y.bytes = rt::referenceLinear(m, view, expert);
   }
