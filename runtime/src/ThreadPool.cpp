@@ -155,6 +155,10 @@ void WorkerPool::runParts(Job &job) {
 
 void WorkerPool::workerLoop() {
   for (;;) {
+    // Back-to-back calls are common (one per layer): look for the next job
+    // a little while before sleeping, so it does not wait for a wake-up.
+    for (int spin = 0; spin < 200 && queued_.load() == 0; ++spin)
+      std::this_thread::yield();
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -163,6 +167,7 @@ void WorkerPool::workerLoop() {
         return;
       job = std::move(queue_.front());
       queue_.pop_front();
+      queued_.store(queue_.size());
     }
     runParts(*job);
   }
@@ -187,6 +192,7 @@ void WorkerPool::parallelFor(int count, const std::function<void(int)> &task) {
       threads_.emplace_back([this] { workerLoop(); });
     for (int i = 1; i < count; ++i)
       queue_.push_back(job);
+    queued_.store(queue_.size());
   }
   if (count == 2)
     wake_.notify_one();
@@ -205,6 +211,7 @@ void WorkerPool::parallelFor(int count, const std::function<void(int)> &task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+    queued_.store(queue_.size());
   }
   if (job->error)
     std::rethrow_exception(job->error);

@@ -9,6 +9,7 @@
 #ifndef COMFYQUANT_RUNTIME_THREADPOOL_H
 #define COMFYQUANT_RUNTIME_THREADPOOL_H
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -55,6 +56,7 @@ private:
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_; ///< one entry per helper wanted
+  std::atomic<size_t> queued_{0}; ///< queue_.size(), read without the lock
   std::vector<std::thread> threads_;
   bool stop_ = false;
 };
