@@ -269,36 +269,6 @@ rt::OutputTensor forward(const rt::ResolvedModule &m, const std::string &input,
   return y;
 }
 
-/// Refuses to run kernels compiled for another shape or kind than `d` (the
-/// module as resolved here, --kind/--shape included): x and y are sized
-/// from `d`, the kernels from the manifest.
-void checkCompiledAs(const rt::Session &session, const rt::ModuleDesc &d,
-                     const std::string &artifactDir) {
-  int64_t index = session.findModule(d.name);
-  if (index < 0)
-    return; // forward() reports it
-  const rt::ArtifactModule &am = session.module(static_cast<size_t>(index));
-  auto describe = [](const std::string &kind, int64_t n, int64_t k,
-                     int64_t experts) {
-    std::string s = kind + " " + std::to_string(n) + "x" + std::to_string(k);
-    if (experts > 0)
-      s += " (" + std::to_string(experts) + " experts)";
-    return s;
-  };
-  std::string here = rt::moduleKindName(d.kind);
-  if (am.kind != here || am.outFeatures != d.outFeatures ||
-      am.inFeatures != d.inFeatures || am.experts != d.experts)
-    throw rt::Error(artifactDir, rt::moduleSubject(d.name),
-                    "was compiled as " +
-                        describe(am.kind, am.outFeatures, am.inFeatures,
-                                 am.experts) +
-                        " but resolves here as " +
-                        describe(here, d.outFeatures, d.inFeatures,
-                                 d.experts) +
-                        " (give the --kind/--shape the artifact was compiled "
-                        "with)");
-}
-
 /// A temporary directory removed on scope exit.
 struct TempDir {
   std::string path;
@@ -417,13 +387,12 @@ std::string cacheEntry(const std::string &root, const std::string &compiler,
   return root + "/" + hex;
 }
 
-/// Opens the cached artifact of `module` (its directory in `dir`), compiling
-/// it into the cache first when it is absent or unusable.
+/// Opens the cached artifact of `module`, compiling it into the cache first
+/// when it is absent or unusable.
 std::unique_ptr<rt::Session>
 openCached(const std::string &root, const std::string &file,
            const rt::Checkpoint &checkpoint, const std::string &module,
-           const rt::ResolveOptions &opts, const rt::SessionOptions &so,
-           std::string &dir) {
+           const rt::ResolveOptions &opts, const rt::SessionOptions &so) {
   std::string compiler = compilerPath();
   std::error_code ec;
   std::filesystem::create_directories(root, ec);
@@ -431,7 +400,7 @@ openCached(const std::string &root, const std::string &file,
     throw rt::Error(root, "",
                     "cannot create the cache directory: " + ec.message() +
                         " (set COMFYQUANT_CACHE_DIR or pass --no-cache)");
-  dir = cacheEntry(root, compiler, checkpoint, module, opts);
+  std::string dir = cacheEntry(root, compiler, checkpoint, module, opts);
   if (std::filesystem::exists(dir + "/manifest.json", ec)) {
     try {
       auto session = rt::Session::open(dir, so);
@@ -571,20 +540,17 @@ int main(int argc, char **argv) {
         rt::SessionOptions so;
         so.checkpoint = file;
         so.threads = static_cast<int>(threads);
-        std::string dir = artifact;
         if (!artifact.empty()) {
           session = rt::Session::open(artifact, so);
         } else if (useCache) {
-          session = openCached(cache, file, *checkpoint, module, opts, so,
-                               dir);
+          session = openCached(cache, file, *checkpoint, module, opts, so);
         } else { // compile for this CPU into a temporary artifact
           temp.create();
-          dir = temp.path + "/artifact";
+          std::string dir = temp.path + "/artifact";
           compileArtifact(compilerPath(), file, module, opts, dir,
                           /*replace=*/false);
           session = rt::Session::open(dir, so);
         }
-        checkCompiledAs(*session, m->desc, dir);
       }
       rt::writeSafetensors(
           output, {forward(*m, input, expert, session.get())},
