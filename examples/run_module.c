@@ -15,6 +15,9 @@
  * Every C API call is checked: a failure prints its status name and
  * cq_last_error().
  *===----------------------------------------------------------------------===*/
+/* clock_gettime under -std=c99. */
+#define _POSIX_C_SOURCE 199309L
+
 #include "comfyquant/comfyquant.h"
 
 #include <math.h>
