@@ -10,7 +10,8 @@
 #     compiled by COMFYQUANT_COMPILE when given: kernels on the worker pool
 #     and on a host scheduler);
 #  5. consumer.c built with only `pkg-config --cflags --libs comfyquant` runs;
-#  6. a Python ctypes smoke test of the shared library;
+#  6. a Python ctypes smoke test of the shared library (with the artifact:
+#     a session too);
 #  7. a parent project that add_subdirectory()s SOURCE_DIR without
 #     GoogleTest keeps its build type and test list;
 #  8. with the compiler: MAIN_BUILD_DIR installed, and compiler-consumer/
@@ -108,7 +109,8 @@ readelf -d "$work/pc-consumer" | grep -q "NEEDED.*\[$soname\]" ||
   die "pc-consumer does not link $soname"
 
 step "Python ctypes"
-python3 "$src/test/install/ctypes_smoke.py" "$libdir/libcomfyquant.so" "$fixture"
+python3 "$src/test/install/ctypes_smoke.py" "$libdir/libcomfyquant.so" "$fixture" \
+  $artifact
 
 step "add_subdirectory from a parent project, without GoogleTest"
 rm -rf "$work/parent"
