@@ -172,8 +172,9 @@ public:
   /// Rows / bytes per row of tile `t` as configured.
   Value rows(Value t) { return cfgByte(arith::AddIOp::create(b, idx(kCfgRows), t)); }
   Value colsb(Value t) {
-    Value at = arith::AddIOp::create(b, idx(kCfgColsb),
-                                     arith::MulIOp::create(b, t, idx(2)));
+    Value first = idx(kCfgColsb);
+    Value at =
+        arith::AddIOp::create(b, first, arith::MulIOp::create(b, t, idx(2)));
     Value lo = cfgByte(at);
     Value hi = cfgByte(arith::AddIOp::create(b, at, idx(1)));
     return arith::AddIOp::create(b, lo, arith::MulIOp::create(b, hi, idx(256)));
@@ -195,9 +196,12 @@ public:
 
   /// The config is palette 1 and gives tile `t` the shape of `type`.
   void checkUse(Value t, amx::TileType type) {
-    Value palette = eq(cfgByte(idx(0)), idx(1));
-    Value r = eq(rows(t), idx(type.getShape()[0]));
-    Value c = eq(colsb(t), idx(tileRowBytes(type)));
+    Value paletteId = cfgByte(idx(0));
+    Value palette = eq(paletteId, idx(1));
+    Value configuredRows = rows(t);
+    Value r = eq(configuredRows, idx(type.getShape()[0]));
+    Value configuredColsb = colsb(t);
+    Value c = eq(configuredColsb, idx(tileRowBytes(type)));
     trapUnless(both(palette, both(r, c)));
   }
 
@@ -410,7 +414,9 @@ struct TileMulIEmulation : TileOpEmulation<amx::TileMulIOp> {
     // #UD unless dst is m x n dwords, src1 m x 4k bytes, src2 k x 4n bytes.
     Value c4 = e.idx(4);
     Value k4 = arith::MulIOp::create(b, k, c4);
-    Value shapes = e.both(e.eq(e.rows(src1), m), e.eq(e.colsb(src2), nBytes));
+    Value sameM = e.eq(e.rows(src1), m);
+    Value sameN = e.eq(e.colsb(src2), nBytes);
+    Value shapes = e.both(sameM, sameN);
     shapes = e.both(shapes, e.eq(k4, kBytes));
     Value nRem = arith::RemUIOp::create(b, nBytes, c4);
     shapes = e.both(shapes, e.eq(nRem, e.idx(0)));
