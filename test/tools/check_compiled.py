@@ -10,11 +10,12 @@ of M rows and compares y (compare.py, "compiled_vs_reference" in
 tolerances.json): integer formats (exact i32 accumulation, the same
 epilogue) bit-identical; float formats (f32 GEMMs whose summation order
 differs) within ulps of the output dtype plus c·2^-24·S, S estimated as
-2·Σ|x|·|W| + |bias| from the dequantized weight; ConvRot embeddings (f32 un-rotation sums in the
-kernel, correctly rounded in the reference) within "unrotation_vs_kitchen"
-of the L2 norm of each rotation group. The compiled output must
-not depend on the thread count (--threads 1 and 3; not for lookups). Every module must run:
-the last line counts the checked (module, expert, dtype) cases.
+2·Σ|x|·|W| + |bias| from the dequantized weight; ConvRot embeddings (f32
+un-rotation sums in the kernel, correctly rounded in the reference) within
+"unrotation_vs_kitchen", S bounded by the L2 norm of each rotation group.
+The compiled output must not depend on the thread count (--threads 1 and 3;
+lookups take no --threads). Every module must run: the last line counts the
+checked (module, expert, dtype) cases.
 """
 import argparse
 import json
