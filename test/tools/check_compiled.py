@@ -1,12 +1,13 @@
 """lit driver: compiled kernels vs the reference path through comfyquant-run.
 
   check_compiled.py BINDIR CHECKPOINT ARTIFACT M [--dtypes F32,BF16,F16]
-                    [--mutate KIND] [-- EXTRA comfyquant-run options]
+                    [--mutate KIND] [--exact-inputs]
+                    [-- EXTRA comfyquant-run options]
 
 For every module of a checkpoint (Linear; every expert of a MoE bank;
 embeddings on M indices spread over the table), for each activation dtype,
 runs `comfyquant-run --artifact DIR` and `--reference` on a deterministic x
-of M rows and compares y (compare.py, "compiled_vs_reference" in
+of M rows (make_input.py --random, so float sums round) and compares y (compare.py, "compiled_vs_reference" in
 tolerances.json): integer formats (exact i32 accumulation, the same
 epilogue) bit-identical; float formats (f32 GEMMs whose summation order
 differs) within ulps of the output dtype plus c·2^-24·S, S estimated as
@@ -35,6 +36,8 @@ ap.add_argument("artifact")
 ap.add_argument("m_rows", type=int)
 ap.add_argument("--dtypes", default="F32,BF16,F16")
 ap.add_argument("--mutate", default="")
+ap.add_argument("--exact-inputs", action="store_true",
+                help="x whose sums are exact (default: random x, sums round)")
 ap.add_argument("extra", nargs="*")
 args = ap.parse_args()
 bindir, ckpt, artifact, m_rows = args.bindir, args.ckpt, args.artifact, args.m_rows
@@ -173,7 +176,8 @@ for mod in modules:
             idx = None
             subprocess.check_call([sys.executable, os.path.join(os.path.dirname(__file__),
                                                                 "make_input.py"),
-                                   x, dtype, str(m_rows), str(mod["in_features"])])
+                                   x, dtype, str(m_rows), str(mod["in_features"])]
+                                  + ([] if args.exact_inputs else ["--random"]))
             xvals = cmp.decode(dtype, st.read(x)[0]["x"][2])
         experts = range(mod["experts"]) if mod["kind"] == "moe" else [None]
         for e in experts:
