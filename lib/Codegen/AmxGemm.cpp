@@ -121,8 +121,8 @@ int64_t tileRowBytes(amx::TileType t) {
   return t.getShape()[1] * t.getElementType().getIntOrFloatBitWidth() / 8;
 }
 
-/// Allocates the tile state before the GEMM's loops (`at`, the first of
-/// them), gives every tile_zero / tile_load result of the loops its own
+/// Allocates the tile state before `first` (the GEMM's loops are the ops
+/// [first, end)), gives every tile_zero / tile_load result in them its own
 /// register (tile_muli accumulates into its acc's) and writes the config.
 LogicalResult planTiles(ImplicitLocOpBuilder &b, Operation *first,
                         Operation *end, EmulationPlan &plan) {
@@ -170,7 +170,9 @@ public:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
 
   /// Rows / bytes per row of tile `t` as configured.
-  Value rows(Value t) { return cfgByte(arith::AddIOp::create(b, idx(kCfgRows), t)); }
+  Value rows(Value t) {
+    return cfgByte(arith::AddIOp::create(b, idx(kCfgRows), t));
+  }
   Value colsb(Value t) {
     Value first = idx(kCfgColsb);
     Value at =
