@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -140,6 +142,41 @@ inline CompareResult compareValues(const std::vector<double> &got,
       r.worst = std::max(r.worst, err / bound);
     if (err > bound)
       fail(i, "|diff| " + std::to_string(err) + " > " + std::to_string(bound));
+  }
+  return r;
+}
+
+/// Bit-identical floats (so -0 differs from +0 and NaN payloads count);
+/// `worst` is the largest distance in ulps among differing finite pairs.
+inline CompareResult compareBits(const std::vector<float> &got,
+                                 const std::vector<float> &want) {
+  CompareResult r;
+  r.count = static_cast<int64_t>(want.size());
+  if (got.size() != want.size()) {
+    r.bad = 1;
+    r.first = std::to_string(got.size()) + " elements, expected " +
+              std::to_string(want.size());
+    return r;
+  }
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, 4);
+    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
+  };
+  for (size_t i = 0; i < want.size(); ++i) {
+    uint32_t a, b;
+    std::memcpy(&a, &got[i], 4);
+    std::memcpy(&b, &want[i], 4);
+    if (a == b)
+      continue;
+    if (r.bad++ == 0) {
+      std::ostringstream os;
+      os << "element " << i << ": got " << got[i] << ", want " << want[i];
+      r.first = os.str();
+    }
+    if (std::isfinite(got[i]) && std::isfinite(want[i]))
+      r.worst = std::max(r.worst, static_cast<double>(std::llabs(
+                                      ordered(got[i]) - ordered(want[i]))));
   }
   return r;
 }

@@ -66,6 +66,16 @@ TEST(Compare, UlpBoundsAreInTheOutputDtype) {
   EXPECT_FALSE(compareValues({1}, {0}, rt::DType::F32).ok());
 }
 
+TEST(Compare, BitsMeansBits) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  using comfyquant::test::compareBits;
+  EXPECT_TRUE(compareBits({1.0f, -0.0f, nan}, {1.0f, -0.0f, nan}).ok());
+  EXPECT_FALSE(compareBits({0.0f}, {-0.0f}).ok());
+  EXPECT_FALSE(compareBits({nan}, {1.0f}).ok());
+  EXPECT_FALSE(compareBits({1.0f}, {std::nextafter(1.0f, 2.0f)}).ok());
+  EXPECT_FALSE(compareBits({1.0f}, {1.0f, 2.0f}).ok());
+}
+
 /// Every forward fixture, its y scaled by 1.03 (rounded to the dtype), must
 /// fail its own bound; unmodified, it must pass (y vs itself). (The spacing
 /// at y - bias is left out here; the lit mutation tests include it.)

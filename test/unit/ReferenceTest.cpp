@@ -29,16 +29,6 @@ nlohmann::json loadFixtures() {
   return nlohmann::json::parse(in);
 }
 
-/// Distance in units in the last place between two finite floats.
-int64_t ulpDistance(float a, float b) {
-  auto ordered = [](float f) {
-    int32_t i;
-    std::memcpy(&i, &f, 4);
-    return i < 0 ? static_cast<int64_t>(INT32_MIN) - i : static_cast<int64_t>(i);
-  };
-  return std::llabs(ordered(a) - ordered(b));
-}
-
 /// Kitchen's expected tensor `name` from `file` as floats.
 std::vector<float> expectedTensor(const std::string &file,
                                   const std::string &name,
@@ -52,24 +42,6 @@ std::vector<float> expectedTensor(const std::string &file,
   std::vector<float> v(t->numel());
   std::memcpy(v.data(), t->data, t->nbytes());
   return v;
-}
-
-struct Compared {
-  int64_t mismatches = 0, maxUlp = 0;
-};
-
-Compared compare(const std::vector<float> &got, const std::vector<float> &want) {
-  Compared c;
-  for (size_t i = 0; i < got.size(); ++i) {
-    uint32_t a, b;
-    std::memcpy(&a, &got[i], 4);
-    std::memcpy(&b, &want[i], 4);
-    if (a == b)
-      continue;
-    ++c.mismatches;
-    c.maxUlp = std::max(c.maxUlp, ulpDistance(got[i], want[i]));
-  }
-  return c;
 }
 
 class FixtureTest : public ::testing::TestWithParam<size_t> {};
@@ -116,9 +88,9 @@ TEST_P(FixtureTest, MatchesKitchen) {
   EXPECT_EQ(shape, dequantizedShape(d));
   std::vector<float> got = dequantizeModule(*m);
   ASSERT_EQ(got.size(), want.size());
-  Compared c = compare(got, want);
   if (fx.at("exact").get<bool>()) {
-    EXPECT_EQ(c.mismatches, 0) << "max ulp " << c.maxUlp;
+    comfyquant::test::CompareResult c = comfyquant::test::compareBits(got, want);
+    EXPECT_TRUE(c.ok()) << c.summary() << ", max ulp " << c.worst;
   } else {
     ASSERT_GT(d.rotationGroup, 0) << "only ConvRot sums may be inexact";
     // Un-rotation sums: ours is correctly rounded, kitchen's f32 matmul sums
@@ -153,8 +125,10 @@ TEST_P(FixtureTest, MatchesKitchen) {
         expectedTensor(fx.at("expected_rotated"), module, rshape);
     std::vector<float> gotRot = dequantizeModule(*m, /*unrotate=*/false);
     ASSERT_EQ(gotRot.size(), wantRot.size());
-    Compared cr = compare(gotRot, wantRot);
-    EXPECT_EQ(cr.mismatches, 0) << "rotated basis, max ulp " << cr.maxUlp;
+    comfyquant::test::CompareResult cr =
+        comfyquant::test::compareBits(gotRot, wantRot);
+    EXPECT_TRUE(cr.ok()) << "rotated basis: " << cr.summary() << ", max ulp "
+                         << cr.worst;
   }
 }
 
