@@ -9,16 +9,18 @@ format allows), compiles every module for every CPU variant and activation
 dtype (comfyquant-compile links the kernels and checks that they load), then
 for every variant this CPU runs, every dtype and M in {1, 2, 7, 33} runs
 each module (each expert of a MoE bank) compiled and through the reference
-path and compares y:
-  * integer formats and embeddings without ConvRot: bit-identical;
-  * everything else (f32 GEMMs, ConvRot butterflies; summation orders differ):
-    |a - b| <= (2 (K + 2) u32 + w u_y) S + u_y (|a| + |b|) per element,
-    S = sum_k |x_k| |W_nk| (W the reference dequantized weight, x after
-    pre_quant_scale), u_y the unit roundoff of y's dtype, w = 2 for a
-    full-precision GEMM of a ConvRot weight (un-rotated in f32 in another
-    order, then rounded to x's dtype: one unit there per weight), else 0;
-    NaN or Inf on either side where the other is finite fails, and so does
-    a shape mismatch.
+path and compares y through compare.py with the bounds of tolerances.json:
+  * "compiled_vs_reference_any_shape" for the module's format and y's dtype (integer
+    formats bit-identical; float formats |a - b| <= ulps U + c 2^-24 S,
+    S = sum_k |x_k pqs_k| |W_nk| + |bias_n| with W the reference's dequantized
+    weight, and c given per sqrt(K)); full-precision GEMMs use the "*" entry;
+  * "compiled_vs_reference_fpmm_convrot" for a full-precision GEMM of a
+    ConvRot weight (the weight is un-rotated in f32 in another order and
+    rounded to x's dtype: one unit of that dtype per weight);
+  * embeddings bit-identical, except ConvRot un-rotation sums ("*" entry,
+    S = sum of |terms| of the butterfly).
+NaN or Inf on either side where the other is finite fails, and so does a
+shape or size mismatch.
 Variants the CPU lacks are compiled and link-checked only, and are listed as
 such. Prints one line per failure and a final "N passed, N failed" line.
 """
@@ -32,11 +34,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+import compare as cmp  # noqa: E402
 import safetensors_util as st  # noqa: E402
 
 VARIANTS = ("x86-64-v3", "avx512-vnni", "amx")
 DTYPES = {"f32": ("F32", 2.0 ** -24), "bf16": ("BF16", 2.0 ** -8), "f16": ("F16", 2.0 ** -11)}
-INTEGER = {"int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"}
+ROTATED = {"convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"}
 
 
 def to_dtype_bits(v, dtype):
@@ -51,15 +54,6 @@ def to_dtype_bits(v, dtype):
     u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
     raw = struct.pack("<H", u)
     return struct.unpack("<f", struct.pack("<I", u << 16))[0], raw
-
-
-def decode(dtype, raw):
-    if dtype == "F32":
-        return list(struct.unpack("<%df" % (len(raw) // 4), raw))
-    if dtype == "F16":
-        return list(struct.unpack("<%de" % (len(raw) // 2), raw))
-    h = struct.unpack("<%dH" % (len(raw) // 2), raw)
-    return [struct.unpack("<f", struct.pack("<I", v << 16))[0] for v in h]
 
 
 def main():
@@ -134,14 +128,47 @@ def main():
             fail("%s: --dequantize: %s" % (m["name"], q.stderr.strip()))
             continue
         dt, shape, raw = st.read(out)[0]["weight"]
-        weights[m["name"]] = (shape, decode(dt, raw))
+        weights[m["name"]] = (shape, cmp.decode(dt, raw))
     pqs = {}
     tensors = st.read(ckpt)[0]
     for m in modules:
         key = m["name"] + ".pre_quant_scale"
         if key in tensors:
-            pqs[m["name"]] = decode("F32", tensors[key][2])
+            pqs[m["name"]] = cmp.decode("F32", tensors[key][2])
 
+    def bias_of(m, e):
+        key = m["name"] + ".bias"
+        if key not in tensors:
+            return None
+        vals = cmp.decode(tensors[key][0], tensors[key][2])
+        n = m["n"]
+        return vals[(e or 0) * n:(e or 0) * n + n] if m["kind"] == "moe" else vals
+
+    def gemm_terms(m, e, xv, M, w):
+        """S[r][n] = sum_k |x_rk pqs_k| |W_nk| (W the dequantized weight);
+        beyond 2M products the upper bound max_k |x_rk pqs_k| sum_k |W_nk|."""
+        N, K = m["n"], m["k"]
+        sc = pqs.get(m["name"])
+        xs = [abs(xv[i] * (sc[i % K] if sc else 1.0)) for i in range(M * K)]
+        rows = [w[((e or 0) * N + n) * K:((e or 0) * N + n + 1) * K] for n in range(N)]
+        if M * N * K <= 2_000_000:
+            return [sum(xs[r * K + k] * abs(row[k]) for k in range(K))
+                    for r in range(M) for row in rows]
+        wsum = [sum(abs(v) for v in row) for row in rows]
+        xmax = [max(xs[r * K:(r + 1) * K]) for r in range(M)]
+        return [xmax[r] * wsum[n] for r in range(M) for n in range(N)]
+
+    def unrotation_terms(m, row, k):
+        """sum |H_ik q_i s_row| over k's ConvRot group (|H| = 1/sqrt(Gr))."""
+        K, gr = m["k"], m["options"]["convrot"]
+        q = tensors[m["name"] + ".weight"][2]
+        sv = cmp.decode("F32", tensors[m["name"] + ".weight_scale"][2])
+        s_row = abs(sv[row] if len(sv) > 1 else sv[0])
+        g0 = k // gr * gr
+        codes = struct.unpack("<%db" % gr, q[row * K + g0:row * K + g0 + gr])
+        return sum(abs(v) for v in codes) * s_row / math.sqrt(gr)
+
+    worst = {}
     for variant in VARIANTS:
         env = dict(os.environ, COMFYQUANT_CPU_VARIANT=variant)
         probe = modules[0]
@@ -190,67 +217,54 @@ def main():
                     if err:
                         fail("%s: reference: %s" % (what, err))
                         continue
-                    if a[0] != b[0] or a[1] != b[1] or len(a[2]) != len(b[2]):
-                        fail("%s: compiled y %s %s vs reference %s %s" % (
-                            what, a[0], a[1], b[0], b[1]))
+                    if a[0] != b[0]:
+                        fail("%s: compiled y is %s, reference %s" % (what, a[0], b[0]))
                         continue
-                    exact = (m["format"] in INTEGER and m["kind"] != "embedding") or (
-                        m["kind"] == "embedding" and "convrot" not in m["options"])
-                    exact = exact and not m["options"].get("fpmm")
-                    if exact:
-                        if a[2] != b[2]:
-                            av, bv = decode(*a[0:1], a[2]), decode(*b[0:1], b[2])
-                            bad = [i for i in range(len(av)) if struct.pack("<f", av[i]) != struct.pack("<f", bv[i])]
-                            fail("%s: not bit-identical at %d of %d elements (first %d: %r vs %r)" % (
-                                what, len(bad), len(av), bad[0], av[bad[0]], bv[bad[0]]))
-                            continue
-                        passed += 1
+                    av, bv = cmp.decode(a[0], a[2]), cmp.decode(b[0], b[2])
+                    bad_shape = cmp.shape_mismatch(a[1], b[1], av, bv)
+                    if bad_shape:
+                        fail("%s: %s" % (what, bad_shape))
                         continue
-                    av, bv = decode(a[0], a[2]), decode(b[0], b[2])
-                    worst, where = 0.0, None
-                    # A full-precision GEMM of a ConvRot weight: the weight is
-                    # un-rotated in f32 (sum order differs) and rounded to x's
-                    # dtype, so single weights may differ by one unit there.
-                    rotated = m["format"] in ("convrot_w4a4", "asym_w4a8_int8", "w6a8_int8") or \
-                        m["options"].get("convrot")
-                    w_ulps = 2 if (m["options"].get("fpmm") and rotated) else 0
-                    sc = pqs.get(m["name"])
-                    # S exactly when that is cheap, else the upper bound
-                    # max_k |x_k| * sum_k |W_nk| (large exploratory sweeps).
-                    exact_s = M * N * K <= 2_000_000
-                    if not exact_s and m["kind"] != "embedding":
-                        wsum = [sum(abs(v) for v in w[((e or 0) * N + n) * K:((e or 0) * N + n + 1) * K])
-                                for n in range(N)]
-                        xmax = [max(abs(xv[r * K + k] * (sc[k] if sc else 1.0)) for k in range(K))
-                                for r in range(M)]
-                    for i in range(len(av)):
-                        p_, q_ = av[i], bv[i]
-                        if math.isnan(p_) or math.isnan(q_) or math.isinf(p_) or math.isinf(q_):
-                            if not (math.isinf(p_) and p_ == q_):
-                                worst, where = math.inf, i
-                                break
-                            continue
-                        row, col = divmod(i, N) if m["kind"] != "embedding" else divmod(i, K)
-                        if m["kind"] == "embedding":
-                            S = sum(abs(w[idx[row] * K + k]) for k in range(K)) * 16
-                        elif exact_s:
-                            base = ((e or 0) * N + col) * K
-                            S = sum(abs(xv[row * K + k] * (sc[k] if sc else 1.0)) * abs(w[base + k])
-                                    for k in range(K))
-                        else:
-                            S = xmax[row] * wsum[col]
-                        bound = (2 * (K + 2) * 2.0 ** -24 + w_ulps * u) * S + u * (abs(p_) + abs(q_))
-                        r = abs(p_ - q_) / bound if bound > 0 else (0.0 if p_ == q_ else math.inf)
-                        if r > worst:
-                            worst, where = r, i
-                    if worst > 1.0:
-                        fail("%s: element %s: compiled %r vs reference %r (%.3g of the bound)" % (
-                            what, where, av[where], bv[where], worst))
+                    fpmm = bool(m["options"].get("fpmm"))
+                    rotated = m["format"] in ROTATED or bool(m["options"].get("convrot"))
+                    if m["kind"] == "embedding":
+                        # Gathered rows: exact, except ConvRot's un-rotation
+                        # sums (butterfly vs correctly rounded).
+                        check = "compiled_vs_reference_any_shape"
+                        ulps, c = (0.0, 0.0) if not rotated else cmp.tolerance(check, "*", a[0])
+                        S = [unrotation_terms(m, idx[i // K], i % K) for i in range(len(bv))] \
+                            if rotated else None
+                        bias = None
+                    else:
+                        # A full-precision GEMM of a ConvRot weight rounds the
+                        # weight, un-rotated in another f32 order, to x's dtype.
+                        check = "compiled_vs_reference_fpmm_convrot" if fpmm and rotated \
+                            else "compiled_vs_reference_any_shape"
+                        ulps, c = cmp.tolerance(check, "*" if fpmm else m["format"], a[0],
+                                                has_bias=bias_of(m, e) is not None)
+                        S, bias = gemm_terms(m, e, xv, M, w), None
+                        bvec = bias_of(m, e)
+                        if bvec is not None:
+                            bias = [bvec[i % N] for i in range(len(bv))]
+                            S = [S[i] + abs(bias[i]) for i in range(len(bv))]
+                    # The sweep's entries give c per sqrt(K): the f32 sums'
+                    # error grows with K.
+                    c *= math.sqrt(K)
+                    if ulps == 0 and c == 0:
+                        r = cmp.compare_exact(a[2], b[2], len(a[2]) // max(len(av), 1))
+                    else:
+                        r = cmp.compare(av, bv, a[0], ulps, c, S, bias=bias)
+                    if not r.ok:
+                        fail("%s: %s (%s)" % (what, r.summary(), check))
                         continue
+                    key = "%s %s" % (check, a[0])
+                    worst[key] = max(worst.get(key, 0.0), r.worst)
                     passed += 1
     print("runs on this CPU: %s" % ", ".join(runnable))
     for s in skipped:
         print("compiled and link-checked only: %s" % s)
+    for check, v in sorted(worst.items()):
+        print("worst error / bound, %s: %.2f" % (check, v))
     print("%d modules, seed %d" % (len(modules), seed))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
