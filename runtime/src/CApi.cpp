@@ -157,7 +157,7 @@ int cq_version(void) { return CQ_VERSION; }
 
 const char *cq_version_string(void) { return CQ_VERSION_STRING; }
 
-const char *cq_status_string(cq_status status) {
+const char *cq_status_string(int status) {
   switch (status) {
   case CQ_OK:
     return "CQ_OK";

@@ -93,8 +93,10 @@ typedef enum cq_status {
 CQ_API int cq_version(void);
 /* "MAJOR.MINOR.PATCH" of the library. */
 CQ_API const char *cq_version_string(void);
-/* The name of a status ("CQ_ERROR_IO"), "CQ_UNKNOWN_STATUS" for others. */
-CQ_API const char *cq_status_string(cq_status status);
+/* The name of a status ("CQ_ERROR_IO"), "CQ_UNKNOWN_STATUS" for any other
+   value. Takes an int: a code from a newer library is not a valid cq_status
+   value for this header. */
+CQ_API const char *cq_status_string(int status);
 /* The message of the last failed call on this thread ("" if none). */
 CQ_API const char *cq_last_error(void);
 
