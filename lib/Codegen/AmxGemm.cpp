@@ -286,6 +286,29 @@ RowMajorView viewOf(TileEmitter &e, Value base, ValueRange indices,
   return {flat, start, stride};
 }
 
+/// Visits every element a tileloadd / tilestored of tile `t` moves: rows
+/// r < rows(t), elements i < colsb(t) / element size of the row; `fn`
+/// gets the flat index of the row's start (base + r · stride).
+void forEachTileElement(
+    TileEmitter &e, Value t, Type elt, const RowMajorView &mem,
+    llvm::function_ref<void(TileEmitter &, Value r, Value i, Value rowStart)>
+        fn) {
+  ImplicitLocOpBuilder &b = e.b;
+  Value rows = e.rows(t);
+  Value perRow = e.colsb(t);
+  if (elt.isInteger(32))
+    perRow = arith::DivUIOp::create(b, perRow, e.idx(4));
+  Value c0 = e.idx(0), c1 = e.idx(1);
+  forLoop(b, c0, rows, c1, [&](ImplicitLocOpBuilder &rb, Value r) {
+    Value offset = arith::MulIOp::create(rb, r, mem.stride);
+    Value rowStart = arith::AddIOp::create(rb, mem.start, offset);
+    forLoop(rb, c0, perRow, c1, [&](ImplicitLocOpBuilder &cb, Value i) {
+      TileEmitter ce(cb, e.st);
+      fn(ce, r, i, rowStart);
+    });
+  });
+}
+
 template <typename Op>
 struct TileOpEmulation : OpConversionPattern<Op> {
   TileOpEmulation(const TypeConverter &tc, MLIRContext *ctx,
@@ -336,24 +359,16 @@ struct TileLoadEmulation : TileOpEmulation<amx::TileLoadOp> {
     e.zero(t);
     RowMajorView mem = viewOf(e, adaptor.getBase(), adaptor.getIndices(),
                               adaptor.getStride());
-    Value rows = e.rows(t);
-    Value perRow = e.colsb(t);
-    if (elt.isInteger(32))
-      perRow = arith::DivUIOp::create(b, perRow, e.idx(4));
-    Value c0 = e.idx(0), c1 = e.idx(1);
-    forLoop(b, c0, rows, c1, [&](ImplicitLocOpBuilder &rb, Value r) {
-      Value rowStart = arith::AddIOp::create(
-          rb, mem.start, arith::MulIOp::create(rb, r, mem.stride));
-      forLoop(rb, c0, perRow, c1, [&](ImplicitLocOpBuilder &cb, Value i) {
-        TileEmitter ce(cb, e.st);
-        Value at = arith::AddIOp::create(cb, rowStart, i);
-        Value v = memref::LoadOp::create(cb, mem.flat, ValueRange{at});
-        if (elt.isInteger(8))
-          ce.setByte(t, r, i, v);
-        else
-          ce.setDword(t, r, i, v);
-      });
-    });
+    forEachTileElement(e, t, elt, mem,
+                       [&](TileEmitter &ce, Value r, Value i, Value row) {
+                         Value at = arith::AddIOp::create(ce.b, row, i);
+                         Value v = memref::LoadOp::create(ce.b, mem.flat,
+                                                          ValueRange{at});
+                         if (elt.isInteger(8))
+                           ce.setByte(t, r, i, v);
+                         else
+                           ce.setDword(t, r, i, v);
+                       });
     rw.replaceOp(op, t);
     return success();
   }
@@ -375,21 +390,14 @@ struct TileStoreEmulation : TileOpEmulation<amx::TileStoreOp> {
     // tilestored: rows of colsb bytes to base + r · stride.
     RowMajorView mem = viewOf(e, adaptor.getBase(), adaptor.getIndices(),
                               adaptor.getStride());
-    Value rows = e.rows(t);
-    Value perRow = e.colsb(t);
-    if (elt.isInteger(32))
-      perRow = arith::DivUIOp::create(b, perRow, e.idx(4));
-    Value c0 = e.idx(0), c1 = e.idx(1);
-    forLoop(b, c0, rows, c1, [&](ImplicitLocOpBuilder &rb, Value r) {
-      Value rowStart = arith::AddIOp::create(
-          rb, mem.start, arith::MulIOp::create(rb, r, mem.stride));
-      forLoop(rb, c0, perRow, c1, [&](ImplicitLocOpBuilder &cb, Value i) {
-        TileEmitter ce(cb, e.st);
-        Value v = elt.isInteger(8) ? ce.byte(t, r, i) : ce.dword(t, r, i);
-        Value at = arith::AddIOp::create(cb, rowStart, i);
-        memref::StoreOp::create(cb, v, mem.flat, ValueRange{at});
-      });
-    });
+    forEachTileElement(e, t, elt, mem,
+                       [&](TileEmitter &ce, Value r, Value i, Value row) {
+                         Value v = elt.isInteger(8) ? ce.byte(t, r, i)
+                                                    : ce.dword(t, r, i);
+                         Value at = arith::AddIOp::create(ce.b, row, i);
+                         memref::StoreOp::create(ce.b, v, mem.flat,
+                                                 ValueRange{at});
+                       });
     rw.eraseOp(op);
     return success();
   }
