@@ -157,16 +157,20 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
   if (variant.empty())
     if (const char *env = std::getenv("COMFYQUANT_CPU_VARIANT"))
       variant = env;
+  if (!mf.cpu)
+    throw Error(artifactDir, "", "the artifact has no CPU kernels",
+                ErrorKind::Unsupported);
+  const std::vector<std::string> &variants = mf.cpu->variants;
   if (variant.empty()) {
-    variant = bestCpuVariant(mf.variants);
+    variant = bestCpuVariant(variants);
     if (variant.empty())
       throw Error(artifactDir, "",
                   "this CPU supports none of the artifact's variants (" +
                       cpuFeatures().describe() + ")",
                   ErrorKind::Unsupported);
   } else {
-    if (std::find(mf.variants.begin(), mf.variants.end(), variant) ==
-        mf.variants.end())
+    if (std::find(variants.begin(), variants.end(), variant) ==
+        variants.end())
       throw Error(artifactDir, "",
                   "the artifact has no kernels for CPU variant '" + variant +
                       "'",
@@ -196,20 +200,25 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
     s->pool_ = std::make_unique<WorkerPool>();
 
   // Bind every module: entries of the variant, weights into the mapping.
-  for (const ArtifactModule &m : mf.modules) {
+  for (const ManifestModule &m : mf.modules) {
     Bound b;
     b.m = &m;
     const std::string subject = moduleSubject(m.name);
-    for (const auto &[dt, byVariant] : m.entries) {
-      auto it = byVariant.find(variant);
-      if (it == byVariant.end())
+    for (const std::string &dt : mf.dtypes) {
+      auto ofDType = [&](const CpuEntry &e) {
+        return e.modules.empty() && e.dtype == dt;
+      };
+      if (std::none_of(m.cpuEntries.begin(), m.cpuEntries.end(), ofDType))
+        continue;
+      const CpuEntry *e = m.findCpuEntry(dt, variant);
+      if (!e)
         throw Error(artifactDir, subject,
                     "no " + dt + " kernel for CPU variant '" + variant + "'",
                     ErrorKind::Unsupported);
-      b.entries.push_back({dt, s->artifact_->entry(it->second),
-                           m.columnSplit.count(it->second) > 0});
+      b.entries.push_back(
+          {dt, s->artifact_->entry(e->symbol), e->columnSplit});
     }
-    for (const ArtifactWeight &w : m.weights) {
+    for (const ManifestWeight &w : m.weights) {
       const TensorInfo *t = s->checkpoint_->find(w.tensor);
       auto mismatch = [&](const std::string &what) {
         return Error(path, subject,

@@ -35,15 +35,19 @@ print("modules", " ".join(names))
 expect(names == [m["name"] for m in manifest["modules"]], "module list")
 symbols = set()
 for sm, mm in zip(summary["modules"], manifest["modules"]):
-    expect(sm["entry"] == mm["entry"], "entries of " + sm["name"])
+    # The summary maps dtype -> variant -> symbol; the manifest lists entries.
+    by_dtype = {}
+    for e in mm["entries"]:
+        expect(e["backend"] == "cpu", "backend of an entry of " + sm["name"])
+        by_dtype.setdefault(e["dtype"], {})[e["variant"]] = e["symbol"]
+        symbols.add(e["symbol"])
+    expect(sm["entry"] == by_dtype, "entries of " + sm["name"])
     expect(sm["format"] == mm["format"] and sm["kind"] == mm["kind"],
            "format/kind of " + sm["name"])
     # A module's time sums its jobs, which may run in parallel: it is not
     # bounded by the total wall time.
     expect(isinstance(sm["seconds"], (int, float)) and sm["seconds"] > 0,
            "seconds of " + sm["name"])
-    for by_variant in mm["entry"].values():
-        symbols.update(by_variant.values())
 print("entries", summary["entries"])
 expect(isinstance(summary["seconds"], (int, float)) and summary["seconds"] > 0,
        "total seconds")

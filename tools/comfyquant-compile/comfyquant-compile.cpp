@@ -30,8 +30,10 @@
 #include "comfyquant/Import/CheckpointImporter.h"
 #include "comfyquant/Pipelines/Pipelines.h"
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/Manifest.h"
 #include "comfyquant/runtime/ModuleResolver.h"
 #include "comfyquant/runtime/OutputFile.h"
+#include "comfyquant/version.h"
 #include "ToolVersion.h"
 
 #include "mlir/IR/AsmState.h"
@@ -44,6 +46,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -272,7 +275,7 @@ void runCodegenJob(MLIRContext &ctx, CodegenJob &j,
 struct ModuleRecord {
   std::string name;
   ModuleInfoAttr info;
-  nlohmann::ordered_json weights;
+  std::optional<std::vector<rt::ManifestWeight>> weights; // set by dtype 1
   std::map<std::string, int> kernelOf; // dtype -> kernel index
   double seconds = 0;
   bool rowIndependent = true;
@@ -288,23 +291,22 @@ bool matchesAny(const std::string &name,
   return false;
 }
 
-nlohmann::ordered_json weightsJson(ArrayAttr weights) {
-  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+/// The kernel's weight arguments (`comfyquant.weights`), in order.
+std::vector<rt::ManifestWeight> manifestWeights(ArrayAttr weights) {
+  std::vector<rt::ManifestWeight> list;
   if (!weights)
     return list;
   for (Attribute a : weights) {
     auto d = cast<DictionaryAttr>(a);
-    nlohmann::ordered_json w;
-    w["tensor"] = d.getAs<StringAttr>("tensor").str();
-    w["offset"] = d.getAs<IntegerAttr>("offset").getInt();
-    w["dtype"] = d.getAs<StringAttr>("dtype").str();
-    std::vector<int64_t> shape;
+    rt::ManifestWeight w;
+    w.tensor = d.getAs<StringAttr>("tensor").str();
+    w.offset = d.getAs<IntegerAttr>("offset").getInt();
+    w.dtype = d.getAs<StringAttr>("dtype").str();
     for (Attribute s : d.getAs<ArrayAttr>("shape"))
-      shape.push_back(cast<IntegerAttr>(s).getInt());
-    w["shape"] = shape;
+      w.shape.push_back(cast<IntegerAttr>(s).getInt());
     if (auto shard = d.getAs<StringAttr>("shard"))
-      w["shard"] = shard.str();
-    list.push_back(w);
+      w.shard = shard.str();
+    list.push_back(std::move(w));
   }
   return list;
 }
@@ -399,6 +401,67 @@ static void reportSummary(const std::string &dir,
   summary["seconds"] = roundMillis(seconds);
   llvm::outs() << summary.dump(2) << "\n";
   llvm::outs().flush();
+}
+
+/// The artifact's manifest (runtime/.../Manifest.h): the checkpoint's
+/// identity, the CPU backend and per module its shape, weight bindings and
+/// entries.
+static rt::Manifest
+buildManifest(const rt::Checkpoint &ckpt,
+              const std::vector<const CPUVariant *> &variants,
+              const std::vector<std::string> &dtypes,
+              const std::vector<std::string> &selected,
+              std::map<std::string, ModuleRecord> &records,
+              const std::vector<Kernel> &kernels) {
+  rt::Manifest m;
+  m.producer = std::string("comfyquant ") + CQ_VERSION_STRING;
+  m.llvmVersion = LLVM_VERSION_STRING;
+  // The checkpoint by absolute path and relative to the artifact: the
+  // runtime tries the relative one first, so an artifact moved together with
+  // its checkpoint still finds it.
+  const std::filesystem::path ckptAbs =
+      std::filesystem::absolute(inputFile.getValue()).lexically_normal();
+  m.checkpointPath = ckptAbs.string();
+  m.checkpointRelativePath =
+      ckptAbs
+          .lexically_relative(
+              std::filesystem::absolute(outputDir.getValue()).lexically_normal())
+          .string();
+  m.checkpointSize = ckpt.totalSize();
+  m.checkpointHash = "fnv1a64:" + hex64(ckpt.headerHash());
+  m.dtypes = dtypes;
+  rt::CpuBackend cpu;
+  for (const CPUVariant *v : variants)
+    cpu.variants.push_back(v->name);
+  m.cpu = std::move(cpu);
+  for (const std::string &name : selected) {
+    ModuleRecord &r = records[name];
+    rt::ManifestModule a;
+    a.name = name;
+    a.kind = stringifyModuleKind(r.info.getKind()).str();
+    a.format = rt::formatName(toRegistry(r.info.getFormat().getKind()));
+    a.outFeatures = r.info.getOutFeatures();
+    a.inFeatures = r.info.getInFeatures();
+    if (r.info.getKind() == ModuleKind::moe)
+      a.experts = r.info.getExperts();
+    a.rotationGroup =
+        r.info.getRotation() ? r.info.getRotation().getGroup() : 0;
+    a.rowIndependent = r.rowIndependent;
+    a.weights = r.weights.value_or(std::vector<rt::ManifestWeight>());
+    for (auto &[dt, ki] : r.kernelOf) {
+      const Kernel &k = kernels[ki];
+      for (auto &[variant, symbol] : k.entries) {
+        rt::CpuEntry e;
+        e.dtype = dt;
+        e.variant = variant;
+        e.symbol = symbol;
+        e.columnSplit = llvm::is_contained(k.columnSplit, symbol);
+        a.cpuEntries.push_back(std::move(e));
+      }
+    }
+    m.modules.push_back(std::move(a));
+  }
+  return m;
 }
 
 static int compileMain(int argc, char **argv) {
@@ -533,9 +596,9 @@ static int compileMain(int argc, char **argv) {
       if (!r.info)
         die("module '" + name + "': the decomposed function has no "
             "comfyquant.module record");
-      nlohmann::ordered_json w =
-          weightsJson(fn->getAttrOfType<ArrayAttr>("comfyquant.weights"));
-      if (!r.weights.is_null() && r.weights != w)
+      std::vector<rt::ManifestWeight> w =
+          manifestWeights(fn->getAttrOfType<ArrayAttr>("comfyquant.weights"));
+      if (r.weights && *r.weights != w)
         die("module '" + name + "': weight lists differ between dtypes");
       r.weights = w;
       r.seconds += share;
@@ -716,58 +779,18 @@ static int compileMain(int argc, char **argv) {
   for (const std::string &o : objects)
     llvm::sys::fs::remove(o);
 
-  nlohmann::ordered_json manifest;
-  manifest["schema"] = "comfyquant-manifest";
-  manifest["version"] = 2;
-  manifest["target"] = "cpu";
-  // The checkpoint by absolute path and relative to the artifact: the
-  // runtime tries the relative one first, so an artifact moved together with
-  // its checkpoint still finds it.
-  const std::filesystem::path ckptAbs =
-      std::filesystem::absolute(inputFile.getValue()).lexically_normal();
-  const std::filesystem::path ckptRel = ckptAbs.lexically_relative(
-      std::filesystem::absolute(outputDir.getValue()).lexically_normal());
-  manifest["checkpoint"] = {{"path", ckptAbs.string()},
-                            {"size", ckpt->totalSize()},
-                            {"hash", "fnv1a64:" + hex64(ckpt->headerHash())},
-                            {"relative_path", ckptRel.string()}};
-  std::vector<std::string> vnames;
-  for (const CPUVariant *v : vs)
-    vnames.push_back(v->name);
-  manifest["variants"] = vnames;
-  manifest["dtypes"] = dts;
-  nlohmann::ordered_json mods = nlohmann::ordered_json::array();
-  for (const std::string &name : selected) {
-    ModuleRecord &r = records[name];
-    nlohmann::ordered_json j;
-    j["name"] = name;
-    j["kind"] = stringifyModuleKind(r.info.getKind()).str();
-    j["format"] = rt::formatName(toRegistry(r.info.getFormat().getKind()));
-    j["out_features"] = r.info.getOutFeatures();
-    j["in_features"] = r.info.getInFeatures();
-    if (r.info.getKind() == ModuleKind::moe)
-      j["experts"] = r.info.getExperts();
-    else
-      j["experts"] = nullptr;
-    j["rotation_group"] =
-        r.info.getRotation() ? r.info.getRotation().getGroup() : 0;
-    j["row_independent"] = r.rowIndependent;
-    nlohmann::ordered_json entry;
-    for (auto &[dt, ki] : r.kernelOf)
-      entry[dt] = kernels[ki].entries;
-    j["entry"] = entry;
-    // Entries that compute only the columns [begin, end) they are given
-    // (the runtime may split N across threads for them).
-    std::vector<std::string> split;
-    for (auto &[dt, ki] : r.kernelOf)
-      split.insert(split.end(), kernels[ki].columnSplit.begin(),
-                   kernels[ki].columnSplit.end());
-    j["column_split"] = split;
-    j["weights"] = r.weights;
-    mods.push_back(j);
+  {
+    const std::string text = rt::writeManifest(
+        buildManifest(*ckpt, vs, dts, selected, records, kernels));
+    const std::string path = (tmpDir + "/manifest.json").str();
+    // Never publish a manifest the runtime would refuse.
+    try {
+      rt::parseManifest(text, path);
+    } catch (const rt::Error &e) {
+      cleanupAndDie(std::string("internal error: ") + e.what());
+    }
+    writeFile(path, text);
   }
-  manifest["modules"] = mods;
-  writeFile((tmpDir + "/manifest.json").str(), manifest.dump(2) + "\n");
 
   // Publish: the checks again (DIR may have changed while compiling), then
   // the finished directory replaces DIR in one rename.

@@ -1,11 +1,13 @@
-//===- Artifact.h - compiled CPU kernel artifacts ---------------*- C++ -*-===//
+//===- Artifact.h - compiled kernel artifacts -------------------*- C++ -*-===//
 //
 // An artifact directory written by comfyquant-compile (docs/CpuCodegen.md
-// §3): manifest.json plus kernels.so. The manifest names the checkpoint it
-// was compiled for (path, size, header hash), the CPU variants and
-// activation dtypes it has kernels for, and per module its shape, its entry
-// symbols (per dtype and variant) and the checkpoint tensors its kernels
-// bind, in argument order. Entry points are `void entry(void **args)`:
+// §3): manifest.json (Manifest.h) plus the libraries of its backends
+// (kernels.so for the CPU). The manifest names the checkpoint it was
+// compiled for (path, size, header hash), the activation dtypes, per
+// backend its variants or archs, and per module its shape, its entries
+// (per backend, dtype and variant/arch) and the checkpoint tensors its
+// kernels bind, in argument order. CPU entry points are
+// `void entry(void **args)`:
 //
 //   linear     args = {&x, &y, &w0, &w1, ...}
 //   moe        args = {&x, &y, &expert (int64), &w0, ...}
@@ -19,57 +21,24 @@
 #ifndef COMFYQUANT_RUNTIME_ARTIFACT_H
 #define COMFYQUANT_RUNTIME_ARTIFACT_H
 
-#include <cstdint>
-#include <map>
+#include "comfyquant/runtime/Manifest.h"
+
 #include <memory>
-#include <set>
 #include <string>
-#include <vector>
 
 namespace comfyquant::rt {
 
-struct ArtifactWeight {
-  std::string tensor; ///< checkpoint tensor name
-  std::string dtype;  ///< safetensors dtype name ("I8", "F8_E4M3", ...)
-  std::string shard;  ///< shard file of a sharded checkpoint, or ""
-  uint64_t offset = 0; ///< absolute file offset
-  std::vector<int64_t> shape;
-};
-
-struct ArtifactModule {
-  std::string name, kind, format; ///< kind: linear, moe, embedding
-  int64_t outFeatures = 0, inFeatures = 0, experts = 0, rotationGroup = 0;
-  /// Rows of x may be computed independently (split across threads).
-  bool rowIndependent = true;
-  /// dtype ("f32", "bf16", "f16") -> variant -> entry symbol.
-  std::map<std::string, std::map<std::string, std::string>> entries;
-  /// Entry symbols that compute only the columns [begin, end) they are
-  /// passed, so N may be split across threads.
-  std::set<std::string> columnSplit;
-  std::vector<ArtifactWeight> weights;
-  double compileSeconds = 0;
-};
-
-struct Manifest {
-  int version = 0;
-  std::string target;
-  /// The checkpoint's absolute path when compiled, and the same path
-  /// relative to the artifact directory ("" in older manifests).
-  std::string checkpointPath, checkpointRelativePath, checkpointHash;
-  uint64_t checkpointSize = 0;
-  std::vector<std::string> variants, dtypes;
-  std::vector<ArtifactModule> modules;
-};
-
-/// Parses and validates manifest.json text. Throws Error naming `file`.
-Manifest parseManifest(const std::string &json, const std::string &file);
+/// The names the runtime used before Manifest.h.
+using ArtifactWeight = ManifestWeight;
+using ArtifactModule = ManifestModule;
 
 using KernelEntry = void (*)(void **args);
 
 /// A loaded artifact: the manifest and the dlopen'ed kernels.so.
 class Artifact {
 public:
-  /// Reads DIR/manifest.json and loads DIR/kernels.so. Throws Error.
+  /// Reads DIR/manifest.json and loads the CPU library (DIR/kernels.so)
+  /// when the artifact has a cpu backend. Throws Error.
   static std::unique_ptr<Artifact> open(const std::string &dir);
   ~Artifact();
   Artifact(const Artifact &) = delete;
@@ -79,7 +48,8 @@ public:
   const Manifest &manifest() const { return manifest_; }
   /// The module named `name`, or nullptr.
   const ArtifactModule *find(const std::string &name) const;
-  /// The entry point `symbol` of kernels.so. Throws Error when missing.
+  /// The entry point `symbol` of the CPU library. Throws Error when it or
+  /// the library is missing.
   KernelEntry entry(const std::string &symbol) const;
 
 private:
