@@ -23,8 +23,8 @@
 // stderr (--quiet: none); --json prints a summary to stdout. Any error:
 // message, exit code 1.
 //===----------------------------------------------------------------------===//
-#include "comfyquant/Codegen/CPUCodegen.h"
-#include "comfyquant/Codegen/Passes.h"
+#include "comfyquant/Codegen/CPU/CPUCodegen.h"
+#include "comfyquant/Codegen/CPU/Passes.h"
 #include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Import/CheckpointImporter.h"

@@ -5,7 +5,6 @@
 // IR to upstream dialects run in one tool. Options are mlir-opt's; -o may
 // not name the input file (mlir-opt would truncate it before reading).
 //===----------------------------------------------------------------------===//
-#include "comfyquant/Codegen/CPUCodegen.h"
 #include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Dialect/ComfyQuant/Transforms/Passes.h"

@@ -32,6 +32,44 @@ void buildComfyQuantDecomposePipeline(OpPassManager &pm,
 /// Registers the named pipelines (`comfyquant-decompose-pipeline`).
 void registerComfyQuantPipelines();
 
+/// Options of the CPU codegen pipeline.
+struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
+  Option<std::string> variant{*this, "variant",
+                              llvm::cl::desc("CPU variant (x86-64-v3, "
+                                             "avx512-vnni, amx)"),
+                              llvm::cl::init("x86-64-v3")};
+  Option<std::string> ukernel{*this, "ukernel",
+                              llvm::cl::desc("Force a GEMM micro-kernel"),
+                              llvm::cl::init("")};
+  Option<int64_t> mr{*this, "mr", llvm::cl::desc("Register tile rows"),
+                     llvm::cl::init(0)};
+  Option<int64_t> nr{*this, "nr", llvm::cl::desc("Register tile columns"),
+                     llvm::cl::init(0)};
+  Option<int64_t> mc{*this, "mc", llvm::cl::desc("M block"),
+                     llvm::cl::init(0)};
+  Option<bool> lowerComfyQuant{
+      *this, "lower-comfyquant",
+      llvm::cl::desc("Run convert-comfyquant-to-linalg first"),
+      llvm::cl::init(true)};
+  Option<bool> lowerToLLVM{
+      *this, "lower-to-llvm",
+      llvm::cl::desc("Bufferize and lower to the LLVM dialect (off: stop "
+                     "after the vectorized GEMMs on tensors)"),
+      llvm::cl::init(true)};
+};
+
+/// The CPU pipeline: upstream-dialect IR (func + linalg/tensor/arith/math on
+/// tensors; optionally comfyquant computation ops first) -> strategy
+/// attributes -> register-blocked vector GEMMs on tensors -> one-shot
+/// bufferization -> LLVM dialect with packed entries. Added to `pm`
+/// (anchored on builtin.module).
+void buildComfyQuantCPUCodegenPipeline(OpPassManager &pm,
+                                       const CPUCodegenOptions &options);
+
+/// Registers the pipeline as `comfyquant-cpu-codegen` and the passes of
+/// Codegen/Common/Passes.td and Codegen/CPU/Passes.td.
+void registerComfyQuantCPUCodegen();
+
 } // namespace mlir::comfyquant
 
 #endif // COMFYQUANT_PIPELINES_PIPELINES_H

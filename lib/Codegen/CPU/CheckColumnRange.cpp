@@ -1,5 +1,5 @@
 //===- CheckColumnRange.cpp - y written in place for column splits --------===//
-#include "comfyquant/Codegen/Passes.h"
+#include "comfyquant/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -8,7 +8,7 @@
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUCHECKCOLUMNRANGE
-#include "comfyquant/Codegen/Passes.h.inc"
+#include "comfyquant/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::comfyquant
 
 using namespace mlir;

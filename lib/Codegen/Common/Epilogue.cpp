@@ -6,7 +6,7 @@
 // materialized. These are the rules for when that is possible and the code
 // that evaluates the consumer at one (row, column).
 //===----------------------------------------------------------------------===//
-#include "Gemm.h"
+#include "comfyquant/Codegen/Common/Gemm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

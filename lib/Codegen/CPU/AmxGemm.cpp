@@ -21,9 +21,9 @@
 // semantics (see "AMX emulation" below), so the whole kernel is tested on
 // CPUs without AMX.
 //===----------------------------------------------------------------------===//
-#include "Gemm.h"
+#include "GemmConfig.h"
 
-#include "comfyquant/Codegen/Passes.h"
+#include "comfyquant/Codegen/CPU/Passes.h"
 
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
@@ -43,7 +43,7 @@
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUAMXGEMM
 #define GEN_PASS_DEF_COMFYQUANTCPUCONVERTCFANDAMXTOLLVM
-#include "comfyquant/Codegen/Passes.h.inc"
+#include "comfyquant/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::comfyquant
 
 using namespace mlir;

@@ -1,11 +1,15 @@
 //===- Gemm.h - matmul-like linalg.generic ops ------------------*- C++ -*-===//
-#ifndef COMFYQUANT_LIB_CODEGEN_GEMM_H
-#define COMFYQUANT_LIB_CODEGEN_GEMM_H
+//
+// What every back end needs to find a GEMM and its epilogue in linalg on
+// tensors or buffers, and to hold target intrinsics until bufferization is
+// done.
+//===----------------------------------------------------------------------===//
+#ifndef COMFYQUANT_CODEGEN_COMMON_GEMM_H
+#define COMFYQUANT_CODEGEN_COMMON_GEMM_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <optional>
-#include <string>
 
 namespace mlir::comfyquant::detail {
 
@@ -22,14 +26,6 @@ struct GemmMatch {
 /// body `out + ext(a) * ext(b)` (extsi for i8 -> i32, extf or none for
 /// floats -> f32).
 std::optional<GemmMatch> matchGemm(linalg::GenericOp op);
-
-/// The `comfyquant.gemm` decision.
-struct GemmConfig {
-  std::string ukernel;
-  int64_t mr = 1, nr = 1, kv = 1, mc = 64;
-};
-
-std::optional<GemmConfig> readGemmConfig(Operation *op);
 
 /// If `epi` (an elementwise consumer of the accumulator `acc`) can be
 /// computed one element at a time where a GEMM stores `acc` (two parallel
@@ -50,8 +46,7 @@ Value emitEpilogueAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
 /// are unknown.
 Value intrinsicPlaceholder(OpBuilder &b, Location loc, StringRef name,
                            Type result, ValueRange args);
-DictionaryAttr gemmConfigAttr(MLIRContext *ctx, const GemmConfig &c);
 
 } // namespace mlir::comfyquant::detail
 
-#endif
+#endif // COMFYQUANT_CODEGEN_COMMON_GEMM_H

@@ -1,7 +1,8 @@
-//===- Pipeline.cpp - the comfyquant CPU codegen pipeline -----------------===//
-#include "comfyquant/Codegen/CPUCodegen.h"
-#include "comfyquant/Codegen/Passes.h"
+//===- CPUCodegenPipeline.cpp - the comfyquant CPU codegen pipeline -------===//
+#include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Codegen/Common/Passes.h"
 #include "comfyquant/Conversion/Passes.h"
+#include "comfyquant/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
@@ -60,10 +61,10 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUCheckColumnRange());
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUAmxGemm());
-  pm.addPass(createComfyQuantCPUMaterializeIntrinsics());
+  pm.addPass(createComfyQuantMaterializeIntrinsics());
   pm.addPass(createCanonicalizerPass());
   // After the column-range check, which must still see copies into y.
-  pm.addNestedPass<func::FuncOp>(createComfyQuantCPULowerStridedCopies());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantLowerStridedCopies());
 
   // Lower to the LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -93,7 +94,8 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
 }
 
 void mlir::comfyquant::registerComfyQuantCPUCodegen() {
-  registerComfyQuantCodegenPasses();
+  registerComfyQuantCodegenCommonPasses();
+  registerComfyQuantCodegenCPUPasses();
   PassPipelineRegistration<CPUCodegenOptions>(
       "comfyquant-cpu-codegen",
       "comfyquant CPU pipeline: (comfyquant ops ->) linalg on tensors -> "

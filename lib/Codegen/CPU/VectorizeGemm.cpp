@@ -28,9 +28,9 @@
 // Intrinsics are placeholders (`builtin.unrealized_conversion_cast` tagged
 // `comfyquant.intrinsic`) until comfyquant-cpu-materialize-intrinsics.
 //===----------------------------------------------------------------------===//
-#include "Gemm.h"
+#include "GemmConfig.h"
 
-#include "comfyquant/Codegen/Passes.h"
+#include "comfyquant/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -47,7 +47,7 @@
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUVECTORIZEGEMM
-#include "comfyquant/Codegen/Passes.h.inc"
+#include "comfyquant/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::comfyquant
 
 using namespace mlir;
@@ -611,35 +611,4 @@ struct VectorizeGemmPass
   }
 };
 
-} // namespace
-
-//===----------------------------------------------------------------------===//
-// Intrinsic placeholders -> llvm.call_intrinsic
-//===----------------------------------------------------------------------===//
-
-namespace mlir::comfyquant {
-#define GEN_PASS_DEF_COMFYQUANTCPUMATERIALIZEINTRINSICS
-#include "comfyquant/Codegen/Passes.h.inc"
-} // namespace mlir::comfyquant
-
-namespace {
-struct MaterializeIntrinsicsPass
-    : mlir::comfyquant::impl::ComfyQuantCPUMaterializeIntrinsicsBase<
-          MaterializeIntrinsicsPass> {
-  void runOnOperation() override {
-    SmallVector<UnrealizedConversionCastOp> casts;
-    getOperation().walk([&](UnrealizedConversionCastOp op) {
-      if (op->hasAttr("comfyquant.intrinsic"))
-        casts.push_back(op);
-    });
-    IRRewriter rw(&getContext());
-    for (UnrealizedConversionCastOp op : casts) {
-      rw.setInsertionPoint(op);
-      auto name = op->getAttrOfType<StringAttr>("comfyquant.intrinsic");
-      auto call = LLVM::CallIntrinsicOp::create(
-          rw, op.getLoc(), op.getResult(0).getType(), name, op.getOperands());
-      rw.replaceOp(op, call.getResults());
-    }
-  }
-};
 } // namespace

@@ -1,6 +1,6 @@
 //===- Passes.h - comfyquant CPU codegen passes -----------------*- C++ -*-===//
-#ifndef COMFYQUANT_CODEGEN_PASSES_H
-#define COMFYQUANT_CODEGEN_PASSES_H
+#ifndef COMFYQUANT_CODEGEN_CPU_PASSES_H
+#define COMFYQUANT_CODEGEN_CPU_PASSES_H
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -17,11 +17,11 @@
 namespace mlir::comfyquant {
 
 #define GEN_PASS_DECL
-#include "comfyquant/Codegen/Passes.h.inc"
+#include "comfyquant/Codegen/CPU/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "comfyquant/Codegen/Passes.h.inc"
+#include "comfyquant/Codegen/CPU/Passes.h.inc"
 
 } // namespace mlir::comfyquant
 
-#endif // COMFYQUANT_CODEGEN_PASSES_H
+#endif // COMFYQUANT_CODEGEN_CPU_PASSES_H

@@ -1,6 +1,6 @@
 //===- Passes.td - comfyquant CPU codegen passes ------------*- tablegen -*-===//
-#ifndef COMFYQUANT_CODEGEN_PASSES_TD
-#define COMFYQUANT_CODEGEN_PASSES_TD
+#ifndef COMFYQUANT_CODEGEN_CPU_PASSES_TD
+#define COMFYQUANT_CODEGEN_CPU_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
 
@@ -154,21 +154,6 @@ def ComfyQuantCPUAmxGemm
                            "::mlir::vector::VectorDialect"];
 }
 
-def ComfyQuantCPULowerStridedCopies
-    : Pass<"comfyquant-cpu-lower-strided-copies", "::mlir::func::FuncOp"> {
-  let summary = "Copies between strided buffers as loops, not runtime calls";
-  let description = [{
-    Runs after bufferization. `finalize-memref-to-llvm` lowers a
-    `memref.copy` whose operands are both contiguous to `llvm.memcpy`, and
-    any other copy (a slice of a row, a tile of a padded buffer: odd shapes
-    produce them) to a call of `memrefCopy`, a function of MLIR's C runner
-    utilities that a kernel library does not link. Each such copy becomes a
-    `linalg.copy`, lowered to loops with the other linalg ops, so the kernels
-    have no undefined symbol. Contiguous copies stay `memref.copy`.
-  }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
-}
-
 def ComfyQuantCPUConvertCFAndAMXToLLVM
     : Pass<"comfyquant-cpu-convert-cf-amx-to-llvm", "::mlir::ModuleOp"> {
   let summary = "cf and amx to LLVM with one type converter";
@@ -177,20 +162,6 @@ def ComfyQuantCPUConvertCFAndAMXToLLVM
     across loop iterations (a block argument after scf-to-cf) cannot be
     converted by it. This pass lowers control flow and the amx ops in one
     conversion whose type converter maps tiles to `!llvm.x86_amx`.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-def ComfyQuantCPUMaterializeIntrinsics
-    : Pass<"comfyquant-cpu-materialize-intrinsics", "::mlir::ModuleOp"> {
-  let summary = "Turn micro-kernel intrinsic placeholders into LLVM calls";
-  let description = [{
-    `comfyquant-cpu-vectorize-gemm` holds target intrinsics (pmaddwd,
-    vpdpbusd) as pure `builtin.unrealized_conversion_cast` ops tagged
-    `comfyquant.intrinsic = "llvm.x86..."` so bufferization and the buffer
-    deallocation pipeline (which reject ops of unknown memory effects) can
-    run; this pass, placed after them, replaces each by
-    `llvm.call_intrinsic`.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
@@ -213,4 +184,4 @@ def ComfyQuantCPUEmitPackedEntries
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
-#endif // COMFYQUANT_CODEGEN_PASSES_TD
+#endif // COMFYQUANT_CODEGEN_CPU_PASSES_TD

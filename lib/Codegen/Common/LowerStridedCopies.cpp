@@ -1,5 +1,5 @@
 //===- LowerStridedCopies.cpp - non-contiguous memref.copy as linalg.copy -===//
-#include "comfyquant/Codegen/Passes.h"
+#include "comfyquant/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -8,8 +8,8 @@
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::comfyquant {
-#define GEN_PASS_DEF_COMFYQUANTCPULOWERSTRIDEDCOPIES
-#include "comfyquant/Codegen/Passes.h.inc"
+#define GEN_PASS_DEF_COMFYQUANTLOWERSTRIDEDCOPIES
+#include "comfyquant/Codegen/Common/Passes.h.inc"
 } // namespace mlir::comfyquant
 
 using namespace mlir;
@@ -24,7 +24,7 @@ bool isContiguous(Type type) {
 }
 
 struct LowerStridedCopiesPass
-    : mlir::comfyquant::impl::ComfyQuantCPULowerStridedCopiesBase<
+    : mlir::comfyquant::impl::ComfyQuantLowerStridedCopiesBase<
           LowerStridedCopiesPass> {
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;

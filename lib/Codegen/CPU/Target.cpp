@@ -1,5 +1,5 @@
 //===- Target.cpp - LLVM IR, object emission, shared-library linking ------===//
-#include "comfyquant/Codegen/CPUCodegen.h"
+#include "comfyquant/Codegen/CPU/CPUCodegen.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"

@@ -1,5 +1,5 @@
 //===- PackedEntries.cpp - void entry(void **args) wrappers ---------------===//
-#include "comfyquant/Codegen/Passes.h"
+#include "comfyquant/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -8,7 +8,7 @@
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUEMITPACKEDENTRIES
-#include "comfyquant/Codegen/Passes.h.inc"
+#include "comfyquant/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::comfyquant
 
 using namespace mlir;

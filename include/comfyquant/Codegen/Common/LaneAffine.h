@@ -1,0 +1,16 @@
+//===- LaneAffine.h - lane-affine vector indices ----------------*- C++ -*-===//
+#ifndef COMFYQUANT_CODEGEN_COMMON_LANEAFFINE_H
+#define COMFYQUANT_CODEGEN_COMMON_LANEAFFINE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::comfyquant::detail {
+
+/// Rewrites lane-affine gathers from 1-D tensors as loads (+ shuffle or
+/// broadcast), and lane-affine remui/divui vectors as `broadcast + const`.
+/// Runs on vectorized tensor code, before bufferization.
+void foldLaneAffineIndices(func::FuncOp func);
+
+} // namespace mlir::comfyquant::detail
+
+#endif // COMFYQUANT_CODEGEN_COMMON_LANEAFFINE_H

@@ -1,0 +1,55 @@
+//===- PrepareABI.cpp - packed-entry functions of the CPU artifact --------===//
+#include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Codegen/Common/DestinationPassing.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+namespace mlir::comfyquant {
+#define GEN_PASS_DEF_COMFYQUANTCPUPREPAREABI
+#include "comfyquant/Codegen/CPU/Passes.h.inc"
+} // namespace mlir::comfyquant
+
+using namespace mlir;
+using namespace mlir::comfyquant;
+
+namespace {
+
+struct PrepareABIPass
+    : mlir::comfyquant::impl::ComfyQuantCPUPrepareABIBase<PrepareABIPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder b(&getContext());
+    SmallVector<NamedAttribute> entries;
+    if (auto existing =
+            module->getAttrOfType<DictionaryAttr>("comfyquant.entries"))
+      entries.append(existing.begin(), existing.end());
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func.isPublic())
+        continue;
+      FailureOr<bool> addedY = comfyquant::detail::makeDestinationPassing(func);
+      if (failed(addedY))
+        return signalPassFailure();
+      // Columns [begin, end) of y to compute: the runtime may split N
+      // across threads. A kernel that cannot restrict itself to them
+      // computes every column (comfyquant.column_range says which).
+      if (*addedY)
+        for (StringRef name : {"comfyquant.column_begin",
+                               "comfyquant.column_end"})
+          if (failed(func.insertArgument(
+                  func.getNumArguments(), b.getIndexType(),
+                  b.getDictionaryAttr({b.getNamedAttr(name, b.getUnitAttr())}),
+                  func.getLoc())))
+            return signalPassFailure();
+      func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                    b.getUnitAttr());
+      StringAttr entry = func->getAttrOfType<StringAttr>("comfyquant.entry");
+      if (!entry)
+        entry = b.getStringAttr(func.getSymName() + "_entry");
+      entries.push_back(b.getNamedAttr(func.getSymName(), entry));
+    }
+    module->setAttr("comfyquant.entries", b.getDictionaryAttr(entries));
+  }
+};
+
+} // namespace

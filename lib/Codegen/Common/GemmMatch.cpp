@@ -1,0 +1,98 @@
+//===- GemmMatch.cpp - matmul-like linalg.generic ops ---------------------===//
+#include "comfyquant/Codegen/Common/Gemm.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+using namespace mlir;
+using namespace mlir::comfyquant;
+using namespace mlir::comfyquant::detail;
+
+//===----------------------------------------------------------------------===//
+// Matching
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// `v` is `arg` or a widening of it (extsi/extf); returns the root.
+Value stripExt(Value v) {
+  if (auto e = v.getDefiningOp<arith::ExtSIOp>())
+    return e.getIn();
+  if (auto e = v.getDefiningOp<arith::ExtFOp>())
+    return e.getIn();
+  return v;
+}
+} // namespace
+
+std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
+    linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != 3 || op.getNumResults() != 1)
+    return std::nullopt;
+  auto iters = op.getIteratorTypesArray();
+  if (iters[0] != utils::IteratorType::parallel ||
+      iters[1] != utils::IteratorType::parallel ||
+      iters[2] != utils::IteratorType::reduction)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  auto map = [&](unsigned a, unsigned b) {
+    return AffineMap::get(3, 0,
+                          {getAffineDimExpr(a, ctx), getAffineDimExpr(b, ctx)},
+                          ctx);
+  };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps[0] != map(0, 2) || maps[1] != map(1, 2) || maps[2] != map(0, 1))
+    return std::nullopt;
+  auto aType = dyn_cast<RankedTensorType>(op.getDpsInputs()[0].getType());
+  auto bType = dyn_cast<RankedTensorType>(op.getDpsInputs()[1].getType());
+  auto cType = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
+  if (!aType || !bType || !cType || !bType.hasStaticShape() ||
+      aType.isDynamicDim(1) || cType.isDynamicDim(1))
+    return std::nullopt;
+  // Body: yield(out + mul(ext(a), ext(b))) in either operand order.
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value sum = yield.getValues()[0];
+  Operation *addOp = sum.getDefiningOp();
+  if (!addOp || !isa<arith::AddIOp, arith::AddFOp>(addOp))
+    return std::nullopt;
+  Value out = body.getArgument(2), mul;
+  if (addOp->getOperand(0) == out)
+    mul = addOp->getOperand(1);
+  else if (addOp->getOperand(1) == out)
+    mul = addOp->getOperand(0);
+  else
+    return std::nullopt;
+  Operation *mulOp = mul.getDefiningOp();
+  if (!mulOp || !isa<arith::MulIOp, arith::MulFOp>(mulOp))
+    return std::nullopt;
+  Value x = stripExt(mulOp->getOperand(0)), y = stripExt(mulOp->getOperand(1));
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  if (!((x == a && y == b) || (x == b && y == a)))
+    return std::nullopt;
+  // Only ext/mul/add in the body.
+  for (Operation &o : body.without_terminator())
+    if (!isa<arith::ExtSIOp, arith::ExtFOp, arith::MulIOp, arith::MulFOp,
+             arith::AddIOp, arith::AddFOp>(o))
+      return std::nullopt;
+  GemmMatch m;
+  m.aElt = aType.getElementType();
+  m.bElt = bType.getElementType();
+  m.n = bType.getShape()[0];
+  m.k = bType.getShape()[1];
+  Type c = cType.getElementType();
+  auto isAct = [](Type t) { return t.isF32() || t.isBF16() || t.isF16(); };
+  if (m.aElt.isSignlessInteger(8) && m.bElt.isSignlessInteger(8) &&
+      c.isSignlessInteger(32) && isa<arith::AddIOp>(addOp) &&
+      isa<arith::MulIOp>(mulOp)) {
+    // Both operands must be sign-extended.
+    if (!mulOp->getOperand(0).getDefiningOp<arith::ExtSIOp>() ||
+        !mulOp->getOperand(1).getDefiningOp<arith::ExtSIOp>())
+      return std::nullopt;
+    m.kind = GemmMatch::Kind::I8I8I32;
+    return m;
+  }
+  if (isAct(m.aElt) && isAct(m.bElt) && c.isF32() && isa<arith::AddFOp>(addOp)) {
+    m.kind = GemmMatch::Kind::FloatF32;
+    return m;
+  }
+  return std::nullopt;
+}
