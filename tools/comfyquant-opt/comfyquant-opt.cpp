@@ -5,6 +5,7 @@
 // IR to upstream dialects run in one tool. Options are mlir-opt's; -o may
 // not name the input file (mlir-opt would truncate it before reading).
 //===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Dialect/ComfyQuant/Transforms/Passes.h"
@@ -29,6 +30,8 @@ int main(int argc, char **argv) {
   mlir::comfyquant::registerComfyQuantPipelines();
   mlir::comfyquant::registerComfyQuantConversionPasses();
   mlir::comfyquant::registerComfyQuantCPUCodegen();
+  mlir::comfyquant::registerComfyQuantGPUCodegen();
+  mlir::comfyquant::registerComfyQuantGPUTranslations(registry);
   ::comfyquant::tools::setVersionPrinter();
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "comfyquant optimizer driver\n", registry);

@@ -1,0 +1,116 @@
+//===- Passes.td - comfyquant GPU codegen passes ------------*- tablegen -*-===//
+#ifndef COMFYQUANT_CODEGEN_GPU_PASSES_TD
+#define COMFYQUANT_CODEGEN_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ComfyQuantGPUPrepareABI
+    : Pass<"comfyquant-gpu-prepare-abi", "::mlir::ModuleOp"> {
+  let summary = "Give public functions the host-entry ABI of a CUDA artifact";
+  let description = [{
+    Each public function `(x, [expert], w...) -> y` becomes
+    `(launcher, x, y, [expert], w..., workspace)`, returning nothing:
+    `launcher` (`!llvm.ptr`, `comfyquant.launcher`) is the runtime's
+    `cq_gpu_launcher *`; `y` (position 2) is written in place (destination-
+    passing style); `workspace` (`memref<?xi8>`, `comfyquant.workspace`) is
+    the device buffer that every temporary is carved from. Every argument
+    except y and the workspace is read-only. The entry symbol
+    (`comfyquant.entry`, default `<name>_entry`) is recorded in the module
+    attribute `comfyquant.entries`.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+}
+
+def ComfyQuantGPUDistributeLoops
+    : Pass<"comfyquant-gpu-distribute-loops", "::mlir::func::FuncOp"> {
+  let summary = "Turn each top-level loop nest into a gpu.launch";
+  let description = [{
+    The SIMT mapping every module can use. Each top-level `scf.parallel`
+    (from `convert-linalg-to-parallel-loops`) becomes a `gpu.launch` whose
+    iteration space is linearized: `block-size` threads per block, one thread
+    per point (the last dimension fastest, so neighbouring threads touch
+    neighbouring elements), `ceildiv(points, block-size)` blocks along x.
+    Reductions stay sequential loops inside the thread, in the order of
+    the IR. Any other top-level operation that touches memory (a loop
+    without parallel dimensions, a scalar store) runs in a one-thread
+    launch, so the host never dereferences a device pointer. Scalar loads
+    of read-only arguments are cloned into the launches that use them.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "Threads per block">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def ComfyQuantGPUAssignWorkspace
+    : Pass<"comfyquant-gpu-assign-workspace", "::mlir::func::FuncOp"> {
+  let summary = "Carve every temporary buffer out of the workspace argument";
+  let description = [{
+    Replaces each `memref.alloc` of a host entry by a `memref.view` of the
+    `comfyquant.workspace` argument and erases the deallocations. A buffer
+    may have one dynamic size, which must be the row count M of x; its
+    bytes per row and fixed bytes are each rounded up to 256 so that every
+    view starts 256-byte aligned for any M. The function records the
+    rule `comfyquant.workspace_bytes = [per_row, fixed]`
+    (bytes = per_row * M + fixed) for the manifest.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def ComfyQuantGPUMergeKernelModules
+    : Pass<"comfyquant-gpu-merge-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "Gather outlined kernels into one gpu.module with PTX names";
+  let description = [{
+    After `gpu-kernel-outlining`, moves every kernel into the single
+    `gpu.module` named by `module-name`, renaming each to
+    `<entry>_k<i>` (i counts the launches of its host function in order;
+    characters PTX does not allow in identifiers become `_`), and records
+    the names on the host function as `comfyquant.kernels` in launch order.
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string",
+           "\"comfyquant_kernels\"", "Name of the merged gpu.module">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def ComfyQuantGPULowerLaunches
+    : Pass<"comfyquant-gpu-lower-launches", "::mlir::ModuleOp"> {
+  let summary = "Lower gpu.launch_func to calls through the runtime's launcher";
+  let description = [{
+    Runs on host code already in the LLVM dialect (memref operands of the
+    launches arrive as LLVM descriptor structs behind
+    `unrealized_conversion_cast`s). Each `gpu.launch_func` becomes: one
+    stack slot per kernel parameter in the order the NVVM lowering expands
+    them (memref: allocated, aligned, offset, sizes, strides; index: i64),
+    an array of their addresses, and a call of `launcher->launch(self,
+    kernel, grid, block, dynamic shared memory, params, count)`, where
+    `kernel` is the launch's position in `comfyquant.kernels`. The
+    gpu.modules are then removed: device code is compiled separately.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def ComfyQuantGPUExternalizeDynamicSharedMemory
+    : Pass<"comfyquant-gpu-externalize-dynamic-shared-memory",
+           "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Give dynamic shared memory external linkage";
+  let description = [{
+    `gpu.dynamic_shared_memory` lowers to an internal zero-length array in
+    address space 3, which the NVPTX back end prints as a one-byte static
+    `.shared` variable; the kernel then indexes past it into memory that
+    static shared variables (mbarriers) may occupy. With external linkage
+    and no initializer it is printed as `.extern .shared .b8 name[]`, the
+    dynamic shared memory the launch provides. Runs on NVVM-lowered
+    gpu.modules, before serialization.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // COMFYQUANT_CODEGEN_GPU_PASSES_TD

@@ -1,0 +1,127 @@
+//===- Pipeline.cpp - the comfyquant CUDA codegen pipelines ---------------===//
+#include "comfyquant/Codegen/GPU/GPUCodegen.h"
+#include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::comfyquant;
+
+const std::vector<CUDAArch> &mlir::comfyquant::getCUDAArchs() {
+  // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
+  // needs 8.8.
+  static const std::vector<CUDAArch> archs = {
+      {"sm_80", 80, 84, false},   {"sm_86", 86, 84, false},
+      {"sm_89", 89, 84, false},   {"sm_90a", 90, 84, true},
+      {"sm_100a", 100, 88, true}, {"sm_120a", 120, 88, true},
+  };
+  return archs;
+}
+
+const CUDAArch *mlir::comfyquant::lookupCUDAArch(llvm::StringRef name) {
+  for (const CUDAArch &a : getCUDAArchs())
+    if (name == a.name)
+      return &a;
+  return nullptr;
+}
+
+void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
+    OpPassManager &pm, const GPUKernelFormationOptions &options) {
+  if (options.lowerComfyQuant)
+    pm.addPass(createConvertComfyQuantToLinalg());
+  pm.addPass(createComfyQuantGPUPrepareABI());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // Bufferize as the CPU does: y in place, identity layouts at the ABI.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUAssignWorkspace());
+
+  // One thread per output point, reductions in the thread.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  ComfyQuantGPUDistributeLoopsOptions distribute;
+  distribute.blockSize = options.blockSize;
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUDistributeLoops(distribute));
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createComfyQuantGPUMergeKernelModules());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::comfyquant::buildComfyQuantGPUHostPipeline(OpPassManager &pm) {
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(arith::createArithExpandOpsPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createComfyQuantGPULowerLaunches());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createComfyQuantCPUEmitPackedEntries());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::comfyquant::buildComfyQuantGPUDevicePipeline(
+    OpPassManager &pm, const GPUDeviceOptions &options) {
+  const CUDAArch *arch = lookupCUDAArch(options.arch);
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.arch;
+  target.features =
+      "+ptx" + std::to_string(arch ? arch->ptxVersion : getCUDAArchs()[0].ptxVersion);
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(memref::createExpandStridedMetadataPass());
+  device.addPass(createLowerAffinePass());
+  device.addPass(arith::createArithExpandOpsPass());
+  device.addPass(createSCFToControlFlowPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+  device.addPass(createComfyQuantGPUExternalizeDynamicSharedMemory());
+  if (options.serialize) {
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "isa";
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+  }
+}
+
+void mlir::comfyquant::registerComfyQuantGPUCodegen() {
+  registerComfyQuantGPUPasses();
+  PassPipelineRegistration<GPUKernelFormationOptions>(
+      "comfyquant-gpu-form-kernels",
+      "comfyquant CUDA kernel formation: (comfyquant ops ->) linalg on "
+      "tensors -> host entries (workspace, launch geometry) + one gpu.module",
+      buildComfyQuantGPUKernelFormationPipeline);
+  PassPipelineRegistration<>(
+      "comfyquant-gpu-lower-host",
+      "comfyquant CUDA host entries -> LLVM dialect with packed entries and "
+      "launches through cq_gpu_launcher",
+      buildComfyQuantGPUHostPipeline);
+  PassPipelineRegistration<GPUDeviceOptions>(
+      "comfyquant-gpu-lower-device",
+      "comfyquant gpu.modules -> NVVM for one arch -> gpu.binary with PTX",
+      buildComfyQuantGPUDevicePipeline);
+}
