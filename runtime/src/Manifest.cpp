@@ -105,16 +105,15 @@ public:
       fail(where + ": \"" + key + "\" must be a boolean");
     return v.get<bool>();
   }
-  /// An array of distinct non-empty strings.
+  /// A non-empty array of distinct non-empty strings.
   std::vector<std::string> names(const json &obj, const char *key,
-                                 const std::string &where,
-                                 bool nonEmpty = true) const {
+                                 const std::string &where) const {
     const json &v = field(obj, key, where);
     const std::string rule = std::string("\"") + key +
                              "\" must be an array of distinct non-empty "
                              "strings";
-    if (!v.is_array() || (nonEmpty && v.empty()))
-      fail(where + ": " + rule + (nonEmpty ? ", at least one" : ""));
+    if (!v.is_array() || v.empty())
+      fail(where + ": " + rule + ", at least one");
     std::vector<std::string> out;
     for (const json &e : v) {
       if (!e.is_string() || e.get_ref<const std::string &>().empty())
@@ -303,6 +302,7 @@ Manifest readVersion2(const Reader &r, const json &j) {
   return m;
 }
 
+/// A block entry's "modules"; empty for the default (the owner alone).
 std::vector<std::string> readEntryModules(const Reader &r, const json &ej,
                                           const std::string &owner,
                                           const std::set<std::string> &known,
