@@ -23,7 +23,8 @@
 //
 // Paths are relative to the artifact directory; a cubin may be "" (no
 // ptxas). Entries are keyed by (backend, dtype, variant) or (backend, dtype,
-// arch), unique per module. A CPU entry is `void symbol(void **args)` in the
+// arch), unique per module; each binds the module's `weights` as its weight
+// arguments, in that order. A CPU entry is `void symbol(void **args)` in the
 // CPU library; `column_split` says it computes only the columns [begin, end)
 // it is passed. A CUDA entry is `void host(void **args)` in the host library
 // that launches `kernels` (indexed by the launcher's kernel argument) from
