@@ -1,6 +1,7 @@
 # -*- Python -*- lit configuration for comfyquant.
 import os
 import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -35,3 +36,23 @@ config.environment["COMFYQUANT_CACHE_DIR"] = os.path.join(
 # else runs on the CPU.
 if shutil.which("nvidia-smi"):
     config.available_features.add("cuda-driver")
+
+# cuda-device: the runtime itself finds a driver and a GPU (comfyquant-run
+# --devices exits 0), asked without the tests' fake driver.
+def _has_cuda_device():
+    run = os.path.join(config.comfyquant_obj_root, "bin", "comfyquant-run")
+    env = {k: v for k, v in os.environ.items() if k != "COMFYQUANT_LIBCUDA"}
+    try:
+        return subprocess.run([run, "--devices"], env=env,
+                              stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL,
+                              timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+if _has_cuda_device():
+    config.available_features.add("cuda-device")
+# The fake libcuda of the unit tests (host memory, logs launches).
+config.substitutions.append(("%fake_libcuda",
+                             os.path.join(config.comfyquant_obj_root, "lib",
+                                          "libfakecuda.so")))

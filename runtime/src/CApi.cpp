@@ -7,6 +7,7 @@
 #include "comfyquant/runtime/Reference.h"
 #include "comfyquant/runtime/Session.h"
 #include "comfyquant/runtime/ThreadPool.h"
+#include "cuda/CudaDriver.h"
 
 #include <cerrno>
 #include <cstring>
@@ -20,6 +21,8 @@ using namespace comfyquant::rt;
 
 struct cq_session {
   std::unique_ptr<Session> session;
+  /// cq_session_device's text, fixed at open.
+  std::string device;
 };
 
 struct cq_checkpoint {
@@ -350,6 +353,15 @@ cq_status cq_reference_linear(const cq_checkpoint *ckpt, size_t index,
 cq_status cq_session_open_checked(int header_version, const char *artifact_dir,
                                   const cq_session_options *options,
                                   cq_session **out) {
+  return cq_session_open_backend_checked(header_version, artifact_dir, options,
+                                         nullptr, out);
+}
+
+cq_status cq_session_open_backend_checked(int header_version,
+                                          const char *artifact_dir,
+                                          const cq_session_options *options,
+                                          const cq_device_options *device,
+                                          cq_session **out) {
   if (out)
     *out = nullptr;
   return guarded("cq_session_open", [&] {
@@ -385,8 +397,22 @@ cq_status cq_session_open_checked(int header_version, const char *artifact_dir,
         };
       }
     }
+    if (device) {
+      requireStruct(device, "device");
+      if (device->backend)
+        o.backend = device->backend;
+      if (o.backend != "cpu" && o.backend != "cuda" && !o.backend.empty())
+        fail(CQ_ERROR_INVALID_ARGUMENT, "device->backend is '" + o.backend +
+                                            "' (\"cpu\" or \"cuda\")");
+      if (device->device < 0)
+        fail(CQ_ERROR_INVALID_ARGUMENT,
+             "device->device is " + std::to_string(device->device));
+      o.device = device->device;
+      o.cudaStream = device->cuda_stream;
+    }
     auto s = std::make_unique<cq_session>();
     s->session = Session::open(artifact_dir, o);
+    s->device = s->session->deviceDescription();
     *out = s.release();
   });
 }
@@ -398,6 +424,23 @@ cq_status cq_session_variant(const cq_session *session, const char **variant) {
     require(session, "session");
     require(variant, "variant");
     *variant = session->session->variant().c_str();
+  });
+}
+
+cq_status cq_session_backend(const cq_session *session, const char **backend) {
+  return guarded("cq_session_backend", [&] {
+    require(session, "session");
+    require(backend, "backend");
+    *backend = session->session->backend().c_str();
+  });
+}
+
+cq_status cq_session_device(const cq_session *session,
+                            const char **description) {
+  return guarded("cq_session_device", [&] {
+    require(session, "session");
+    require(description, "description");
+    *description = session->device.c_str();
   });
 }
 
@@ -518,6 +561,41 @@ cq_status cq_session_lookup(const cq_session *session, size_t index, int dtype,
   });
 }
 
+cq_status cq_session_run_device(const cq_session *session, size_t index,
+                                int64_t expert, int dtype, uint64_t x,
+                                int64_t m, uint64_t y, size_t y_bytes) {
+  return guarded("cq_session_run_device", [&] {
+    require(session, "session");
+    const Session &s = *session->session;
+    requireIndex(index, s.moduleCount(), "module index");
+    const DType dt = dtypeOf(dtype);
+    if (m > 0)
+      requireCapacity(m, s.module(index).outFeatures, dt, y_bytes, "y");
+    s.runDevice(index, dt, x, m, y, expert);
+  });
+}
+
+cq_status cq_session_lookup_device(const cq_session *session, size_t index,
+                                   int dtype, uint64_t indices, int64_t m,
+                                   uint64_t y, size_t y_bytes) {
+  return guarded("cq_session_lookup_device", [&] {
+    require(session, "session");
+    const Session &s = *session->session;
+    requireIndex(index, s.moduleCount(), "module index");
+    const DType dt = dtypeOf(dtype);
+    if (m > 0)
+      requireCapacity(m, s.module(index).inFeatures, dt, y_bytes, "y");
+    s.lookupDevice(index, dt, indices, m, y);
+  });
+}
+
+cq_status cq_session_synchronize(const cq_session *session) {
+  return guarded("cq_session_synchronize", [&] {
+    require(session, "session");
+    session->session->synchronize();
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // This machine
 //===----------------------------------------------------------------------===//
@@ -536,5 +614,15 @@ cq_status cq_cpu_supports(const char *variant, int *supported) {
 }
 
 int cq_available_cores(void) { return availableCores(); }
+
+cq_status cq_cuda_device_count(int *count) {
+  if (count)
+    *count = 0;
+  return guarded("cq_cuda_device_count", [&] {
+    require(count, "count");
+    std::shared_ptr<const CudaDriver> driver = CudaDriver::load();
+    *count = static_cast<int>(driver->devices().size());
+  });
+}
 
 } // extern "C"

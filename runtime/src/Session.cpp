@@ -4,6 +4,7 @@
 #include "comfyquant/runtime/CpuFeatures.h"
 #include "comfyquant/runtime/Error.h"
 #include "comfyquant/runtime/ThreadPool.h"
+#include "cuda/CudaExecutor.h"
 
 #include <algorithm>
 #include <array>
@@ -75,6 +76,34 @@ int parseThreadCount(const char *text) {
   return static_cast<int>(v);
 }
 
+/// The checkpoint tensor `w` binds, checked against the manifest's record
+/// of it (`path` is the checkpoint's, for messages).
+const TensorInfo &boundTensor(const Checkpoint &checkpoint,
+                              const std::string &path,
+                              const std::string &subject,
+                              const ManifestWeight &w) {
+  const TensorInfo *t = checkpoint.find(w.tensor);
+  auto mismatch = [&](const std::string &what) {
+    return Error(path, subject,
+                 "tensor '" + w.tensor + "' " + what +
+                     " differs from the artifact (was the checkpoint "
+                     "rewritten?)",
+                 ErrorKind::Mismatch);
+  };
+  if (!t)
+    throw Error(path, subject,
+                "tensor '" + w.tensor + "' the kernels bind is missing",
+                ErrorKind::Mismatch);
+  if (dtypeName(t->dtype) != w.dtype)
+    throw mismatch("dtype");
+  if (t->shape != w.shape)
+    throw mismatch("shape");
+  if (t->fileOffset != w.offset)
+    throw mismatch("offset");
+  if (!w.shard.empty() && t->file && baseName(*t->file) != baseName(w.shard))
+    throw mismatch("shard");
+  return *t;
+}
 } // namespace
 
 /// An entry of the session's variant for one activation dtype.
@@ -87,6 +116,8 @@ struct Session::BoundEntry {
 struct Session::Bound {
   const ArtifactModule *m = nullptr;
   std::vector<BoundEntry> entries;
+  /// cuda: (dtype, CudaExecutor entry index) per activation dtype.
+  std::vector<std::pair<std::string, size_t>> cudaEntries;
   /// One descriptor per weight, in argument order.
   std::vector<std::vector<int64_t>> weights;
 };
@@ -152,6 +183,15 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
   }
   s->checkpointPath_ = path;
 
+  if (options.backend == "cuda") {
+    s->bindCuda(options);
+    return s;
+  }
+  if (!options.backend.empty() && options.backend != "cpu")
+    throw Error(artifactDir, "",
+                "unknown backend '" + options.backend + "' (cpu or cuda)",
+                ErrorKind::InvalidArgument);
+
   // The CPU variant.
   std::string variant = options.variant;
   if (variant.empty())
@@ -204,12 +244,7 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
     Bound b;
     b.m = &m;
     const std::string subject = moduleSubject(m.name);
-    for (const std::string &dt : mf.dtypes) {
-      auto ofDType = [&](const CpuEntry &e) {
-        return e.modules.empty() && e.dtype == dt;
-      };
-      if (std::none_of(m.cpuEntries.begin(), m.cpuEntries.end(), ofDType))
-        continue;
+    for (const std::string &dt : m.cpuDTypes()) {
       const CpuEntry *e = m.findCpuEntry(dt, variant);
       if (!e)
         throw Error(artifactDir, subject,
@@ -218,32 +253,89 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
       b.entries.push_back(
           {dt, s->artifact_->entry(e->symbol), e->columnSplit});
     }
-    for (const ManifestWeight &w : m.weights) {
-      const TensorInfo *t = s->checkpoint_->find(w.tensor);
-      auto mismatch = [&](const std::string &what) {
-        return Error(path, subject,
-                     "tensor '" + w.tensor + "' " + what +
-                         " differs from the artifact (was the checkpoint "
-                         "rewritten?)",
-                     ErrorKind::Mismatch);
-      };
-      if (!t)
-        throw Error(path, subject,
-                    "tensor '" + w.tensor + "' the kernels bind is missing",
-                    ErrorKind::Mismatch);
-      if (dtypeName(t->dtype) != w.dtype)
-        throw mismatch("dtype");
-      if (t->shape != w.shape)
-        throw mismatch("shape");
-      if (t->fileOffset != w.offset)
-        throw mismatch("offset");
-      if (!w.shard.empty() && t->file && baseName(*t->file) != baseName(w.shard))
-        throw mismatch("shard");
-      b.weights.push_back(descriptor(t->data, w.shape));
-    }
+    for (const ManifestWeight &w : m.weights)
+      b.weights.push_back(descriptor(
+          boundTensor(*s->checkpoint_, path, subject, w).data, w.shape));
     s->bound_.push_back(std::move(b));
   }
   return s;
+}
+
+void Session::bindCuda(const SessionOptions &options) {
+  const Manifest &mf = artifact_->manifest();
+  const std::string &dir = artifact_->dir();
+  if (!mf.cuda)
+    throw Error(dir, "",
+                "the artifact has no CUDA kernels (compile it with --target "
+                "cuda:ARCH)",
+                ErrorKind::Unsupported);
+  backend_ = "cuda";
+  threads_ = 1;
+  auto inDir = [&](const std::string &p) {
+    return p.empty() || p[0] == '/' ? p : dir + "/" + p;
+  };
+  std::vector<CudaExecutor::Image> images;
+  for (const CudaImage &i : mf.cuda->images)
+    images.push_back({i.arch, inDir(i.cubin), inDir(i.ptx)});
+  CudaExecutorOptions eo;
+  eo.device = options.device;
+  eo.stream = options.cudaStream;
+  cuda_ = CudaExecutor::open(CudaDriver::load(), dir, images,
+                             inDir(mf.cuda->hostLibrary), eo);
+  const std::string arch = cuda_->imageArch();
+  variant_ = arch;
+
+  // Every bound tensor goes to the device once, before any call.
+  std::vector<std::vector<size_t>> weights(mf.modules.size());
+  for (size_t i = 0; i < mf.modules.size(); ++i)
+    for (const ManifestWeight &w : mf.modules[i].weights) {
+      const TensorInfo &t = boundTensor(
+          *checkpoint_, checkpointPath_, moduleSubject(mf.modules[i].name), w);
+      weights[i].push_back(
+          cuda_->addWeight({w.tensor, t.data, t.nbytes(), w.shape}));
+    }
+  cuda_->upload();
+
+  for (size_t i = 0; i < mf.modules.size(); ++i) {
+    const ManifestModule &m = mf.modules[i];
+    Bound b;
+    b.m = &m;
+    for (const std::string &dt : mf.dtypes) {
+      auto ofDType = [&](const CudaEntry &e) {
+        return e.modules.empty() && e.dtype == dt;
+      };
+      if (std::none_of(m.cudaEntries.begin(), m.cudaEntries.end(), ofDType))
+        continue;
+      const CudaEntry *e = m.findCudaEntry(dt, arch);
+      if (!e)
+        throw Error(dir, moduleSubject(m.name),
+                    "no " + dt + " CUDA kernels for " + arch,
+                    ErrorKind::Unsupported);
+      CudaExecutor::Entry spec;
+      spec.module = m.name;
+      spec.kind = m.kind == "moe"         ? CudaExecutor::Kind::MoE
+                  : m.kind == "embedding" ? CudaExecutor::Kind::Embedding
+                                          : CudaExecutor::Kind::Linear;
+      spec.inFeatures = m.inFeatures;
+      spec.outFeatures = m.outFeatures;
+      spec.experts = m.experts;
+      spec.elementSize = dt == "f32" ? 4 : 2;
+      spec.symbol = e->host;
+      spec.kernels = e->kernels;
+      spec.workspacePerRow = e->workspacePerRow;
+      spec.workspaceFixed = e->workspaceFixed;
+      spec.weights = weights[i];
+      b.cudaEntries.emplace_back(dt, cuda_->addEntry(spec));
+    }
+    bound_.push_back(std::move(b));
+  }
+}
+
+std::string Session::deviceDescription() const {
+  if (!cuda_)
+    return "";
+  return cuda_->device().describe() + ", " + cuda_->imageArch() +
+         (cuda_->jitCompiled() ? " PTX (JIT)" : " cubin");
 }
 
 Session::~Session() = default; // stops the pool's workers
@@ -295,6 +387,55 @@ const Session::BoundEntry &Session::entryFor(const Bound &b,
               ErrorKind::Unsupported);
 }
 
+size_t Session::cudaEntryFor(const Bound &b, DType dtype) const {
+  const char *key = dtypeKey(dtype);
+  if (!key)
+    throw Error(artifact_->dir(), moduleSubject(b.m->name),
+                std::string("activations must be F32, BF16 or F16, got ") +
+                    dtypeName(dtype),
+                ErrorKind::InvalidArgument);
+  for (const auto &[dt, index] : b.cudaEntries)
+    if (dt == key)
+      return index;
+  throw Error(artifact_->dir(), moduleSubject(b.m->name),
+              std::string("the artifact has no ") + key +
+                  " CUDA kernels (compile with --dtypes including " + key +
+                  ")",
+              ErrorKind::Unsupported);
+}
+
+void Session::runDevice(size_t module, DType dtype, uint64_t x, int64_t m,
+                        uint64_t y, int64_t expert) const {
+  const Bound &b = bound(module);
+  if (!cuda_)
+    throw Error(artifact_->dir(), "",
+                "device pointers need a session on the cuda backend",
+                ErrorKind::InvalidArgument);
+  if (b.m->kind == "embedding")
+    throw Error(artifact_->dir(), moduleSubject(b.m->name),
+                "an embedding takes indices (lookup)",
+                ErrorKind::InvalidArgument);
+  cuda_->run(cudaEntryFor(b, dtype), x, y, m, expert);
+}
+
+void Session::lookupDevice(size_t module, DType dtype, uint64_t indices,
+                           int64_t m, uint64_t y) const {
+  const Bound &b = bound(module);
+  if (!cuda_)
+    throw Error(artifact_->dir(), "",
+                "device pointers need a session on the cuda backend",
+                ErrorKind::InvalidArgument);
+  if (b.m->kind != "embedding")
+    throw Error(artifact_->dir(), moduleSubject(b.m->name),
+                "is not an embedding", ErrorKind::InvalidArgument);
+  cuda_->run(cudaEntryFor(b, dtype), indices, y, m);
+}
+
+void Session::synchronize() const {
+  if (cuda_)
+    cuda_->synchronize();
+}
+
 void Session::run(size_t module, DType dtype, const void *x, int64_t m,
                   void *y, int64_t expert) const {
   const Bound &b = bound(module);
@@ -303,6 +444,10 @@ void Session::run(size_t module, DType dtype, const void *x, int64_t m,
   if (am.kind == "embedding")
     throw Error(artifact_->dir(), subject, "an embedding takes indices (lookup)",
                 ErrorKind::InvalidArgument);
+  if (cuda_) {
+    cuda_->runHost(cudaEntryFor(b, dtype), x, y, m, expert);
+    return;
+  }
   const BoundEntry &entry = entryFor(b, dtype);
   if (m < 0 || (m > 0 && (!x || !y)))
     throw Error(artifact_->dir(), subject, "bad activation rows or pointers",
@@ -393,6 +538,10 @@ void Session::lookup(size_t module, DType dtype, const int64_t *indices,
   if (am.kind != "embedding")
     throw Error(artifact_->dir(), subject, "is not an embedding",
                 ErrorKind::InvalidArgument);
+  if (cuda_) {
+    cuda_->runHost(cudaEntryFor(b, dtype), indices, y, m);
+    return;
+  }
   const BoundEntry &entry = entryFor(b, dtype);
   if (m < 0 || (m > 0 && (!indices || !y)))
     throw Error(artifact_->dir(), subject, "bad index count or pointers",

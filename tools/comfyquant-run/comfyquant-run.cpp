@@ -4,8 +4,10 @@
 //                  [--dtype f32|bf16|f16]
 //   comfyquant-run FILE --module NAME --input IN.safetensors -o OUT.safetensors
 //                  [--artifact DIR | --target cpu | --reference] [--expert E]
-//                  [--threads T] [--no-cache]
+//                  [--threads T] [--no-cache] [--backend cpu|cuda]
+//                  [--device N]
 //   (both: [--kind NAME=KIND]... [--shape NAME=NxK]... [--overwrite])
+//   comfyquant-run --devices
 //
 // --dequantize writes the reference dequantized weight of one module as
 // tensor `weight` with the module's logical shape ([N, K]; MoE banks
@@ -14,7 +16,10 @@
 // --artifact by the compiled kernels of that artifact (comfyquant-compile),
 // with --target cpu (the default) by kernels compiled for this CPU by the
 // comfyquant-compile next to this binary and kept in a cache directory, with
-// --reference by the runtime's reference path.
+// --reference by the runtime's reference path. --backend cuda runs the
+// artifact's CUDA kernels on GPU --device N (--target cuda:ARCH compiles
+// them on the fly); --devices lists the GPUs, or says in one line why there
+// are none (exit 1).
 //
 // The output is written atomically; it may not be an input (the checkpoint
 // or a shard, x, the artifact's files) and an existing one is replaced only
@@ -22,6 +27,7 @@
 // --opt value); an option that does not apply to the mode or the module is
 // an error. Any error: message on stderr, exit code 1.
 //===----------------------------------------------------------------------===//
+#include "comfyquant/runtime/Cuda.h"
 #include "comfyquant/runtime/Error.h"
 #include "comfyquant/runtime/Forward.h"
 #include "comfyquant/runtime/OutputFile.h"
@@ -74,11 +80,17 @@ const OptionSpec kOptions[] = {
      "Safetensors file with tensor 'x'; writes y = module(x) as tensor 'y'"},
     {"--artifact", "DIR", false,
      "Run the compiled kernels of this artifact (comfyquant-compile)"},
-    {"--target", "cpu", false,
-     "Compile the module for this CPU and run it (the default; cached)"},
+    {"--target", "cpu|cuda:ARCH", false,
+     "Compile the module for this CPU (the default) or for CUDA archs "
+     "(sm_90a,...; implies --backend cuda) and run it (cached)"},
+    {"--backend", "cpu|cuda", false,
+     "Run the CPU kernels (default) or the CUDA kernels of the artifact"},
+    {"--device", "N", false, "With --backend cuda: the GPU (default 0)"},
+    {"--devices", nullptr, false,
+     "List the CUDA devices (exit 1, with the reason, when there are none)"},
     {"--reference", nullptr, false, "Run the reference path"},
     {"--no-cache", nullptr, false,
-     "With --target cpu: compile into a temporary directory, bypassing the "
+     "With --target: compile into a temporary directory, bypassing the "
      "cache ($COMFYQUANT_CACHE_DIR, else $XDG_CACHE_HOME/comfyquant, else "
      "~/.cache/comfyquant)"},
     {"--expert", "E", false, "MoE modules: the expert to run (default 0)"},
@@ -98,6 +110,8 @@ const char *kUsage =
     "       comfyquant-run FILE --module NAME --input IN.safetensors\n"
     "                      -o OUT.safetensors [--artifact DIR | --target cpu |\n"
     "                      --reference] [--expert E] [--threads T] [--no-cache]\n"
+    "                      [--backend cpu|cuda] [--device N]\n"
+    "       comfyquant-run --devices\n"
     "       common: [--kind NAME=KIND]... [--shape NAME=NxK]... [--overwrite]\n";
 
 void printHelp() {
@@ -303,8 +317,9 @@ std::string compilerPath() {
 /// (the runtime itself never needs MLIR or LLVM).
 void compileArtifact(const std::string &compiler, const std::string &file,
                      const std::string &module, const rt::ResolveOptions &opts,
-                     const std::string &dir, bool replace) {
-  std::vector<std::string> args = {compiler,    file, "--target", "cpu",
+                     const std::string &target, const std::string &dir,
+                     bool replace) {
+  std::vector<std::string> args = {compiler,    file, "--target", target,
                                    "--modules", module, "--quiet", "-o",
                                    dir};
   if (replace)
@@ -365,7 +380,8 @@ uint64_t fnv1a64(const std::string &s) {
 std::string cacheEntry(const std::string &root, const std::string &compiler,
                        const rt::Checkpoint &checkpoint,
                        const std::string &module,
-                       const rt::ResolveOptions &opts) {
+                       const rt::ResolveOptions &opts,
+                       const std::string &target) {
   struct stat st {};
   ::stat(compiler.c_str(), &st);
   std::string key = "comfyquant-run cache 1\ncompiler " CQ_VERSION_STRING " " +
@@ -376,6 +392,10 @@ std::string cacheEntry(const std::string &root, const std::string &compiler,
                     std::to_string(checkpoint.headerHash()) + " " +
                     std::to_string(checkpoint.shards().size()) + "\nmodule " +
                     module + "\n";
+  // The CPU key is unchanged from before targets were part of it, so
+  // existing cache entries stay valid.
+  if (target != "cpu")
+    key += "target " + target + "\n";
   for (const auto &[name, kind] : opts.kinds)
     key += "kind " + name + "=" + rt::moduleKindName(kind) + "\n";
   for (const auto &[name, nk] : opts.shapes)
@@ -392,7 +412,8 @@ std::string cacheEntry(const std::string &root, const std::string &compiler,
 std::unique_ptr<rt::Session>
 openCached(const std::string &root, const std::string &file,
            const rt::Checkpoint &checkpoint, const std::string &module,
-           const rt::ResolveOptions &opts, const rt::SessionOptions &so) {
+           const rt::ResolveOptions &opts, const std::string &target,
+           const rt::SessionOptions &so) {
   std::string compiler = compilerPath();
   std::error_code ec;
   std::filesystem::create_directories(root, ec);
@@ -400,7 +421,8 @@ openCached(const std::string &root, const std::string &file,
     throw rt::Error(root, "",
                     "cannot create the cache directory: " + ec.message() +
                         " (set COMFYQUANT_CACHE_DIR or pass --no-cache)");
-  std::string dir = cacheEntry(root, compiler, checkpoint, module, opts);
+  std::string dir =
+      cacheEntry(root, compiler, checkpoint, module, opts, target);
   if (std::filesystem::exists(dir + "/manifest.json", ec)) {
     try {
       auto session = rt::Session::open(dir, so);
@@ -414,7 +436,8 @@ openCached(const std::string &root, const std::string &file,
                    dir.c_str(), e.what());
     }
   }
-  compileArtifact(compiler, file, module, opts, dir, /*replace=*/true);
+  compileArtifact(compiler, file, module, opts, target, dir,
+                  /*replace=*/true);
   std::fprintf(stderr, "comfyquant-run: compiled to cache %s\n", dir.c_str());
   return rt::Session::open(dir, so);
 }
@@ -440,6 +463,17 @@ int main(int argc, char **argv) {
     std::printf("comfyquant %s\n", CQ_VERSION_STRING);
     return 0;
   }
+  if (cl.has("--devices")) {
+    if (cl.values.size() != 1 || !cl.file.empty())
+      return fail("--devices takes no other argument");
+    try {
+      for (const rt::CudaDeviceInfo &d : rt::cudaDevices())
+        std::printf("%s\n", d.describe().c_str());
+      return 0;
+    } catch (const rt::Error &e) {
+      return fail(e.what());
+    }
+  }
 
   // The mode, and the options that apply to it.
   const std::string &file = cl.file;
@@ -458,7 +492,8 @@ int main(int argc, char **argv) {
                 kUsage);
   if (dequantize) {
     for (const char *o : {"--artifact", "--target", "--reference",
-                          "--no-cache", "--expert", "--threads"})
+                          "--no-cache", "--expert", "--threads", "--backend",
+                          "--device"})
       if (cl.has(o))
         return fail(std::string(o) +
                     " does not apply to --dequantize (it runs the module on "
@@ -469,14 +504,35 @@ int main(int argc, char **argv) {
   }
   if (int(reference) + int(cl.has("--artifact")) + int(cl.has("--target")) > 1)
     return fail("give at most one of --artifact, --target and --reference");
-  if (cl.has("--target") && cl.get("--target") != "cpu")
-    return fail("--target must be cpu, got '" + cl.get("--target") + "'");
+  const std::string target = cl.get("--target", "cpu");
+  const bool cudaTarget = target.rfind("cuda:", 0) == 0 && target.size() > 5;
+  if (target != "cpu" && !cudaTarget)
+    return fail("--target must be cpu or cuda:ARCH[,ARCH...], got '" + target +
+                "'");
+  std::string backend = cl.get("--backend", cudaTarget ? "cuda" : "cpu");
+  if (backend != "cpu" && backend != "cuda")
+    return fail("--backend must be cpu or cuda, got '" + backend + "'");
+  if (cudaTarget && backend != "cuda")
+    return fail("--target " + target + " runs on --backend cuda");
+  if (reference && (cl.has("--backend") || cl.has("--device")))
+    return fail("--backend and --device apply only to compiled kernels, not "
+                "to --reference");
+  if (cl.has("--device") && backend != "cuda")
+    return fail("--device applies only to --backend cuda");
+  int64_t device = 0;
+  if (cl.has("--device") && !parseCount(cl.get("--device"), 1023, device))
+    return fail("--device must be a GPU index in [0, 1023], got '" +
+                cl.get("--device") + "'");
+  if (backend == "cuda" && cl.has("--target") && !cudaTarget)
+    return fail("--backend cuda runs CUDA kernels: give --artifact DIR or "
+                "--target cuda:ARCH, not --target cpu");
   if (cl.has("--no-cache") && (reference || cl.has("--artifact")))
-    return fail("--no-cache applies only to --target cpu (compiling on the "
-                "fly)");
+    return fail("--no-cache applies only to --target (compiling on the fly)");
   if (cl.has("--threads") && reference)
     return fail("--threads applies only to compiled kernels, not to "
                 "--reference");
+  if (cl.has("--threads") && backend == "cuda")
+    return fail("--threads applies only to --backend cpu");
   int64_t expert = 0, threads = 0;
   if (cl.has("--expert") &&
       !parseCount(cl.get("--expert"), INT64_MAX / 2, expert))
@@ -505,6 +561,14 @@ int main(int argc, char **argv) {
                 "or HOME, or pass --no-cache");
 
   try {
+    // Without a usable GPU, say so before any other work.
+    if (!dequantize && backend == "cuda")
+      rt::cudaDevices();
+    if (!dequantize && backend == "cuda" && !cl.has("--artifact") &&
+        !cudaTarget)
+      throw rt::Error("", "",
+                      "--backend cuda runs CUDA kernels: give --artifact DIR "
+                      "or --target cuda:ARCH");
     auto checkpoint = rt::Checkpoint::open(file);
     // Never write over what we read: the checkpoint (every shard), x and
     // the artifact's files.
@@ -512,7 +576,7 @@ int main(int argc, char **argv) {
     if (!input.empty())
       inputs.push_back(input);
     if (!artifact.empty())
-      for (const char *f : {"/manifest.json", "/kernels.so"})
+      for (const char *f : {"/manifest.json", "/kernels.so", "/cuda/host.so"})
         inputs.push_back(artifact + f);
     rt::checkNotAnInput(output, inputs);
     rt::checkOverwrite(output, cl.has("--overwrite"));
@@ -540,14 +604,17 @@ int main(int argc, char **argv) {
         rt::SessionOptions so;
         so.checkpoint = file;
         so.threads = static_cast<int>(threads);
+        so.backend = backend;
+        so.device = static_cast<int>(device);
         if (!artifact.empty()) {
           session = rt::Session::open(artifact, so);
         } else if (useCache) {
-          session = openCached(cache, file, *checkpoint, module, opts, so);
-        } else { // compile for this CPU into a temporary artifact
+          session =
+              openCached(cache, file, *checkpoint, module, opts, target, so);
+        } else { // compile for this machine into a temporary artifact
           temp.create();
           std::string dir = temp.path + "/artifact";
-          compileArtifact(compilerPath(), file, module, opts, dir,
+          compileArtifact(compilerPath(), file, module, opts, target, dir,
                           /*replace=*/false);
           session = rt::Session::open(dir, so);
         }
@@ -556,7 +623,10 @@ int main(int argc, char **argv) {
           output, {forward(*m, input, expert, session.get())},
           {{"module", module},
            {"format", rt::formatName(m->desc.format)},
-           {"path", session ? "compiled:" + session->variant() : "reference"},
+           {"path", !session ? "reference"
+                    : session->backend() == "cuda"
+                        ? "compiled:cuda:" + session->variant()
+                        : "compiled:" + session->variant()},
            {"source", file}});
       return 0;
     }

@@ -28,6 +28,26 @@
  * across a worker pool it owns (started on first use, stopped by close), or
  * across the host's scheduler when cq_session_options.parallel_for is set.
  *
+ * Backends. A session runs the artifact's CPU kernels (cq_session_open) or
+ * its CUDA kernels on one device (cq_session_open_backend with backend
+ * "cuda"). No CUDA library is linked: libcuda.so.1 is loaded when a cuda
+ * session opens, and without it the open fails with CQ_ERROR_UNSUPPORTED
+ * and a one-line reason.
+ *
+ * Host and device pointers. cq_session_run, cq_session_run_expert and
+ * cq_session_lookup always take HOST pointers: on a cuda session they copy
+ * x (or the indices) to the device, run, copy y back and wait, so they
+ * return with y complete. cq_session_run_device and
+ * cq_session_lookup_device take DEVICE addresses (CUdeviceptr values, e.g.
+ * a torch CUDA tensor's data_ptr()) of memory in the device's primary
+ * context (the one the CUDA runtime uses); they enqueue the kernels on the
+ * session's stream and return before they finish: keep x and y alive and
+ * read y only after cq_session_synchronize() or, when the session runs on
+ * the host's stream (cq_device_options.cuda_stream), after that stream has
+ * passed the call. Embedding indices given on the device are not range
+ * checked. The weights are copied to the device once, when the session
+ * opens. Calls on one cuda session are serialized.
+ *
  * Lifetimes. Strings returned by the library (names, formats, warnings,
  * variants) stay valid until the checkpoint or session they came from is
  * closed; cq_version_string(), cq_status_string() and cq_cpu_features() are
@@ -195,12 +215,43 @@ CQ_API cq_status cq_session_open_checked(int header_version,
                                          cq_session **out);
 #define cq_session_open(artifact_dir, options, out)                            \
   cq_session_open_checked(CQ_VERSION, (artifact_dir), (options), (out))
+/* Where a session runs (cq_session_open_backend). */
+typedef struct cq_device_options {
+  size_t struct_size; /* set by the caller: sizeof(cq_device_options) */
+  /* "cpu" (also NULL) or "cuda". */
+  const char *backend;
+  /* cuda: the device ordinal (0: the first GPU). */
+  int device;
+  /* cuda: a CUstream to enqueue on; NULL: a stream the session owns. */
+  void *cuda_stream;
+} cq_device_options;
+#define CQ_DEVICE_OPTIONS_INIT {sizeof(cq_device_options), 0, 0, 0}
+
+/* cq_session_open on a backend and device; `device` NULL: the CPU. On
+ * cuda, `options` keeps only its checkpoint; the kernel image is the
+ * device's (a cubin of its exact architecture, else PTX the driver
+ * compiles). Call it through the cq_session_open_backend macro. */
+CQ_API cq_status cq_session_open_backend_checked(
+    int header_version, const char *artifact_dir,
+    const cq_session_options *options, const cq_device_options *device,
+    cq_session **out);
+#define cq_session_open_backend(artifact_dir, options, device, out)           \
+  cq_session_open_backend_checked(CQ_VERSION, (artifact_dir), (options),      \
+                                  (device), (out))
 /* Closes a session and stops its workers (NULL is ignored). */
 CQ_API void cq_session_close(cq_session *session);
 
-/* The CPU variant the session runs. */
+/* The CPU variant the session runs; on cuda, the arch of the kernel image
+ * it loaded ("sm_90a"). */
 CQ_API cq_status cq_session_variant(const cq_session *session,
                                     const char **variant);
+/* "cpu" or "cuda". */
+CQ_API cq_status cq_session_backend(const cq_session *session,
+                                    const char **backend);
+/* cuda: the device and image ("0: NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB),
+ * sm_90a cubin"); "" on the CPU. */
+CQ_API cq_status cq_session_device(const cq_session *session,
+                                   const char **description);
 /* The checkpoint file the session opened. */
 CQ_API cq_status cq_session_checkpoint_path(const cq_session *session,
                                             const char **path);
@@ -248,6 +299,22 @@ CQ_API cq_status cq_session_lookup(const cq_session *session, size_t index,
                                    int dtype, const int64_t *indices,
                                    int64_t m, void *y, size_t y_bytes);
 
+/* cuda sessions: y [m, out_features] = module(x [m, in_features]) with x
+ * and y DEVICE addresses (see "Host and device pointers" above), enqueued
+ * on the session's stream; `expert` selects a MoE bank's slice (else 0). */
+CQ_API cq_status cq_session_run_device(const cq_session *session,
+                                       size_t index, int64_t expert,
+                                       int dtype, uint64_t x, int64_t m,
+                                       uint64_t y, size_t y_bytes);
+/* Embedding rows with DEVICE int64 indices and y. */
+CQ_API cq_status cq_session_lookup_device(const cq_session *session,
+                                          size_t index, int dtype,
+                                          uint64_t indices, int64_t m,
+                                          uint64_t y, size_t y_bytes);
+/* Waits for every call enqueued on a cuda session; CQ_OK at once on the
+ * CPU. A kernel's failure on the device is reported here. */
+CQ_API cq_status cq_session_synchronize(const cq_session *session);
+
 /* ---- This machine ----------------------------------------------------- */
 
 /* This CPU's features (space-separated). */
@@ -257,6 +324,9 @@ CQ_API cq_status cq_cpu_supports(const char *variant, int *supported);
 /* CPUs this process may use: its affinity mask, capped by a cgroup CPU
  * quota (v2 cpu.max, v1 cpu.cfs_quota_us); at least 1. */
 CQ_API int cq_available_cores(void);
+/* CUDA devices of this machine: *count >= 1, or CQ_ERROR_UNSUPPORTED with
+ * the reason in cq_last_error() (no driver, no device). */
+CQ_API cq_status cq_cuda_device_count(int *count);
 
 #ifdef __cplusplus
 }

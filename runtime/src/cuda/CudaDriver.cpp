@@ -199,6 +199,10 @@ CudaDeviceInfo CudaDriver::device(int index) const {
   return info;
 }
 
+std::vector<CudaDeviceInfo> cudaDevices() {
+  return CudaDriver::load()->devices();
+}
+
 std::vector<CudaDeviceInfo> CudaDriver::devices() const {
   const int count = deviceCount();
   if (count == 0)

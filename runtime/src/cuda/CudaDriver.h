@@ -9,6 +9,7 @@
 #ifndef COMFYQUANT_RUNTIME_CUDA_CUDADRIVER_H
 #define COMFYQUANT_RUNTIME_CUDA_CUDADRIVER_H
 
+#include "comfyquant/runtime/Cuda.h"
 #include "cuda/CudaApi.h"
 
 #include <cstdint>
@@ -17,20 +18,6 @@
 #include <vector>
 
 namespace comfyquant::rt {
-
-struct CudaDeviceInfo {
-  int index = 0;
-  std::string name;
-  int ccMajor = 0, ccMinor = 0; ///< compute capability
-  int smCount = 0;
-  uint64_t totalMemory = 0;     ///< bytes
-  int64_t maxDynamicSmem = 0;   ///< opt-in shared memory per block, bytes
-
-  /// "sm_90": the non-arch-specific name of the compute capability.
-  std::string arch() const;
-  /// "0: NVIDIA H200 (sm_90, 132 SMs, 140.4 GiB)".
-  std::string describe() const;
-};
 
 class CudaDriver {
 public:

@@ -11,6 +11,12 @@
 // independent. The parts run on a WorkerPool the session owns, or on the
 // host's scheduler (SessionOptions::parallelFor).
 //
+// On the cuda backend (SessionOptions::backend) the session runs the
+// artifact's CUDA entries on one device instead: the weights are uploaded
+// once when it opens, and calls take host pointers (run, lookup: copied in
+// and out, then waited for) or device pointers (runDevice, lookupDevice:
+// enqueued on the session's stream, not waited for).
+//
 // Thread safety: every const member may be called from several threads at
 // once; setThreads too (a call uses the count in effect when it starts).
 //===----------------------------------------------------------------------===//
@@ -41,9 +47,16 @@ struct SessionOptions {
   /// empty: the session's own worker pool.
   std::function<void(int count, const std::function<void(int)> &task)>
       parallelFor;
+  /// "cpu" (also when empty) or "cuda".
+  std::string backend;
+  /// cuda: the device ordinal, and a CUstream of the host to run on (null:
+  /// the session's own).
+  int device = 0;
+  void *cudaStream = nullptr;
 };
 
 class WorkerPool;
+class CudaExecutor;
 
 class Session {
 public:
@@ -56,7 +69,13 @@ public:
   const Manifest &manifest() const;
   const std::string &artifactDir() const;
   const Checkpoint &checkpoint() const { return *checkpoint_; }
+  /// "cpu" or "cuda".
+  const std::string &backend() const { return backend_; }
+  /// The CPU variant, or on cuda the arch of the kernel image loaded.
   const std::string &variant() const { return variant_; }
+  /// cuda: "0: NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" and how its image
+  /// was loaded ("sm_90a cubin", "sm_80 PTX (JIT)"); "" on the CPU.
+  std::string deviceDescription() const;
   int threads() const { return threads_.load(std::memory_order_relaxed); }
   void setThreads(int threads);
   /// Set-up warnings (an ignored $COMFYQUANT_THREADS, a checkpoint found
@@ -78,15 +97,29 @@ public:
   void lookup(size_t module, DType dtype, const int64_t *indices, int64_t m,
               void *y) const;
 
+  /// cuda only: run / lookup with DEVICE addresses (CUdeviceptr values) of
+  /// x (or the int64 indices) and y, enqueued on the session's stream; the
+  /// call returns before the kernels finish (synchronize() waits).
+  /// Embedding indices must be in range: they are not checked on the host.
+  void runDevice(size_t module, DType dtype, uint64_t x, int64_t m,
+                 uint64_t y, int64_t expert = 0) const;
+  void lookupDevice(size_t module, DType dtype, uint64_t indices, int64_t m,
+                    uint64_t y) const;
+  /// cuda: waits for every call enqueued; a no-op on the CPU.
+  void synchronize() const;
+
 private:
   Session() = default;
   struct Bound;
   const Bound &bound(size_t module) const;
   struct BoundEntry;
   const BoundEntry &entryFor(const Bound &b, DType dtype) const;
+  size_t cudaEntryFor(const Bound &b, DType dtype) const;
+  void bindCuda(const SessionOptions &options);
 
   std::unique_ptr<Artifact> artifact_;
   std::unique_ptr<Checkpoint> checkpoint_;
+  std::string backend_ = "cpu";
   std::string variant_;
   std::string checkpointPath_;
   std::atomic<int> threads_{1};
@@ -94,6 +127,7 @@ private:
   std::vector<std::string> warnings_;
   std::function<void(int, const std::function<void(int)> &)> parallelFor_;
   std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<CudaExecutor> cuda_;
 };
 
 } // namespace comfyquant::rt
