@@ -4,8 +4,6 @@
 #include "comfyquant/Codegen/CPU/CPUCodegen.h"
 #include "comfyquant/Codegen/CPU/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUSELECTSTRATEGY
 #include "comfyquant/Codegen/CPU/Passes.h.inc"

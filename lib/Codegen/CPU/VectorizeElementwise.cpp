@@ -21,8 +21,6 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
-#include <numeric>
-
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUVECTORIZEELEMENTWISE
 #include "comfyquant/Codegen/CPU/Passes.h.inc"
