@@ -27,6 +27,26 @@ const CudaEntry *ManifestModule::findCudaEntry(const std::string &dtype,
   return nullptr;
 }
 
+namespace {
+template <typename Entry>
+std::vector<std::string> ownDTypes(const std::vector<Entry> &entries) {
+  std::vector<std::string> dtypes;
+  for (const Entry &e : entries)
+    if (e.modules.empty() &&
+        std::find(dtypes.begin(), dtypes.end(), e.dtype) == dtypes.end())
+      dtypes.push_back(e.dtype);
+  return dtypes;
+}
+} // namespace
+
+std::vector<std::string> ManifestModule::cpuDTypes() const {
+  return ownDTypes(cpuEntries);
+}
+
+std::vector<std::string> ManifestModule::cudaDTypes() const {
+  return ownDTypes(cudaEntries);
+}
+
 const CudaImage *CudaBackend::findImage(const std::string &arch) const {
   for (const CudaImage &i : images)
     if (i.arch == arch)

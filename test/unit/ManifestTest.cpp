@@ -143,6 +143,10 @@ TEST(Manifest, RoundTripIsByteIdentical) {
             (std::vector<std::string>{"blocks.0.moe", "blocks.0.attn.to_k"}));
   // The block entry is not the module's own entry.
   EXPECT_EQ(moe->findCpuEntry("f32", "x86-64-v3")->symbol, "cq_1_f32_v3");
+  EXPECT_EQ(moe->cpuDTypes(), (std::vector<std::string>{"f32"}));
+  EXPECT_TRUE(moe->cudaDTypes().empty());
+  EXPECT_EQ(lin->cpuDTypes(), (std::vector<std::string>{"f32", "bf16"}));
+  EXPECT_EQ(lin->cudaDTypes(), (std::vector<std::string>{"bf16"}));
 }
 
 TEST(Manifest, TextLayout) {

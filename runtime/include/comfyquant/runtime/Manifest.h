@@ -107,6 +107,9 @@ struct ManifestModule {
                                const std::string &variant) const;
   const CudaEntry *findCudaEntry(const std::string &dtype,
                                  const std::string &arch) const;
+  /// The dtypes of this module's own entries per backend, in entry order.
+  std::vector<std::string> cpuDTypes() const;
+  std::vector<std::string> cudaDTypes() const;
 };
 
 struct CpuBackend {
