@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "cuda/CudaDriver.h"
 #include "cuda/CudaExecutor.h"
+#include "fake_cuda/FakeControl.h"
 
 #include "comfyquant/runtime/Error.h"
 
@@ -28,34 +29,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The fake driver's test controls (the same library instance the runtime
-/// loads: dlopen of one path returns one handle).
-struct FakeDriver {
-  void *handle = ::dlopen(COMFYQUANT_FAKE_LIBCUDA, RTLD_NOW | RTLD_LOCAL);
-  template <typename F> F get(const char *name) {
-    return reinterpret_cast<F>(::dlsym(handle, name));
-  }
-  void setDevice(int count, int major, int minor) {
-    get<void (*)(int, int, int)>("fakecuda_set_device")(count, major, minor);
-  }
-  void failLaunch(int after) {
-    get<void (*)(int)>("fakecuda_fail_launch")(after);
-  }
-  std::string takeLog() {
-    return get<const char *(*)()>("fakecuda_take_log")();
-  }
-  uint64_t counter(const char *name) {
-    return get<uint64_t (*)(const char *)>("fakecuda_counter")(name);
-  }
-  uint64_t allocationBytes(uint64_t p) {
-    return get<uint64_t (*)(uint64_t)>("fakecuda_allocation_bytes")(p);
-  }
-};
-
-FakeDriver &fake() {
-  static FakeDriver f;
-  return f;
-}
+using comfyquant::test::FakeCuda;
+FakeCuda &fake() { return comfyquant::test::fakeCuda(); }
 
 struct Memref1 {
   int64_t allocated, aligned, offset, size, stride;
