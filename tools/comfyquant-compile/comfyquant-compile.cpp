@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/CPU/CPUCodegen.h"
 #include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Import/CheckpointImporter.h"
@@ -80,7 +81,10 @@ static cl::OptionCategory toolOptions("comfyquant-compile options");
 
 static cl::opt<std::string> inputFile(cl::cat(toolOptions), cl::Positional, cl::desc("<checkpoint>"),
                                       cl::Required);
-static cl::opt<std::string> target(cl::cat(toolOptions), "target", cl::desc("Target (cpu)"),
+static cl::opt<std::string> target(cl::cat(toolOptions), "target", cl::desc("Targets: cpu, cuda[:ARCH,...] or both "
+                                            "(cpu,cuda:sm_90a,sm_120a); archs: sm_80, "
+                                            "sm_86, sm_89, sm_90a, sm_100a, sm_120a "
+                                            "(cuda alone: all)"),
                                    cl::init("cpu"));
 static cl::opt<std::string> outputDir(cl::cat(toolOptions), "o",
     cl::desc("Artifact directory (never the checkpoint's; swapped in "
@@ -101,7 +105,8 @@ static cl::opt<std::string>
     emit(cl::cat(toolOptions), "emit",
          cl::desc("so: the artifact (default); mlir: the vectorized tensor "
                   "IR with strategy attributes; llvm: optimized LLVM IR; asm: "
-                  "assembly (mlir/llvm/asm print to stdout, no -o needed)"),
+                  "assembly; ptx: the PTX of each CUDA arch (mlir/llvm/asm/ptx print "
+                  "to stdout, no -o needed)"),
          cl::init("so"));
 static cl::opt<bool> overwrite(cl::cat(toolOptions), "overwrite",
     cl::desc("Replace an existing artifact directory"));
@@ -357,13 +362,15 @@ static void reportSummary(const std::string &dir,
                    const std::map<std::string, uint64_t> &fileSizes,
                    const std::vector<std::string> &selected,
                    std::map<std::string, ModuleRecord> &records,
-                   const std::vector<Kernel> &kernels, double seconds) {
+                   const std::vector<Kernel> &kernels, size_t cudaEntryCount,
+                   double seconds) {
   uint64_t bytes = 0;
   for (const auto &[file, size] : fileSizes)
     bytes += size;
-  size_t entries = 0; // symbols in kernels.so
+  size_t entries = 0; // symbols in kernels.so and cuda/host.so
   for (const Kernel &k : kernels)
     entries += k.entries.size();
+  entries += cudaEntryCount;
   llvm::SmallString<128> absDir(dir);
   llvm::sys::fs::make_absolute(absDir);
   llvm::sys::path::remove_dots(absDir, /*remove_dot_dot=*/true);
@@ -408,11 +415,14 @@ static void reportSummary(const std::string &dir,
 /// entries.
 static rt::Manifest
 buildManifest(const rt::Checkpoint &ckpt,
-              const std::vector<const CPUVariant *> &variants,
+              const std::vector<const CPUVariant *> *variants,
               const std::vector<std::string> &dtypes,
               const std::vector<std::string> &selected,
               std::map<std::string, ModuleRecord> &records,
-              const std::vector<Kernel> &kernels) {
+              const std::vector<Kernel> &kernels,
+              const std::map<int, CUDAEntryResult> &cudaEntries,
+              const std::vector<const CUDAArch *> &cudaArchs,
+              const std::vector<CUDAImageResult> &cudaImages) {
   rt::Manifest m;
   m.producer = std::string("comfyquant ") + CQ_VERSION_STRING;
   m.llvmVersion = LLVM_VERSION_STRING;
@@ -430,10 +440,25 @@ buildManifest(const rt::Checkpoint &ckpt,
   m.checkpointSize = ckpt.totalSize();
   m.checkpointHash = "fnv1a64:" + hex64(ckpt.headerHash());
   m.dtypes = dtypes;
-  rt::CpuBackend cpu;
-  for (const CPUVariant *v : variants)
-    cpu.variants.push_back(v->name);
-  m.cpu = std::move(cpu);
+  if (variants) {
+    rt::CpuBackend cpu;
+    for (const CPUVariant *v : *variants)
+      cpu.variants.push_back(v->name);
+    m.cpu = std::move(cpu);
+  }
+  if (!cudaImages.empty()) {
+    rt::CudaBackend cuda;
+    for (const CUDAImageResult &i : cudaImages) {
+      rt::CudaImage image;
+      image.arch = i.arch;
+      image.ptx = i.ptx;
+      image.cubin = i.cubin;
+      image.ptxVersion = std::to_string(i.ptxVersion / 10) + "." +
+                         std::to_string(i.ptxVersion % 10);
+      cuda.images.push_back(std::move(image));
+    }
+    m.cuda = std::move(cuda);
+  }
   for (const std::string &name : selected) {
     ModuleRecord &r = records[name];
     rt::ManifestModule a;
@@ -458,6 +483,17 @@ buildManifest(const rt::Checkpoint &ckpt,
         e.columnSplit = llvm::is_contained(k.columnSplit, symbol);
         a.cpuEntries.push_back(std::move(e));
       }
+      if (auto it = cudaEntries.find(ki); it != cudaEntries.end())
+        for (const CUDAArch *arch : cudaArchs) {
+          rt::CudaEntry e;
+          e.dtype = dt;
+          e.arch = arch->name;
+          e.host = it->second.entry;
+          e.kernels = it->second.kernels;
+          e.workspacePerRow = it->second.workspacePerRow;
+          e.workspaceFixed = it->second.workspaceFixed;
+          a.cudaEntries.push_back(std::move(e));
+        }
     }
     m.modules.push_back(std::move(a));
   }
@@ -478,11 +514,47 @@ static int compileMain(int argc, char **argv) {
                               "  The standard --mlir-* pass manager options "
                               "(--mlir-print-ir-after-all, --mlir-timing,\n"
                               "  ...) apply to every pass manager.\n");
-  if (target != "cpu")
-    die("unknown --target '" + target + "' (supported: cpu)");
+  // --target cpu | cuda[:ARCH[,ARCH]...] | cpu,cuda:ARCH,...
+  bool wantCpu = false, wantCuda = false;
+  std::vector<const CUDAArch *> cudaArchs;
+  {
+    SmallVector<StringRef> items;
+    StringRef(target).split(items, ',', -1, /*KeepEmpty=*/false);
+    bool inCuda = false;
+    for (StringRef item : items) {
+      item = item.trim();
+      if (item == "cpu") {
+        wantCpu = true;
+        inCuda = false;
+        continue;
+      }
+      if (item == "cuda" || item.starts_with("cuda:")) {
+        wantCuda = inCuda = true;
+        item = item.drop_front(4).drop_front(item.size() > 4 ? 1 : 0);
+        if (item.empty())
+          continue;
+      }
+      const CUDAArch *arch = inCuda ? lookupCUDAArch(item) : nullptr;
+      if (!arch)
+        die("unknown --target '" + item.str() +
+            "' (cpu, cuda[:sm_80,sm_86,sm_89,sm_90a,sm_100a,sm_120a])");
+      if (!llvm::is_contained(cudaArchs, arch))
+        cudaArchs.push_back(arch);
+    }
+    if (wantCuda && cudaArchs.empty())
+      for (const CUDAArch &a : getCUDAArchs())
+        cudaArchs.push_back(&a);
+    if (!wantCpu && !wantCuda)
+      die("--target names no target (cpu, cuda[:ARCH,...])");
+  }
   const bool emitArtifact = emit == "so";
-  if (!emitArtifact && emit != "mlir" && emit != "llvm" && emit != "asm")
-    die("unknown --emit '" + emit + "' (so, mlir, llvm, asm)");
+  if (!emitArtifact && emit != "mlir" && emit != "llvm" && emit != "asm" &&
+      emit != "ptx")
+    die("unknown --emit '" + emit + "' (so, mlir, llvm, asm, ptx)");
+  if (emit == "ptx" && !wantCuda)
+    die("--emit=ptx needs a cuda target");
+  if ((emit == "llvm" || emit == "asm") && !wantCpu)
+    die("--emit=" + emit + " applies to the cpu target");
   if (emitArtifact && outputDir.empty())
     die("-o DIR is required");
   if (!emitArtifact && !outputDir.empty())
@@ -514,6 +586,11 @@ static int compileMain(int argc, char **argv) {
     if (!cv)
       die("unknown CPU variant '" + v + "' (x86-64-v3, avx512-vnni, amx)");
     vs.push_back(cv);
+  }
+  if (!wantCpu) {
+    if (!variants.empty())
+      die("--variants applies to the cpu target");
+    vs.clear();
   }
   std::vector<llvm::GlobPattern> globs;
   for (const std::string &g : moduleGlobs) {
@@ -556,6 +633,7 @@ static int compileMain(int argc, char **argv) {
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
+  registerComfyQuantGPUTranslations(registry);
   registry.insert<ComfyQuantDialect>();
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
@@ -759,6 +837,62 @@ static int compileMain(int argc, char **argv) {
                    << "): " << llvm::format("%.2f", r.seconds)
                    << " s (kernels shared)\n";
     }
+  // The CUDA half: host entries + one image per arch.
+  std::map<int, CUDAEntryResult> cudaEntries; // kernel index -> entry
+  std::vector<CUDAImageResult> cudaImages;
+  if (wantCuda && (emitArtifact || emit == "mlir" || emit == "ptx")) {
+    std::vector<CUDAKernelSource> sources;
+    std::vector<int> sourceKernel;
+    for (size_t ki = 0; ki < kernels.size(); ++ki) {
+      if (kernelText[ki].empty())
+        kernelText[ki] = printForWorker(*kernels[ki].fn);
+      sources.push_back({"cq_" + std::to_string(ki) + "_" +
+                             kernels[ki].dtype + "_cuda",
+                         kernelText[ki]});
+      sourceKernel.push_back(static_cast<int>(ki));
+    }
+    CUDACompileOptions o;
+    o.archs = cudaArchs;
+    o.dir = tmpDir.str().str();
+    o.print = emitArtifact ? "" : emit.getValue();
+    if (emitArtifact) {
+      o.ptxas = findPtxas();
+      if (o.ptxas.empty() && !quiet)
+        llvm::errs() << "comfyquant-compile: warning: ptxas not found "
+                        "(COMFYQUANT_PTXAS, PATH, $CUDA_HOME/bin, "
+                        "/usr/local/cuda/bin): PTX only, no cubins\n";
+    }
+    o.jobs = compileJobs > 0 ? unsigned(compileJobs)
+                             : std::max(1u, std::thread::hardware_concurrency());
+    if (printIR)
+      o.jobs = 1;
+    o.configure = [](PassManager &pm) { return applyPassManagerCLOptions(pm); };
+    size_t formed = 0;
+    o.formed = [&](const CUDAEntryResult &e, double seconds) {
+      ++formed;
+      if (!quiet && emitArtifact)
+        llvm::errs() << "comfyquant-compile: [cuda " << formed << "/"
+                     << sources.size() << "] " << e.entry << ": "
+                     << e.kernels.size() << " kernels, "
+                     << llvm::format("%.2f", seconds) << " s\n";
+    };
+    std::vector<CUDAEntryResult> results;
+    std::string cudaError;
+    auto t0 = std::chrono::steady_clock::now();
+    if (!compileCUDA(ctx, sources, o, results, cudaImages, cudaError,
+                     llvm::outs()))
+      cleanupAndDie("cuda: " + cudaError);
+    for (size_t i = 0; i < results.size(); ++i)
+      cudaEntries[sourceKernel[i]] = results[i];
+    if (!quiet && emitArtifact)
+      llvm::errs() << "comfyquant-compile: cuda: " << results.size()
+                   << " host entries, " << cudaImages.size() << " archs, "
+                   << llvm::format("%.2f",
+                                   std::chrono::duration<double>(
+                                       std::chrono::steady_clock::now() - t0)
+                                       .count())
+                   << " s\n";
+  }
   llvm::outs().flush();
   if (!emitArtifact)
     return 0;
@@ -766,9 +900,9 @@ static int compileMain(int argc, char **argv) {
   // Link, write the manifest, publish atomically.
   std::string error;
   std::string soPath = (tmpDir + "/kernels.so").str();
-  if (!linkSharedLibrary(objects, soPath, error))
+  if (wantCpu && !linkSharedLibrary(objects, soPath, error))
     cleanupAndDie(error);
-  {
+  if (wantCpu) {
     // Never publish an artifact the runtime could not load.
     std::vector<std::string> entrySymbols;
     for (const CodegenJob &j : jobs)
@@ -781,7 +915,8 @@ static int compileMain(int argc, char **argv) {
 
   {
     const std::string text = rt::writeManifest(
-        buildManifest(*ckpt, vs, dts, selected, records, kernels));
+        buildManifest(*ckpt, wantCpu ? &vs : nullptr, dts, selected, records,
+                      kernels, cudaEntries, cudaArchs, cudaImages));
     const std::string path = (tmpDir + "/manifest.json").str();
     // Never publish a manifest the runtime would refuse.
     try {
@@ -796,7 +931,17 @@ static int compileMain(int argc, char **argv) {
   // the finished directory replaces DIR in one rename.
   std::string dir = outputDir;
   std::map<std::string, uint64_t> fileSizes;
-  for (const char *f : {"kernels.so", "manifest.json"}) {
+  std::vector<std::string> files = {"manifest.json"};
+  if (wantCpu)
+    files.push_back("kernels.so");
+  if (!cudaImages.empty()) {
+    files.push_back("cuda/host.so");
+    for (const CUDAImageResult &i : cudaImages)
+      for (const std::string &f : {i.ptx, i.cubin})
+        if (!f.empty())
+          files.push_back(f);
+  }
+  for (const std::string &f : files) {
     uint64_t size = 0;
     llvm::sys::fs::file_size(tmpDir + "/" + f, size);
     fileSizes[f] = size;
@@ -814,7 +959,7 @@ static int compileMain(int argc, char **argv) {
     cleanupAndDie(e.what());
   }
   tmpDir.clear(); // published
-  reportSummary(dir, fileSizes, selected, records, kernels,
+  reportSummary(dir, fileSizes, selected, records, kernels, cudaEntries.size(),
                 std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - startTime)
                     .count());

@@ -88,8 +88,7 @@ bool mlir::comfyquant::assembleCubin(const std::string &ptxas,
     error = "cannot create a temporary file: " + ec.message();
     return false;
   }
-  auto removeLog = llvm::make_scope_exit(
-      [&] { llvm::sys::fs::remove(log); });
+  llvm::scope_exit removeLog([&] { llvm::sys::fs::remove(log); });
   std::optional<StringRef> redirects[] = {std::nullopt, log.str(), log.str()};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(ptxas, argv, std::nullopt, redirects,

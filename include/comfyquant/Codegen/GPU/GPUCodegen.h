@@ -13,12 +13,15 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
 namespace mlir {
 class DialectRegistry;
 class OpPassManager;
+class PassManager;
 namespace comfyquant {
 
 /// An NVIDIA architecture the artifact has kernels for.
@@ -86,6 +89,51 @@ std::string findPtxas();
 bool assembleCubin(const std::string &ptxas, const std::string &ptxPath,
                    const CUDAArch &arch, const std::string &cubinPath,
                    std::string &error, std::string *usage = nullptr);
+
+/// One kernel function (linalg on tensors, weights as arguments) to compile
+/// into a CUDA host entry named `entry`.
+struct CUDAKernelSource {
+  std::string entry;
+  std::string moduleText; ///< a module holding exactly that func.func
+};
+
+/// What the manifest needs of a compiled host entry.
+struct CUDAEntryResult {
+  std::string entry;
+  std::vector<std::string> kernels; ///< launch order = kernel index
+  int64_t workspacePerRow = 0, workspaceFixed = 0;
+};
+
+/// The files of one arch, relative to the artifact directory.
+struct CUDAImageResult {
+  std::string arch, ptx, cubin; ///< cubin "" without ptxas
+  int ptxVersion = 0;
+};
+
+struct CUDACompileOptions {
+  std::vector<const CUDAArch *> archs;
+  /// Artifact directory being built: cuda/host.so, cuda/<arch>.ptx and
+  /// cuda/<arch>.cubin go below it. Unused when printing.
+  std::string dir;
+  /// "" builds the files; "mlir" prints the formed kernels, "ptx" the PTX.
+  std::string print;
+  std::string ptxas; ///< "" skips cubins
+  unsigned jobs = 1; ///< parallel device compilations (one per arch)
+  /// Applies the tool's --mlir-* options to each pass manager.
+  std::function<LogicalResult(PassManager &)> configure;
+  /// Called after each entry is formed (progress).
+  std::function<void(const CUDAEntryResult &, double seconds)> formed;
+};
+
+/// Compiles `sources` into the CUDA half of an artifact: host entries
+/// (x86, linked into cuda/host.so and load-checked), one PTX per arch and,
+/// with ptxas, one cubin per arch whose resource use fits the launches.
+/// Returns false with `error` set.
+bool compileCUDA(MLIRContext &ctx, llvm::ArrayRef<CUDAKernelSource> sources,
+                 const CUDACompileOptions &options,
+                 std::vector<CUDAEntryResult> &entries,
+                 std::vector<CUDAImageResult> &images, std::string &error,
+                 llvm::raw_ostream &out);
 
 } // namespace comfyquant
 } // namespace mlir

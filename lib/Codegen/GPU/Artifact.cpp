@@ -1,0 +1,264 @@
+//===- Artifact.cpp - the CUDA half of an artifact ------------------------===//
+//
+// Host entries are formed one kernel at a time; their device functions are
+// gathered into one gpu.module, which is lowered once per arch (in
+// parallel, each arch in its own context) to PTX and, with ptxas, a cubin.
+//===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/GPU/GPUCodegen.h"
+#include "comfyquant/Codegen/CPU/CPUCodegen.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Regex.h"
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+using namespace mlir;
+using namespace mlir::comfyquant;
+
+namespace {
+
+constexpr llvm::StringLiteral kKernelModule = "comfyquant_kernels";
+/// Registers per SM partition available to one block of the SIMT kernels.
+constexpr int64_t kRegistersPerBlock = 65536;
+
+std::string printOp(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+bool writeFile(const std::string &path, llvm::StringRef bytes,
+               std::string &error) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) {
+    error = path + ": cannot write";
+    return false;
+  }
+  return true;
+}
+
+/// Collects diagnostics of one pass-manager run into a string.
+struct DiagnosticCollector {
+  std::string text;
+  llvm::raw_string_ostream os{text};
+  ScopedDiagnosticHandler handler;
+  explicit DiagnosticCollector(MLIRContext *ctx)
+      : handler(ctx, [this](Diagnostic &d) {
+          os << d.getLocation() << ": " << d << "\n";
+          for (Diagnostic &n : d.getNotes())
+            os << "  note: " << n << "\n";
+          return success();
+        }) {}
+};
+
+bool runPipeline(ModuleOp module, const CUDACompileOptions &options,
+                 function_ref<void(OpPassManager &)> build,
+                 const std::string &what, std::string &error) {
+  DiagnosticCollector diagnostics(module.getContext());
+  PassManager pm(module.getContext());
+  if (options.configure && failed(options.configure(pm))) {
+    error = what + ": invalid --mlir-* pass manager options";
+    return false;
+  }
+  build(pm);
+  if (failed(pm.run(module))) {
+    error = what + " failed:\n" + diagnostics.text;
+    return false;
+  }
+  return true;
+}
+
+/// Checks ptxas's -v report: every kernel must be launchable with the
+/// block size its host entry uses.
+bool checkResourceUsage(const std::string &usage, const CUDAArch &arch,
+                        std::string &error) {
+  llvm::Regex entry("Compiling entry function '([^']+)'");
+  llvm::Regex registers("Used ([0-9]+) registers");
+  std::string current;
+  SmallVector<StringRef> lines;
+  StringRef(usage).split(lines, '\n');
+  for (StringRef line : lines) {
+    SmallVector<StringRef> m;
+    if (entry.match(line, &m))
+      current = m[1].str();
+    else if (registers.match(line, &m)) {
+      int64_t count = 0;
+      m[1].getAsInteger(10, count);
+      if (count * 256 > kRegistersPerBlock) {
+        error = std::string(arch.name) + ": kernel '" + current + "' uses " +
+                std::to_string(count) +
+                " registers per thread, more than a 256-thread block may";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool mlir::comfyquant::compileCUDA(MLIRContext &ctx,
+                                   ArrayRef<CUDAKernelSource> sources,
+                                   const CUDACompileOptions &options,
+                                   std::vector<CUDAEntryResult> &entries,
+                                   std::vector<CUDAImageResult> &images,
+                                   std::string &error, llvm::raw_ostream &out) {
+  const bool build = options.print.empty();
+  const std::string cudaDir = options.dir + "/cuda";
+  if (build) {
+    if (auto ec = llvm::sys::fs::create_directories(cudaDir)) {
+      error = cudaDir + ": " + ec.message();
+      return false;
+    }
+  }
+  // Every entry's kernels, gathered for the device compilations.
+  OwningOpRef<ModuleOp> device(ModuleOp::create(UnknownLoc::get(&ctx)));
+  OpBuilder db = OpBuilder::atBlockEnd(device->getBody());
+  auto kernels = gpu::GPUModuleOp::create(db, device->getLoc(), kKernelModule);
+  (*device)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                     UnitAttr::get(&ctx));
+  std::vector<std::string> objects;
+  const CPUVariant &hostVariant = getCPUVariants().front();
+
+  for (const CUDAKernelSource &source : sources) {
+    auto t0 = std::chrono::steady_clock::now();
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(source.moduleText, &ctx);
+    if (!m) {
+      error = source.entry + ": the kernel IR does not parse";
+      return false;
+    }
+    auto fn = *m->getOps<func::FuncOp>().begin();
+    fn->setAttr("comfyquant.entry", StringAttr::get(&ctx, source.entry));
+    if (!runPipeline(
+            *m, options,
+            [&](OpPassManager &pm) {
+              GPUKernelFormationOptions o;
+              o.lowerComfyQuant = false;
+              buildComfyQuantGPUKernelFormationPipeline(pm, o);
+            },
+            "kernel formation of " + source.entry, error))
+      return false;
+    CUDAEntryResult result;
+    result.entry = source.entry;
+    fn = *m->getOps<func::FuncOp>().begin();
+    if (auto names = fn->getAttrOfType<ArrayAttr>("comfyquant.kernels"))
+      for (Attribute a : names)
+        result.kernels.push_back(cast<StringAttr>(a).str());
+    if (auto ws = fn->getAttrOfType<DenseI64ArrayAttr>(
+            "comfyquant.workspace_bytes")) {
+      result.workspacePerRow = ws[0];
+      result.workspaceFixed = ws[1];
+    }
+    if (options.print == "mlir")
+      out << "// " << source.entry << "\n" << printOp(*m) << "\n";
+    // Copy the device functions over; the launches of the host half keep
+    // verifying against the originals until they are lowered.
+    for (auto g : m->getOps<gpu::GPUModuleOp>())
+      for (auto f : g.getOps<gpu::GPUFuncOp>())
+        kernels.getBody()->push_back(f->clone());
+    if (build) {
+      if (!runPipeline(
+              *m, options,
+              [&](OpPassManager &pm) { buildComfyQuantGPUHostPipeline(pm); },
+              "host lowering of " + source.entry, error))
+        return false;
+      std::string object;
+      if (!emitCPUObject(*m, hostVariant, object, error))
+        return false;
+      std::string path = cudaDir + "/" + source.entry + ".o";
+      if (!writeFile(path, object, error))
+        return false;
+      objects.push_back(path);
+    }
+    if (options.formed)
+      options.formed(result, std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - t0)
+                                 .count());
+    entries.push_back(std::move(result));
+  }
+  if (options.print == "mlir")
+    return true;
+
+  if (build) {
+    std::string host = cudaDir + "/host.so";
+    if (!linkSharedLibrary(objects, host, error))
+      return false;
+    std::vector<std::string> symbols;
+    for (const CUDAEntryResult &e : entries)
+      symbols.push_back(e.entry);
+    if (!verifySharedLibrary(host, symbols, error))
+      return false;
+    for (const std::string &o : objects)
+      llvm::sys::fs::remove(o);
+  }
+
+  // One device compilation per arch, each in its own context.
+  const std::string deviceText = printOp(*device);
+  std::vector<std::string> ptx(options.archs.size()),
+      errors(options.archs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    DialectRegistry registry;
+    ctx.getDialectRegistry().appendTo(registry);
+    MLIRContext local(registry, MLIRContext::Threading::DISABLED);
+    for (size_t i; (i = next++) < options.archs.size();) {
+      const CUDAArch &arch = *options.archs[i];
+      OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(deviceText, &local);
+      if (!m) {
+        errors[i] = "the device IR does not parse";
+        continue;
+      }
+      if (!emitPTX(*m, kKernelModule, arch, ptx[i], errors[i]))
+        continue;
+      if (!build)
+        continue;
+      std::string ptxPath = cudaDir + "/" + arch.name + ".ptx";
+      if (!writeFile(ptxPath, ptx[i], errors[i]))
+        continue;
+      if (options.ptxas.empty())
+        continue;
+      std::string usage;
+      std::string cubin = cudaDir + "/" + arch.name + ".cubin";
+      if (assembleCubin(options.ptxas, ptxPath, arch, cubin, errors[i],
+                        &usage))
+        checkResourceUsage(usage, arch, errors[i]);
+    }
+  };
+  unsigned workers = std::max(1u, std::min<unsigned>(options.jobs,
+                                                     options.archs.size()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < workers; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  for (size_t i = 0; i < options.archs.size(); ++i) {
+    const CUDAArch &arch = *options.archs[i];
+    if (!errors[i].empty()) {
+      error = std::string(arch.name) + ": " + errors[i];
+      return false;
+    }
+    if (options.print == "ptx")
+      out << "// " << arch.name << "\n" << ptx[i] << "\n";
+    CUDAImageResult image;
+    image.arch = arch.name;
+    image.ptx = std::string("cuda/") + arch.name + ".ptx";
+    if (!options.ptxas.empty())
+      image.cubin = std::string("cuda/") + arch.name + ".cubin";
+    image.ptxVersion = arch.ptxVersion;
+    images.push_back(std::move(image));
+  }
+  return true;
+}
