@@ -43,7 +43,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "call_overhead: no module '%s'\n", argv[3]);
       return 1;
     }
-    const rt::ArtifactModule &m = session->module(static_cast<size_t>(index));
+    const rt::ManifestModule &m = session->module(static_cast<size_t>(index));
     std::vector<float> x(static_cast<size_t>(m.inFeatures), 0.5f);
     std::vector<float> y(static_cast<size_t>(m.outFeatures));
     std::printf("module %s %s %lldx%lld M=1 f32 variant %s\n", m.name.c_str(),

@@ -39,7 +39,7 @@ Artifact::~Artifact() {
     dlclose(handle_);
 }
 
-const ArtifactModule *Artifact::find(const std::string &name) const {
+const ManifestModule *Artifact::find(const std::string &name) const {
   return manifest_.find(name);
 }
 

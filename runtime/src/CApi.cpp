@@ -503,7 +503,7 @@ cq_status cq_session_module_info_at(const cq_session *session, size_t index,
     require(session, "session");
     requireStruct(info, "info");
     requireIndex(index, session->session->moduleCount(), "module index");
-    const ArtifactModule &m = session->session->module(index);
+    const ManifestModule &m = session->session->module(index);
     info->name = m.name.c_str();
     info->format = m.format.c_str();
     info->kind = kindOf(m.kind);

@@ -114,7 +114,7 @@ struct Session::BoundEntry {
 };
 
 struct Session::Bound {
-  const ArtifactModule *m = nullptr;
+  const ManifestModule *m = nullptr;
   std::vector<BoundEntry> entries;
   /// cuda: (dtype, CudaExecutor entry index) per activation dtype.
   std::vector<std::pair<std::string, size_t>> cudaEntries;
@@ -350,7 +350,7 @@ void Session::setThreads(int threads) {
 
 size_t Session::moduleCount() const { return bound_.size(); }
 
-const ArtifactModule &Session::module(size_t index) const {
+const ManifestModule &Session::module(size_t index) const {
   return *bound(index).m;
 }
 
@@ -439,7 +439,7 @@ void Session::synchronize() const {
 void Session::run(size_t module, DType dtype, const void *x, int64_t m,
                   void *y, int64_t expert) const {
   const Bound &b = bound(module);
-  const ArtifactModule &am = *b.m;
+  const ManifestModule &am = *b.m;
   const std::string subject = moduleSubject(am.name);
   if (am.kind == "embedding")
     throw Error(artifact_->dir(), subject, "an embedding takes indices (lookup)",
@@ -533,7 +533,7 @@ void Session::run(size_t module, DType dtype, const void *x, int64_t m,
 void Session::lookup(size_t module, DType dtype, const int64_t *indices,
                      int64_t m, void *y) const {
   const Bound &b = bound(module);
-  const ArtifactModule &am = *b.m;
+  const ManifestModule &am = *b.m;
   const std::string subject = moduleSubject(am.name);
   if (am.kind != "embedding")
     throw Error(artifact_->dir(), subject, "is not an embedding",

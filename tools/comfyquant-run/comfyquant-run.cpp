@@ -219,7 +219,7 @@ size_t compiledModule(const rt::Session &session, const rt::ModuleDesc &d,
   if (index < 0)
     throw rt::Error(input, rt::moduleSubject(d.name),
                     "is not in the artifact (compile it with --modules)");
-  const rt::ArtifactModule &a = session.module(static_cast<size_t>(index));
+  const rt::ManifestModule &a = session.module(static_cast<size_t>(index));
   const std::string here = std::string(rt::moduleKindName(d.kind)) + " " +
                            std::to_string(d.outFeatures) + "x" +
                            std::to_string(d.inFeatures);

@@ -28,10 +28,6 @@
 
 namespace comfyquant::rt {
 
-/// The names the runtime used before Manifest.h.
-using ArtifactWeight = ManifestWeight;
-using ArtifactModule = ManifestModule;
-
 using KernelEntry = void (*)(void **args);
 
 /// A loaded artifact: the manifest and the dlopen'ed kernels.so.
@@ -47,7 +43,7 @@ public:
   const std::string &dir() const { return dir_; }
   const Manifest &manifest() const { return manifest_; }
   /// The module named `name`, or nullptr.
-  const ArtifactModule *find(const std::string &name) const;
+  const ManifestModule *find(const std::string &name) const;
   /// The entry point `symbol` of the CPU library. Throws Error when it or
   /// the library is missing.
   KernelEntry entry(const std::string &symbol) const;

@@ -85,7 +85,7 @@ public:
   const std::string &checkpointPath() const { return checkpointPath_; }
 
   size_t moduleCount() const;
-  const ArtifactModule &module(size_t index) const;
+  const ManifestModule &module(size_t index) const;
   /// Index of a module by name, or -1.
   int64_t findModule(const std::string &name) const;
 
