@@ -52,6 +52,9 @@ def _has_cuda_device():
 
 if _has_cuda_device():
     config.available_features.add("cuda-device")
+# The CUDA toolkit the compiler uses (ptxas, libdevice) is found through
+# $CUDA_HOME where it is set.
+llvm_config.with_system_environment(["CUDA_HOME", "CUDA_PATH"])
 # The fake libcuda of the unit tests (host memory, logs launches).
 config.substitutions.append(("%fake_libcuda",
                              os.path.join(config.comfyquant_obj_root, "lib",

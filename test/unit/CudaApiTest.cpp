@@ -79,6 +79,8 @@ COMFYQUANT_CUDA_FUNCTIONS(SAME_SYMBOL)
 #undef SAME_SYMBOL
 static_assert(arity(&::cuGetProcAddress_v2) ==
               arity(cq::PFN_cuGetProcAddress{}));
+static_assert(arity(&::cuFuncGetParamInfo) ==
+              arity(cq::PFN_cuFuncGetParamInfo{}));
 
 TEST(CudaApi, MatchesCudaH) {
   // The checks are static_asserts above; reaching here means they held.

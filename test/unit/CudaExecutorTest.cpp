@@ -110,6 +110,14 @@ void threeLaunchEntry(void **args) {
   l->launch(l->self, 0, 2, 1, 1, 32, 1, 1, 0, p, 5);
 }
 
+/// Launches gemm_main (5 parameters) with 4.
+void shortParamsEntry(void **args) {
+  const cq_gpu_launcher *l = launcherOf(args);
+  int64_t a = 1, b = 2, c = 3, d = 4;
+  void *p[] = {&a, &b, &c, &d};
+  l->launch(l->self, 0, 1, 1, 1, 32, 1, 1, 0, p, 4);
+}
+
 /// Launches a kernel index its entry does not have.
 void badIndexEntry(void **args) {
   const cq_gpu_launcher *l = launcherOf(args);
@@ -173,11 +181,13 @@ TEST_F(CudaExecutorTest, DriverIsResolvedThroughProcAddressAndQueried) {
   auto driver = CudaDriver::load();
   EXPECT_EQ(driver->library(), COMFYQUANT_FAKE_LIBCUDA);
   EXPECT_EQ(driver->version(), 13000);
-  // Every function came through cuGetProcAddress, once per process: a
-  // second load() resolves nothing again.
+  // Every function (and the optional cuFuncGetParamInfo) came through
+  // cuGetProcAddress, once per process: a second load() resolves nothing.
 #define COMFYQUANT_COUNT(...) +1
-  constexpr uint64_t functions = 0 COMFYQUANT_CUDA_FUNCTIONS(COMFYQUANT_COUNT);
+  constexpr uint64_t functions =
+      1 COMFYQUANT_CUDA_FUNCTIONS(COMFYQUANT_COUNT);
 #undef COMFYQUANT_COUNT
+  EXPECT_NE(driver->cuFuncGetParamInfo, nullptr);
   EXPECT_EQ(fake().counter("proc_lookups"), functions);
   EXPECT_EQ(CudaDriver::load(), driver);
   EXPECT_EQ(fake().counter("proc_lookups"), functions);
@@ -460,6 +470,20 @@ TEST_F(CudaExecutorTest, LaunchFailureIsKeptAndLaterLaunchesSkipped) {
             }),
             dir + ": module 'm': entry 'bad_index': launch 0: kernel index 7 "
                   "is out of range [0, 1)");
+
+  // The parameter count the kernel takes (cuFuncGetParamInfo) is checked
+  // before the launch.
+  spec.symbol = "short_params";
+  spec.fn = shortParamsEntry;
+  size_t shortParams = e->addEntry(spec);
+  fake().takeLog();
+  EXPECT_EQ(errorOf([&] {
+              e->run(shortParams, reinterpret_cast<uint64_t>(x.data()),
+                     reinterpret_cast<uint64_t>(y.data()), 1);
+            }),
+            dir + ": module 'm': entry 'short_params': launch 0: kernel "
+                  "'gemm_main' takes 5 parameters; the host entry passes 4");
+  EXPECT_EQ(fake().takeLog(), "");
 }
 
 TEST_F(CudaExecutorTest, MoeGetsTheExpertAndEmbeddingsTheIndices) {

@@ -146,6 +146,14 @@ using PFN_cuGetProcAddress = CUresult (*)(const char *symbol, void **pfn,
      unsigned int blockZ, unsigned int sharedMemBytes, CUstream stream,        \
      void **kernelParams, void **extra))
 
+/// cuFuncGetParamInfo (CUDA 12.4): optional, resolved at its own version;
+/// the executor checks each launch's parameter count with it.
+using PFN_cuFuncGetParamInfo = CUresult (*)(CUfunction function,
+                                            size_t paramIndex,
+                                            size_t *paramOffset,
+                                            size_t *paramSize);
+constexpr int kParamInfoApiVersion = 12040;
+
 #define COMFYQUANT_CUDA_PFN(name, symbol, ret, params)                         \
   using PFN_##name = ret(*) params;
 COMFYQUANT_CUDA_FUNCTIONS(COMFYQUANT_CUDA_PFN)

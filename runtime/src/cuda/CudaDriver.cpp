@@ -90,16 +90,20 @@ std::shared_ptr<const CudaDriver> CudaDriver::load() {
   // drivers have only the exported, versioned symbols.
   auto getProc = reinterpret_cast<PFN_cuGetProcAddress>(
       ::dlsym(handle, "cuGetProcAddress_v2"));
-  auto resolve = [&](const char *name, const char *symbol) -> void * {
+  auto lookup = [&](const char *name, const char *symbol,
+                    int version) -> void * {
     void *fn = nullptr;
     if (getProc) {
       CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-      if (getProc(name, &fn, kRequestedApiVersion, CU_GET_PROC_ADDRESS_DEFAULT,
-                  &status) == CUDA_SUCCESS &&
+      if (getProc(name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status) ==
+              CUDA_SUCCESS &&
           status == CU_GET_PROC_ADDRESS_SUCCESS && fn)
         return fn;
     }
-    fn = ::dlsym(handle, symbol);
+    return ::dlsym(handle, symbol);
+  };
+  auto resolve = [&](const char *name, const char *symbol) -> void * {
+    void *fn = lookup(name, symbol, kRequestedApiVersion);
     if (!fn)
       throw Error(library, "",
                   std::string("the CUDA driver lacks ") + symbol +
@@ -111,6 +115,8 @@ std::shared_ptr<const CudaDriver> CudaDriver::load() {
   d->name = reinterpret_cast<PFN_##name>(resolve(#name, #symbol));
   COMFYQUANT_CUDA_FUNCTIONS(COMFYQUANT_CUDA_RESOLVE)
 #undef COMFYQUANT_CUDA_RESOLVE
+  d->cuFuncGetParamInfo = reinterpret_cast<PFN_cuFuncGetParamInfo>(
+      lookup("cuFuncGetParamInfo", "cuFuncGetParamInfo", kParamInfoApiVersion));
 
   const CUresult init = d->cuInit(0);
   if (init == CUDA_ERROR_NO_DEVICE)

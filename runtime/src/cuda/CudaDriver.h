@@ -50,6 +50,8 @@ public:
   cuda::PFN_##name name = nullptr;
   COMFYQUANT_CUDA_FUNCTIONS(COMFYQUANT_CUDA_MEMBER)
 #undef COMFYQUANT_CUDA_MEMBER
+  /// Null on drivers older than CUDA 12.4.
+  cuda::PFN_cuFuncGetParamInfo cuFuncGetParamInfo = nullptr;
 
 private:
   CudaDriver() = default;

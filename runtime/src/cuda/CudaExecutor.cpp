@@ -78,6 +78,8 @@ struct CudaExecutor::BoundEntry {
   Entry spec;
   HostEntry fn = nullptr;
   std::vector<CUfunction> functions;
+  /// Each kernel's parameter count, -1 when the driver cannot tell.
+  std::vector<int> paramCounts;
   /// Dynamic shared memory each kernel has been opted in to.
   mutable std::vector<int64_t> smemOptIn;
   std::vector<std::vector<int64_t>> weights; ///< descriptors, argument order
@@ -376,6 +378,16 @@ size_t CudaExecutor::addEntry(const Entry &entry) {
                   ErrorKind::InvalidInput);
     d.check(r, "cuModuleGetFunction", subj + ": " + name + ": kernel '" + k + "'");
     b->functions.push_back(f);
+    int count = -1;
+    if (d.cuFuncGetParamInfo) {
+      size_t offset = 0, size = 0;
+      count = 0;
+      while (count < 65536 &&
+             d.cuFuncGetParamInfo(f, static_cast<size_t>(count), &offset,
+                                  &size) == CUDA_SUCCESS)
+        ++count;
+    }
+    b->paramCounts.push_back(count);
   }
   b->smemOptIn.assign(entry.kernels.size(), kDefaultDynamicSmemLimit);
   for (size_t w : entry.weights) {
@@ -423,7 +435,6 @@ void CudaExecutor::launchThunk(void *self, int32_t kernel, int64_t gx,
                                int64_t bz, int64_t smem, void **params,
                                int32_t numParams) noexcept {
   auto *state = static_cast<LaunchState *>(self);
-  (void)numParams;
   if (!state || state->failed)
     return;
   // Nothing may leave this C callback; a failure to record the error (out
@@ -431,7 +442,8 @@ void CudaExecutor::launchThunk(void *self, int32_t kernel, int64_t gx,
   try {
     try {
       const int64_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-      state->executor->launch(*state, kernel, grid, block, smem, params);
+      state->executor->launch(*state, kernel, grid, block, smem, params,
+                              numParams);
     } catch (const Error &e) {
       state->failed = true;
       state->error = std::make_unique<Error>(e);
@@ -448,7 +460,8 @@ void CudaExecutor::launchThunk(void *self, int32_t kernel, int64_t gx,
 
 void CudaExecutor::launch(LaunchState &state, int32_t kernel,
                           const int64_t grid[3], const int64_t block[3],
-                          int64_t smem, void **params) const {
+                          int64_t smem, void **params,
+                          int32_t numParams) const {
   const BoundEntry &e = *state.entry;
   const CudaDriver &d = *driver_;
   const std::string name = "entry '" + e.spec.symbol + "'";
@@ -469,6 +482,14 @@ void CudaExecutor::launch(LaunchState &state, int32_t kernel,
     if (grid[i] < 0 || grid[i] > kMax || block[i] < 1 || block[i] > kMax)
       fail("kernel '" + kernelName + "': grid " + dims(grid) + " or block " +
            dims(block) + " is not launchable");
+  // A count the kernel does not take would make the driver read past the
+  // parameter array (or miss parameters): refuse it before the launch.
+  if (e.paramCounts[kernel] >= 0 && numParams != e.paramCounts[kernel])
+    fail("kernel '" + kernelName + "' takes " +
+         std::to_string(e.paramCounts[kernel]) +
+         " parameters; the host entry passes " + std::to_string(numParams));
+  if (numParams > 0 && !params)
+    fail("kernel '" + kernelName + "': no parameter array");
   if (smem < 0 || smem > kMax)
     fail("kernel '" + kernelName + "': dynamic shared memory " +
          std::to_string(smem) + " bytes is not launchable");

@@ -143,7 +143,8 @@ private:
                           int64_t smem, void **params,
                           int32_t numParams) noexcept;
   void launch(LaunchState &state, int32_t kernel, const int64_t grid[3],
-              const int64_t block[3], int64_t smem, void **params) const;
+              const int64_t block[3], int64_t smem, void **params,
+              int32_t numParams) const;
   void runLocked(const BoundEntry &e, uint64_t x, uint64_t y, int64_t m,
                  int64_t expert) const;
   void loadImage(const std::vector<Image> &images);

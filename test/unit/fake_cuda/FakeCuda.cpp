@@ -75,6 +75,16 @@ thread_local std::vector<CUcontext> contextStack;
 
 bool hasContext() { return !contextStack.empty(); }
 
+/// The log, and $FAKE_CUDA_LOG (appended) for tests that run a tool.
+void appendLog(State &s, const std::string &line) {
+  s.log += line;
+  if (const char *path = std::getenv("FAKE_CUDA_LOG"))
+    if (FILE *f = std::fopen(path, "a")) {
+      std::fputs(line.c_str(), f);
+      std::fclose(f);
+    }
+}
+
 /// The allocation holding [p, p + n), if any.
 bool inAllocation(const State &s, uintptr_t p, size_t n) {
   auto it = s.allocations.upper_bound(p);
@@ -141,6 +151,7 @@ const char *errorName(CUresult r) {
   case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
   case kInvalidContext: return "CUDA_ERROR_INVALID_CONTEXT";
   case CUDA_ERROR_INVALID_PTX: return "CUDA_ERROR_INVALID_PTX";
+  case CUDA_ERROR_NO_BINARY_FOR_GPU: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
   case CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
   case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
   case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
@@ -325,7 +336,14 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
   std::string text(static_cast<const char *>(image));
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.log += "load " + text.substr(0, text.find('\n')) + "\n";
+  // A real cubin (ELF) carries its kernels' signatures in sections this
+  // fake does not read: it is refused, as a driver refuses a cubin of
+  // another GPU, and the executor falls back to the PTX.
+  if (text.rfind("\x7f" "ELF", 0) == 0) {
+    appendLog(s, "load ELF refused\n");
+    return CUDA_ERROR_NO_BINARY_FOR_GPU;
+  }
+  appendLog(s, "load " + text.substr(0, text.find('\n')) + "\n");
   if (text.find("FAKE_JIT_ERROR") != std::string::npos) {
     char *buffer = nullptr;
     size_t size = 0;
@@ -380,8 +398,8 @@ FAKE_API CUresult cuFuncSetAttribute(CUfunction function,
     return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(state().mutex);
   function->maxDynamicSmem = value;
-  state().log += "attribute " + function->name + " max_dynamic_smem=" +
-                 std::to_string(value) + "\n";
+  appendLog(state(), "attribute " + function->name + " max_dynamic_smem=" +
+                         std::to_string(value) + "\n");
   return CUDA_SUCCESS;
 }
 
@@ -469,7 +487,7 @@ FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.failLaunch == 0) {
     s.failLaunch = -1;
-    s.log += "launch " + f->name + " FAILED\n";
+    appendLog(s, "launch " + f->name + " FAILED\n");
     return CUDA_ERROR_LAUNCH_FAILED;
   }
   if (s.failLaunch > 0)
@@ -499,7 +517,20 @@ FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
       }
     }
   }
-  s.log += line + "\n";
+  appendLog(s, line + "\n");
+  return CUDA_SUCCESS;
+}
+
+FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t index,
+                                     size_t *offset, size_t *size) {
+  if (!f || !offset || index >= f->paramBytes.size())
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t at = 0;
+  for (size_t i = 0; i < index; ++i)
+    at += f->paramBytes[i];
+  *offset = at;
+  if (size)
+    *size = f->paramBytes[index];
   return CUDA_SUCCESS;
 }
 
@@ -512,6 +543,7 @@ FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int,
   {#name, reinterpret_cast<void *>(&exported)},
       COMFYQUANT_CUDA_FUNCTIONS(FAKE_ENTRY)
 #undef FAKE_ENTRY
+      {"cuFuncGetParamInfo", reinterpret_cast<void *>(&cuFuncGetParamInfo)},
   };
   auto it = table.find(symbol ? symbol : "");
   {
