@@ -527,7 +527,8 @@ int main(int argc, char **argv) {
     return fail("--backend cuda runs CUDA kernels: give --artifact DIR or "
                 "--target cuda:ARCH, not --target cpu");
   if (cl.has("--no-cache") && (reference || cl.has("--artifact")))
-    return fail("--no-cache applies only to --target (compiling on the fly)");
+    return fail("--no-cache applies only to --target cpu or cuda:ARCH "
+                "(compiling on the fly)");
   if (cl.has("--threads") && reference)
     return fail("--threads applies only to compiled kernels, not to "
                 "--reference");
