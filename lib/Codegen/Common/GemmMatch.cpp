@@ -25,7 +25,8 @@ Value stripExt(Value v) {
 std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
     linalg::GenericOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumLoops() != 3 || op.getNumResults() != 1)
+      op.getNumLoops() != 3 ||
+      op.getNumResults() != (op.hasPureTensorSemantics() ? 1u : 0u))
     return std::nullopt;
   auto iters = op.getIteratorTypesArray();
   if (iters[0] != utils::IteratorType::parallel ||
@@ -41,10 +42,12 @@ std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   if (maps[0] != map(0, 2) || maps[1] != map(1, 2) || maps[2] != map(0, 1))
     return std::nullopt;
-  auto aType = dyn_cast<RankedTensorType>(op.getDpsInputs()[0].getType());
-  auto bType = dyn_cast<RankedTensorType>(op.getDpsInputs()[1].getType());
-  auto cType = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
-  if (!aType || !bType || !cType || !bType.hasStaticShape() ||
+  // Tensors (CPU strategy) or buffers (GPU kernels), ranked.
+  auto aType = dyn_cast<ShapedType>(op.getDpsInputs()[0].getType());
+  auto bType = dyn_cast<ShapedType>(op.getDpsInputs()[1].getType());
+  auto cType = dyn_cast<ShapedType>(op.getDpsInits()[0].getType());
+  if (!aType || !bType || !cType || !aType.hasRank() || !cType.hasRank() ||
+      !bType.hasStaticShape() ||
       aType.isDynamicDim(1) || cType.isDynamicDim(1))
     return std::nullopt;
   // Body: yield(out + mul(ext(a), ext(b))) in either operand order.

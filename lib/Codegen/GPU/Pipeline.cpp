@@ -58,7 +58,9 @@ void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUAssignWorkspace());
 
-  // One thread per output point, reductions in the thread.
+  // Tensor cores where a kernel family covers the GEMM; everything else:
+  // one thread per output point, reductions in the thread.
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUMmaSyncGemm());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   ComfyQuantGPUDistributeLoopsOptions distribute;
   distribute.blockSize = options.blockSize;
@@ -91,6 +93,7 @@ void mlir::comfyquant::buildComfyQuantGPUDevicePipeline(
       "+ptx" + std::to_string(arch ? arch->ptxVersion : getCUDAArchs()[0].ptxVersion);
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createConvertNVGPUToNVVMPass());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(memref::createExpandStridedMetadataPass());
   device.addPass(createLowerAffinePass());

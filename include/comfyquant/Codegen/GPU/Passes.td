@@ -47,6 +47,30 @@ def ComfyQuantGPUDistributeLoops
                            "::mlir::scf::SCFDialect"];
 }
 
+def ComfyQuantGPUMmaSyncGemm
+    : Pass<"comfyquant-gpu-mma-sync-gemm", "::mlir::func::FuncOp"> {
+  let summary = "Integer GEMMs on tensor cores with mma.sync m16n8k32 s8";
+  let description = [{
+    Each top-level `linalg.generic` on buffers that computes
+    `C[m, n] += extsi(A[m, k]) * extsi(B[n, k])` with i8 operands and an i32
+    accumulator (every integer format after decoding) becomes a
+    `gpu.launch` of 4 warps per block. A block covers 16 rows and 128
+    columns, a warp 16 x 32 (four 16 x 8 accumulator fragments sharing one A
+    fragment); each K step of 32 issues four `nvgpu.mma.sync` with
+    `mmaShape = [16, 8, 32]` (`mma.sync.aligned.m16n8k32.row.col.s32.s8.s8`).
+    Fragments are loaded straight from global memory in the PTX fragment
+    layout; rows, columns and K beyond the operands read zeros, so every
+    shape is exact (integer accumulation; K up to 2^17 cannot reach the
+    s32 saturation). The grid is `(ceildiv(N, 128), ceildiv(M, 16))`.
+    The function records `comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"`.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def ComfyQuantGPUAssignWorkspace
     : Pass<"comfyquant-gpu-assign-workspace", "::mlir::func::FuncOp"> {
   let summary = "Carve every temporary buffer out of the workspace argument";

@@ -1,0 +1,56 @@
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-mma-sync-gemm))' | FileCheck %s
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-mma-sync-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_80})' | FileCheck %s --check-prefix=PTX80
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-mma-sync-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_120a})' | FileCheck %s --check-prefix=PTX120
+
+// C[m, n] += A[m, k] * B[n, k] in i8 -> i32: 4 warps, a 16 x 128 block
+// tile, four m16n8k32 fragments per warp sharing A, zeros outside M, N, K.
+// CHECK-LABEL: func.func @int8_gemm
+// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"
+// CHECK-DAG:     %[[M:.*]] = memref.dim %arg0, %c0
+// CHECK-DAG:     %[[GX:.*]] = arith.ceildivui %c40, %c128
+// CHECK-DAG:     %[[GY:.*]] = arith.ceildivui %[[M]], %c16
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[GX]], {{.*}} = %[[GY]], {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{[_0-9]*}},
+// CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c70 step %c32{{[_0-9]*}} iter_args(
+// CHECK-COUNT-4:     nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 32]} : (vector<4x4xi8>, vector<2x4xi8>, vector<2x2xi32>) -> vector<2x2xi32>
+// CHECK:           scf.if
+// CHECK:             memref.store %{{.*}}, %arg2
+// CHECK-NOT:     linalg.generic
+// PTX80:   .target sm_80
+// PTX80-COUNT-4: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX120:  .target sm_120a
+// PTX120-COUNT-4: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @int8_gemm(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// Float GEMMs and unsigned operands are not this kernel family's.
+// CHECK-LABEL: func.func @float_gemm
+// CHECK-NOT:     comfyquant.gpu.gemm
+// CHECK:         linalg.generic
+// PTX80-NOT:     mma.sync
+// PTX120-NOT:    mma.sync
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @float_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x8xf32>, memref<4x8xf32>) outs(%c : memref<?x4xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %0 = arith.mulf %x, %w : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
