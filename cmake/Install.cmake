@@ -28,7 +28,8 @@ install(TARGETS comfyquant-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(COMFYQUANT_BUILD_COMPILER)
   set(COMFYQUANT_COMPILER_LIBS ComfyQuantDialect ComfyQuantTransforms
     ComfyQuantImport ComfyQuantPipelines ComfyQuantConversion
-    ComfyQuantCodegenCommon ComfyQuantCodegenCPU)
+    ComfyQuantCodegenCommon ComfyQuantCodegenCPU ComfyQuantCodegenGPU
+    ComfyQuantCompiler)
   # The compiler libraries use the runtime's C++ API, so they link the
   # in-tree static runtime and install it under their export set.
   add_library(comfyquant_compiler INTERFACE)

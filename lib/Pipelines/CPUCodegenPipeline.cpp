@@ -48,15 +48,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
 
   // Bufferize: y is written in place (empty-tensor elimination into the
   // destination argument), arguments keep the identity layout of the ABI.
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
-  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  bufferize.unknownTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  buildComfyQuantBufferizePipeline(pm);
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUCheckColumnRange());

@@ -3,6 +3,7 @@
 
 #include "comfyquant/Dialect/ComfyQuant/Transforms/Passes.h"
 
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -19,6 +20,18 @@ void mlir::comfyquant::buildComfyQuantDecomposePipeline(
   fn.addPass(createComfyQuantFuseRotateQuantize());
   fn.addPass(createComfyQuantFuseGemmEpilogue());
   pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::comfyquant::buildComfyQuantBufferizePipeline(OpPassManager &pm) {
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 }
 
 void mlir::comfyquant::registerComfyQuantPipelines() {

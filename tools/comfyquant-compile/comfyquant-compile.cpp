@@ -25,7 +25,7 @@
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/CPU/CPUCodegen.h"
 #include "comfyquant/Codegen/CPU/Passes.h"
-#include "comfyquant/Codegen/GPU/GPUCodegen.h"
+#include "comfyquant/Compiler/CUDABackend.h"
 #include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Import/CheckpointImporter.h"

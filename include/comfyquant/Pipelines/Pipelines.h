@@ -70,6 +70,46 @@ void buildComfyQuantCPUCodegenPipeline(OpPassManager &pm,
 /// Codegen/Common/Passes.td and Codegen/CPU/Passes.td.
 void registerComfyQuantCPUCodegen();
 
+struct GPUKernelFormationOptions
+    : public PassPipelineOptions<GPUKernelFormationOptions> {
+  Option<bool> lowerComfyQuant{
+      *this, "lower-comfyquant",
+      llvm::cl::desc("Run convert-comfyquant-to-linalg first"),
+      llvm::cl::init(true)};
+  Option<int64_t> blockSize{*this, "block-size",
+                            llvm::cl::desc("Threads per block of SIMT kernels"),
+                            llvm::cl::init(256)};
+};
+
+struct GPUDeviceOptions : public PassPipelineOptions<GPUDeviceOptions> {
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("CUDA arch (sm_80 ... sm_120a)"),
+                           llvm::cl::init("sm_90a")};
+  Option<bool> serialize{*this, "serialize",
+                         llvm::cl::desc("End with gpu-module-to-binary "
+                                        "(PTX text in a gpu.binary)"),
+                         llvm::cl::init(true)};
+};
+
+/// Tensors -> host entries with gpu.launch_func + one gpu.module of kernels.
+void buildComfyQuantGPUKernelFormationPipeline(
+    OpPassManager &pm, const GPUKernelFormationOptions &options);
+/// Host entries -> LLVM dialect with packed entries; drops the gpu.modules.
+void buildComfyQuantGPUHostPipeline(OpPassManager &pm);
+/// gpu.modules -> NVVM for `options.arch` (-> gpu.binary with PTX text).
+void buildComfyQuantGPUDevicePipeline(OpPassManager &pm,
+                                      const GPUDeviceOptions &options);
+
+/// Registers the pipelines (`comfyquant-gpu-form-kernels`,
+/// `comfyquant-gpu-lower-host`, `comfyquant-gpu-lower-device`) and the
+/// passes of Codegen/GPU/Passes.td.
+void registerComfyQuantGPUCodegen();
+
+/// One-shot bufferization as every back end's entries need it: function
+/// boundaries included, y written in place (empty tensors eliminated into
+/// the destination argument), identity layouts at the ABI.
+void buildComfyQuantBufferizePipeline(OpPassManager &pm);
+
 } // namespace mlir::comfyquant
 
 #endif // COMFYQUANT_PIPELINES_PIPELINES_H

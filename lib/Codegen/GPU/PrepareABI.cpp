@@ -1,4 +1,5 @@
 //===- PrepareABI.cpp - host-entry ABI of CUDA artifacts ------------------===//
+#include "comfyquant/Codegen/Common/DestinationPassing.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 
 namespace mlir::comfyquant {
@@ -38,33 +39,14 @@ struct PrepareABIPass
   }
 
   LogicalResult rewrite(func::FuncOp func, Builder &b) {
-    FunctionType type = func.getFunctionType();
-    if (type.getNumResults() != 1 || type.getNumInputs() == 0)
+    if (func.getFunctionType().getNumResults() != 1 ||
+        func.getNumArguments() == 0)
       return func.emitOpError("a CUDA host entry needs x and one tensor "
                               "result y");
-    auto result = dyn_cast<RankedTensorType>(type.getResult(0));
-    if (!result)
-      return func.emitOpError("result must be a ranked tensor");
-    Location loc = func.getLoc();
     // y at position 1 (2 once the launcher is in front), written in place.
-    auto yType = MemRefType::get(result.getShape(), result.getElementType());
-    if (failed(func.insertArgument(1, yType, marker(b, "comfyquant.output"),
-                                   loc)))
+    if (failed(comfyquant::detail::makeDestinationPassing(func)))
       return failure();
-    Value y = func.getArgument(1);
-    SmallVector<func::ReturnOp> returns;
-    func.walk([&](func::ReturnOp r) { returns.push_back(r); });
-    for (func::ReturnOp r : returns) {
-      OpBuilder ob(r);
-      auto m = bufferization::MaterializeInDestinationOp::create(
-          ob, r.getLoc(), TypeRange{}, r.getOperand(0), y);
-      m.setRestrict(true);
-      m.setWritable(true);
-      func::ReturnOp::create(ob, r.getLoc());
-      r.erase();
-    }
-    if (failed(func.eraseResult(0)))
-      return failure();
+    Location loc = func.getLoc();
     auto workspace = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
     if (failed(func.insertArgument(func.getNumArguments(), workspace,
                                    marker(b, "comfyquant.workspace"), loc)))
@@ -72,9 +54,6 @@ struct PrepareABIPass
     if (failed(func.insertArgument(0, LLVM::LLVMPointerType::get(b.getContext()),
                                    marker(b, "comfyquant.launcher"), loc)))
       return failure();
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (isa<TensorType>(func.getArgument(i).getType()))
-        func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
     func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                   b.getUnitAttr());
     return success();

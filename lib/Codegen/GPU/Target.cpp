@@ -3,7 +3,6 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -17,44 +16,28 @@
 using namespace mlir;
 using namespace mlir::comfyquant;
 
+const std::vector<CUDAArch> &mlir::comfyquant::getCUDAArchs() {
+  // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
+  // needs 8.8.
+  static const std::vector<CUDAArch> archs = {
+      {"sm_80", 80, 84, false},   {"sm_86", 86, 84, false},
+      {"sm_89", 89, 84, false},   {"sm_90a", 90, 84, true},
+      {"sm_100a", 100, 88, true}, {"sm_120a", 120, 88, true},
+  };
+  return archs;
+}
+
+const CUDAArch *mlir::comfyquant::lookupCUDAArch(llvm::StringRef name) {
+  for (const CUDAArch &a : getCUDAArchs())
+    if (name == a.name)
+      return &a;
+  return nullptr;
+}
+
 void mlir::comfyquant::registerComfyQuantGPUTranslations(
     DialectRegistry &registry) {
   registerAllToLLVMIRTranslations(registry);
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-}
-
-bool mlir::comfyquant::emitPTX(ModuleOp deviceModule, StringRef gpuModule,
-                               const CUDAArch &arch, std::string &ptx,
-                               std::string &error) {
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  ScopedDiagnosticHandler handler(deviceModule.getContext(),
-                                  [&](Diagnostic &d) {
-                                    os << d.getLocation() << ": " << d << "\n";
-                                    return success();
-                                  });
-  PassManager pm(deviceModule.getContext());
-  GPUDeviceOptions options;
-  options.arch = arch.name;
-  buildComfyQuantGPUDevicePipeline(pm, options);
-  if (failed(pm.run(deviceModule))) {
-    error = "device pipeline for " + std::string(arch.name) + " failed:\n" +
-            diagnostics;
-    return false;
-  }
-  for (auto binary : deviceModule.getOps<gpu::BinaryOp>()) {
-    if (binary.getName() != gpuModule)
-      continue;
-    for (Attribute a : binary.getObjects()) {
-      auto object = dyn_cast<gpu::ObjectAttr>(a);
-      if (object && object.getFormat() == gpu::CompilationTarget::Assembly) {
-        ptx = object.getObject().getValue().str();
-        return true;
-      }
-    }
-  }
-  error = "no PTX for gpu.module '" + gpuModule.str() + "'";
-  return false;
 }
 
 std::string mlir::comfyquant::findPtxas() {

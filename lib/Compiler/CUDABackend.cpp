@@ -1,11 +1,12 @@
-//===- Artifact.cpp - the CUDA half of an artifact ------------------------===//
+//===- CUDABackend.cpp - the CUDA half of an artifact ---------------------===//
 //
 // Host entries are formed one kernel at a time; their device functions are
 // gathered into one gpu.module, which is lowered once per arch (in
 // parallel, each arch in its own context) to PTX and, with ptxas, a cubin.
 //===----------------------------------------------------------------------===//
-#include "comfyquant/Codegen/GPU/GPUCodegen.h"
+#include "comfyquant/Compiler/CUDABackend.h"
 #include "comfyquant/Codegen/CPU/CPUCodegen.h"
+#include "comfyquant/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -108,6 +109,40 @@ bool checkResourceUsage(const std::string &usage, const CUDAArch &arch,
 }
 
 } // namespace
+
+bool mlir::comfyquant::emitPTX(ModuleOp deviceModule, StringRef gpuModule,
+                               const CUDAArch &arch, std::string &ptx,
+                               std::string &error) {
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  ScopedDiagnosticHandler handler(deviceModule.getContext(),
+                                  [&](Diagnostic &d) {
+                                    os << d.getLocation() << ": " << d << "\n";
+                                    return success();
+                                  });
+  PassManager pm(deviceModule.getContext());
+  GPUDeviceOptions options;
+  options.arch = arch.name;
+  buildComfyQuantGPUDevicePipeline(pm, options);
+  if (failed(pm.run(deviceModule))) {
+    error = "device pipeline for " + std::string(arch.name) + " failed:\n" +
+            diagnostics;
+    return false;
+  }
+  for (auto binary : deviceModule.getOps<gpu::BinaryOp>()) {
+    if (binary.getName() != gpuModule)
+      continue;
+    for (Attribute a : binary.getObjects()) {
+      auto object = dyn_cast<gpu::ObjectAttr>(a);
+      if (object && object.getFormat() == gpu::CompilationTarget::Assembly) {
+        ptx = object.getObject().getValue().str();
+        return true;
+      }
+    }
+  }
+  error = "no PTX for gpu.module '" + gpuModule.str() + "'";
+  return false;
+}
 
 bool mlir::comfyquant::compileCUDA(MLIRContext &ctx,
                                    ArrayRef<CUDAKernelSource> sources,

@@ -1,8 +1,9 @@
-//===- Pipeline.cpp - the comfyquant CUDA codegen pipelines ---------------===//
-#include "comfyquant/Codegen/GPU/GPUCodegen.h"
+//===- GPUCodegenPipeline.cpp - the comfyquant CUDA pipelines -------------===//
 #include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Conversion/Passes.h"
+#include "comfyquant/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -17,24 +18,6 @@
 using namespace mlir;
 using namespace mlir::comfyquant;
 
-const std::vector<CUDAArch> &mlir::comfyquant::getCUDAArchs() {
-  // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
-  // needs 8.8.
-  static const std::vector<CUDAArch> archs = {
-      {"sm_80", 80, 84, false},   {"sm_86", 86, 84, false},
-      {"sm_89", 89, 84, false},   {"sm_90a", 90, 84, true},
-      {"sm_100a", 100, 88, true}, {"sm_120a", 120, 88, true},
-  };
-  return archs;
-}
-
-const CUDAArch *mlir::comfyquant::lookupCUDAArch(llvm::StringRef name) {
-  for (const CUDAArch &a : getCUDAArchs())
-    if (name == a.name)
-      return &a;
-  return nullptr;
-}
-
 void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
     OpPassManager &pm, const GPUKernelFormationOptions &options) {
   if (options.lowerComfyQuant)
@@ -44,16 +27,8 @@ void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
-  // Bufferize as the CPU does: y in place, identity layouts at the ABI.
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
-  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  bufferize.unknownTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Temporaries become workspace views, so no deallocation pipeline.
+  buildComfyQuantBufferizePipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUAssignWorkspace());
