@@ -284,6 +284,8 @@ void Session::bindCuda(const SessionOptions &options) {
                              inDir(mf.cuda->hostLibrary), eo);
   const std::string arch = cuda_->imageArch();
   variant_ = arch;
+  warnings_.insert(warnings_.end(), cuda_->warnings().begin(),
+                   cuda_->warnings().end());
 
   // Every bound tensor goes to the device once, before any call.
   std::vector<std::vector<size_t>> weights(mf.modules.size());

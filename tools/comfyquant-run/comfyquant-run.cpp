@@ -620,6 +620,9 @@ int main(int argc, char **argv) {
           session = rt::Session::open(dir, so);
         }
       }
+      if (session)
+        for (const std::string &w : session->warnings())
+          std::fprintf(stderr, "comfyquant-run: warning: %s\n", w.c_str());
       rt::writeSafetensors(
           output, {forward(*m, input, expert, session.get())},
           {{"module", module},

@@ -201,6 +201,9 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
     }
     cubinFailure = cubin.image->cubin + ": cuModuleLoadDataEx failed: " +
                    d.errorText(r);
+    warnings_.push_back("the " + cubin.image->arch +
+                        " cubin did not load (" + cubinFailure +
+                        "); running PTX compiled by the driver");
     if (!ptx.image)
       throw Error(dir_, "", "cannot load the kernels for " + deviceText +
                                 ": " + cubinFailure,
@@ -378,16 +381,18 @@ size_t CudaExecutor::addEntry(const Entry &entry) {
                   ErrorKind::InvalidInput);
     d.check(r, "cuModuleGetFunction", subj + ": " + name + ": kernel '" + k + "'");
     b->functions.push_back(f);
-    int count = -1;
+    // The count is the first index the driver refuses. Every kernel we
+    // emit takes parameters, so a refusal at 0 means the driver cannot
+    // tell: the check is then skipped rather than failing every launch.
+    int count = 0;
     if (d.cuFuncGetParamInfo) {
       size_t offset = 0, size = 0;
-      count = 0;
       while (count < 65536 &&
              d.cuFuncGetParamInfo(f, static_cast<size_t>(count), &offset,
                                   &size) == CUDA_SUCCESS)
         ++count;
     }
-    b->paramCounts.push_back(count);
+    b->paramCounts.push_back(count > 0 ? count : -1);
   }
   b->smemOptIn.assign(entry.kernels.size(), kDefaultDynamicSmemLimit);
   for (size_t w : entry.weights) {

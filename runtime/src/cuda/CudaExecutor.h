@@ -104,6 +104,9 @@ public:
   /// The arch of the loaded image and whether it was PTX JIT-compiled.
   const std::string &imageArch() const { return imageArch_; }
   bool jitCompiled() const { return jit_; }
+  /// What went wrong on the way to a working set-up (a cubin that did not
+  /// load before its PTX did).
+  const std::vector<std::string> &warnings() const { return warnings_; }
   /// The CUstream calls are enqueued on.
   void *stream() const;
 
@@ -162,6 +165,7 @@ private:
   cuda::CUmodule module_ = nullptr;
   std::string imageArch_, imagePath_;
   bool jit_ = false;
+  std::vector<std::string> warnings_;
   void *hostLibrary_ = nullptr;
   std::string hostLibraryPath_;
   size_t stagingBytes_ = 0;
