@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace comfyquant::rt;
@@ -204,6 +205,35 @@ TEST_F(CudaSessionTest, RunsWithHostAndDevicePointers) {
   cq_session_close(s);
   EXPECT_EQ(fakeCuda().counter("context_refs"), 0u);
   EXPECT_EQ(fakeCuda().counter("streams"), 0u);
+}
+
+TEST_F(CudaSessionTest, ConcurrentCallsAreSerialized) {
+  cq_session *s = open();
+  ASSERT_EQ(status, CQ_OK) << cq_last_error();
+  size_t index = 0;
+  ASSERT_EQ(cq_session_module_find(s, kModule.c_str(), &index), CQ_OK);
+  const int64_t k = weight->shape[1], n = weight->shape[0];
+  // Each thread its own M: the shared workspace and copy buffers grow
+  // while other calls run.
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 10; ++r) {
+        const int64_t m = 1 + t * 7 + r;
+        std::vector<float> x(m * k), y(m * n);
+        for (int64_t i = 0; i < m; ++i)
+          x[i * k] = static_cast<float>(t * 100 + i);
+        if (cq_session_run(s, index, CQ_DTYPE_F32, x.data(), m, y.data(),
+                           y.size() * 4) != CQ_OK ||
+            y != expected(x, m))
+          ++bad[t];
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+  cq_session_close(s);
 }
 
 TEST_F(CudaSessionTest, OpenFailuresAreStatuses) {
