@@ -3,6 +3,7 @@
 
 #include "comfyquant/runtime/CpuFeatures.h"
 #include "comfyquant/runtime/Error.h"
+#include "MemRefDescriptor.h"
 #include "comfyquant/runtime/ThreadPool.h"
 #include "cuda/CudaExecutor.h"
 
@@ -18,21 +19,9 @@ namespace comfyquant::rt {
 
 namespace {
 
-/// A ranked memref descriptor {allocated, aligned, offset, sizes, strides}
-/// of a contiguous row-major array, as 8-byte words.
 std::vector<int64_t> descriptor(const void *data,
                                 const std::vector<int64_t> &shape) {
-  std::vector<int64_t> d(3 + 2 * shape.size());
-  auto p = static_cast<int64_t>(reinterpret_cast<uintptr_t>(data));
-  d[0] = d[1] = p;
-  d[2] = 0;
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    d[3 + i] = shape[i];
-    d[3 + shape.size() + i] = stride;
-    stride *= shape[i];
-  }
-  return d;
+  return memrefDescriptor(reinterpret_cast<uintptr_t>(data), shape);
 }
 
 const char *dtypeKey(DType t) {
@@ -406,31 +395,33 @@ size_t Session::cudaEntryFor(const Bound &b, DType dtype) const {
               ErrorKind::Unsupported);
 }
 
-void Session::runDevice(size_t module, DType dtype, uint64_t x, int64_t m,
-                        uint64_t y, int64_t expert) const {
-  const Bound &b = bound(module);
+const CudaExecutor &Session::cudaExecutor() const {
   if (!cuda_)
     throw Error(artifact_->dir(), "",
                 "device pointers need a session on the cuda backend",
                 ErrorKind::InvalidArgument);
+  return *cuda_;
+}
+
+void Session::runDevice(size_t module, DType dtype, uint64_t x, int64_t m,
+                        uint64_t y, int64_t expert) const {
+  const Bound &b = bound(module);
+  const CudaExecutor &cuda = cudaExecutor();
   if (b.m->kind == "embedding")
     throw Error(artifact_->dir(), moduleSubject(b.m->name),
                 "an embedding takes indices (lookup)",
                 ErrorKind::InvalidArgument);
-  cuda_->run(cudaEntryFor(b, dtype), x, y, m, expert);
+  cuda.run(cudaEntryFor(b, dtype), x, y, m, expert);
 }
 
 void Session::lookupDevice(size_t module, DType dtype, uint64_t indices,
                            int64_t m, uint64_t y) const {
   const Bound &b = bound(module);
-  if (!cuda_)
-    throw Error(artifact_->dir(), "",
-                "device pointers need a session on the cuda backend",
-                ErrorKind::InvalidArgument);
+  const CudaExecutor &cuda = cudaExecutor();
   if (b.m->kind != "embedding")
     throw Error(artifact_->dir(), moduleSubject(b.m->name),
                 "is not an embedding", ErrorKind::InvalidArgument);
-  cuda_->run(cudaEntryFor(b, dtype), indices, y, m);
+  cuda.run(cudaEntryFor(b, dtype), indices, y, m);
 }
 
 void Session::synchronize() const {

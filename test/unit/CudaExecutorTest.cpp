@@ -6,8 +6,8 @@
 // image choice, kernel lookup, weight upload, workspace, the launcher and
 // the host entry's arguments.
 //===----------------------------------------------------------------------===//
-#include "cuda/CudaDriver.h"
 #include "cuda/CudaExecutor.h"
+#include "cuda/CudaDriver.h"
 #include "fake_cuda/FakeControl.h"
 
 #include "comfyquant/runtime/Error.h"
@@ -184,8 +184,7 @@ TEST_F(CudaExecutorTest, DriverIsResolvedThroughProcAddressAndQueried) {
   // Every function (and the optional cuFuncGetParamInfo) came through
   // cuGetProcAddress, once per process: a second load() resolves nothing.
 #define COMFYQUANT_COUNT(...) +1
-  constexpr uint64_t functions =
-      1 COMFYQUANT_CUDA_FUNCTIONS(COMFYQUANT_COUNT);
+  constexpr uint64_t functions = 1 COMFYQUANT_CUDA_FUNCTIONS(COMFYQUANT_COUNT);
 #undef COMFYQUANT_COUNT
   EXPECT_NE(driver->cuFuncGetParamInfo, nullptr);
   EXPECT_EQ(fake().counter("proc_lookups"), functions);
@@ -254,7 +253,11 @@ TEST_F(CudaExecutorTest, ImageChoice) {
       {9, 0, {{"sm_80", "", p80}, {"sm_90a", "", p90a}}, "sm_90a", true},
       {12, 0, {{"sm_80", "", p80}, {"sm_90a", c90a, p90a}}, "sm_80", true},
       {8, 6, {{"sm_80", c80, p80}, {"sm_86", "", p86}}, "sm_86", true},
-      {12, 0, {{"sm_90a", c90a, p90a}, {"sm_120a", "", p120a}}, "sm_120a", true},
+      {12,
+       0,
+       {{"sm_90a", c90a, p90a}, {"sm_120a", "", p120a}},
+       "sm_120a",
+       true},
   };
   for (const Case &c : cases) {
     fake().setDevice(1, c.major, c.minor);
@@ -304,14 +307,17 @@ TEST_F(CudaExecutorTest, LinearRunsWithUploadedWeightsAndWorkspace) {
   fake().takeLog();
   const uint64_t htod0 = fake().counter("htod_bytes"),
                  calls0 = fake().counter("htod_calls");
-  size_t w = e->addWeight({"layer.weight", weight.data(), weight.size(), {100, 100}});
+  size_t w =
+      e->addWeight({"layer.weight", weight.data(), weight.size(), {100, 100}});
   // The same bytes bound twice are one weight.
-  EXPECT_EQ(e->addWeight({"layer.weight", weight.data(), weight.size(), {100, 100}}), w);
+  EXPECT_EQ(
+      e->addWeight({"layer.weight", weight.data(), weight.size(), {100, 100}}),
+      w);
   e->upload();
   EXPECT_EQ(fake().counter("htod_bytes") - htod0, weight.size());
   EXPECT_EQ(fake().counter("htod_calls") - calls0, 3u);
   EXPECT_EQ(fake().counter("pinned"), 0u); // staging released
-  e->upload(); // nothing new
+  e->upload();                             // nothing new
   EXPECT_EQ(fake().counter("htod_bytes") - htod0, weight.size());
 
   CudaExecutor::Entry spec;
@@ -422,8 +428,9 @@ TEST_F(CudaExecutorTest, MissingKernelNamesEntryAndKernel) {
   spec.fn = linearEntry;
   spec.kernels = {"gemm_main", "gemm"}; // a prefix of a real name is not it
   EXPECT_EQ(errorOf([&] { e->addEntry(spec); }),
-            dir + ": module 'blocks.0.attn': entry 'attn_bf16_sm_90a': kernel "
-                  "'gemm' is not in the sm_90a image (" +
+            dir +
+                ": module 'blocks.0.attn': entry 'attn_bf16_sm_90a': kernel "
+                "'gemm' is not in the sm_90a image (" +
                 cubin + ")");
   spec.fn = nullptr; // and no host library
   EXPECT_EQ(errorOf([&] { e->addEntry(spec); }),
@@ -457,9 +464,10 @@ TEST_F(CudaExecutorTest, LaunchFailureIsKeptAndLaterLaunchesSkipped) {
   // The next call starts clean.
   e->run(entry, reinterpret_cast<uint64_t>(x.data()),
          reinterpret_cast<uint64_t>(y.data()), 1);
-  EXPECT_EQ(fake().takeLog(),
-            "launch gemm_main grid=1,1,1 block=32,1,1 smem=0 params=1,2,3,4,5\n"
-            "launch gemm_main grid=2,1,1 block=32,1,1 smem=0 params=1,2,3,4,5\n");
+  EXPECT_EQ(
+      fake().takeLog(),
+      "launch gemm_main grid=1,1,1 block=32,1,1 smem=0 params=1,2,3,4,5\n"
+      "launch gemm_main grid=2,1,1 block=32,1,1 smem=0 params=1,2,3,4,5\n");
 
   spec.symbol = "bad_index";
   spec.fn = badIndexEntry;
@@ -535,8 +543,9 @@ TEST_F(CudaExecutorTest, MoeGetsTheExpertAndEmbeddingsTheIndices) {
   EXPECT_EQ(seen.y.sizes[0], 3);
   EXPECT_EQ(seen.y.sizes[1], 6);
   indices[1] = 10;
-  EXPECT_EQ(errorOf([&] { e->runHost(embEntry, indices.data(), rows.data(), 3); }),
-            dir + ": module 'embed': index 10 is out of range [0, 10)");
+  EXPECT_EQ(
+      errorOf([&] { e->runHost(embEntry, indices.data(), rows.data(), 3); }),
+      dir + ": module 'embed': index 10 is out of range [0, 10)");
   // M = 0 calls nothing.
   const int calls = seen.calls;
   e->runHost(embEntry, indices.data(), rows.data(), 0);

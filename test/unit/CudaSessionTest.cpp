@@ -158,10 +158,11 @@ TEST_F(CudaSessionTest, RunsWithHostAndDevicePointers) {
     EXPECT_EQ(fakeCuda().counter("htod_bytes") - htod, x.size() * 4);
     EXPECT_EQ(y, expected(x, m));
     const std::string log = fakeCuda().takeLog();
-    EXPECT_EQ(log.rfind("launch fake_gemm grid=" + std::to_string((m + 15) / 16) +
-                            ",1,1 block=128,1,1 smem=0 params=",
-                        0),
-              0u)
+    EXPECT_EQ(
+        log.rfind("launch fake_gemm grid=" + std::to_string((m + 15) / 16) +
+                      ",1,1 block=128,1,1 smem=0 params=",
+                  0),
+        0u)
         << log;
     EXPECT_EQ(log.substr(log.rfind(',') + 1), std::to_string(m) + "\n");
   }
@@ -171,10 +172,9 @@ TEST_F(CudaSessionTest, RunsWithHostAndDevicePointers) {
   std::vector<float> x(2 * k, 3.0f), y(2 * n);
   const uint64_t htod = fakeCuda().counter("htod_bytes"),
                  dtoh = fakeCuda().counter("dtoh_bytes");
-  ASSERT_EQ(cq_session_run_device(s, index, 0, CQ_DTYPE_F32,
-                                  reinterpret_cast<uint64_t>(x.data()), 2,
-                                  reinterpret_cast<uint64_t>(y.data()),
-                                  y.size() * 4),
+  ASSERT_EQ(cq_session_run_device(
+                s, index, 0, CQ_DTYPE_F32, reinterpret_cast<uint64_t>(x.data()),
+                2, reinterpret_cast<uint64_t>(y.data()), y.size() * 4),
             CQ_OK)
       << cq_last_error();
   ASSERT_EQ(cq_session_synchronize(s), CQ_OK);
@@ -194,10 +194,9 @@ TEST_F(CudaSessionTest, RunsWithHostAndDevicePointers) {
                                   reinterpret_cast<uint64_t>(y.data()), 4),
             CQ_ERROR_BUFFER_TOO_SMALL);
   int64_t indices[1] = {0};
-  EXPECT_EQ(cq_session_lookup_device(s, index, CQ_DTYPE_F32,
-                                     reinterpret_cast<uint64_t>(indices), 1,
-                                     reinterpret_cast<uint64_t>(y.data()),
-                                     y.size() * 4),
+  EXPECT_EQ(cq_session_lookup_device(
+                s, index, CQ_DTYPE_F32, reinterpret_cast<uint64_t>(indices), 1,
+                reinterpret_cast<uint64_t>(y.data()), y.size() * 4),
             CQ_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(cq_last_error()).find("is not an embedding"),
             std::string::npos);

@@ -150,8 +150,8 @@ void CudaDriver::check(CUresult result, const char *call,
                        const std::string &subject) const {
   if (result == CUDA_SUCCESS)
     return;
-  ErrorKind kind =
-      result == CUDA_ERROR_OUT_OF_MEMORY ? ErrorKind::Io : ErrorKind::Unsupported;
+  ErrorKind kind = result == CUDA_ERROR_OUT_OF_MEMORY ? ErrorKind::Io
+                                                      : ErrorKind::Unsupported;
   throw Error("", subject, std::string(call) + " failed: " + errorText(result),
               kind);
 }
@@ -168,8 +168,9 @@ int CudaDriver::deviceCount() const {
 CudaDeviceInfo CudaDriver::device(int index) const {
   const int count = deviceCount();
   if (count == 0)
-    throw Error("", "", "no CUDA device on this machine (" + library_ +
-                            " is loaded but reports none)",
+    throw Error("", "",
+                "no CUDA device on this machine (" + library_ +
+                    " is loaded but reports none)",
                 ErrorKind::Unsupported);
   if (index < 0 || index >= count)
     throw Error("", "",
@@ -212,8 +213,9 @@ std::vector<CudaDeviceInfo> cudaDevices() {
 std::vector<CudaDeviceInfo> CudaDriver::devices() const {
   const int count = deviceCount();
   if (count == 0)
-    throw Error("", "", "no CUDA device on this machine (" + library_ +
-                            " is loaded but reports none)",
+    throw Error("", "",
+                "no CUDA device on this machine (" + library_ +
+                    " is loaded but reports none)",
                 ErrorKind::Unsupported);
   std::vector<CudaDeviceInfo> all;
   for (int i = 0; i < count; ++i)

@@ -1,6 +1,7 @@
 //===- CudaExecutor.cpp - run an artifact's CUDA entries ------------------===//
 #include "cuda/CudaExecutor.h"
 
+#include "MemRefDescriptor.h"
 #include "comfyquant/runtime/Error.h"
 
 #include <algorithm>
@@ -19,27 +20,15 @@ using namespace cuda;
 namespace {
 constexpr uint64_t kAlignment = 256;
 
-uint64_t alignUp(uint64_t v) { return (v + kAlignment - 1) / kAlignment * kAlignment; }
-
-/// A ranked memref descriptor {allocated, aligned, offset, sizes, strides}
-/// of a contiguous row-major array at device address `base`.
-std::vector<int64_t> descriptor(uint64_t base, const std::vector<int64_t> &shape) {
-  std::vector<int64_t> d(3 + 2 * shape.size());
-  d[0] = d[1] = static_cast<int64_t>(base);
-  d[2] = 0;
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    d[3 + i] = shape[i];
-    d[3 + shape.size() + i] = stride;
-    stride *= shape[i];
-  }
-  return d;
+uint64_t alignUp(uint64_t v) {
+  return (v + kAlignment - 1) / kAlignment * kAlignment;
 }
 
 std::string readFile(const std::string &path, const std::string &what) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(path, "", "cannot open the " + what + ": " + std::strerror(errno),
+    throw Error(path, "",
+                "cannot open the " + what + ": " + std::strerror(errno),
                 ErrorKind::Io);
   std::ostringstream s;
   s << in.rdbuf();
@@ -94,12 +83,10 @@ struct CudaExecutor::LaunchState {
   std::unique_ptr<Error> error; ///< the first failure
 };
 
-std::unique_ptr<CudaExecutor>
-CudaExecutor::open(std::shared_ptr<const CudaDriver> driver,
-                   const std::string &artifactDir,
-                   const std::vector<Image> &images,
-                   const std::string &hostLibrary,
-                   const CudaExecutorOptions &options) {
+std::unique_ptr<CudaExecutor> CudaExecutor::open(
+    std::shared_ptr<const CudaDriver> driver, const std::string &artifactDir,
+    const std::vector<Image> &images, const std::string &hostLibrary,
+    const CudaExecutorOptions &options) {
   std::unique_ptr<CudaExecutor> e(new CudaExecutor());
   e->driver_ = std::move(driver);
   e->dir_ = artifactDir;
@@ -170,10 +157,9 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
       cubin = c;
     // Portable PTX runs on its capability and every newer one; "a"/"f" PTX
     // only on its own.
-    const bool older = std::make_pair(c.major, c.minor) <
-                       std::make_pair(devMajor, devMinor);
-    if (!img.ptx.empty() && (exact || (older && !c.specific)) &&
-        c.better(ptx))
+    const bool older =
+        std::make_pair(c.major, c.minor) < std::make_pair(devMajor, devMinor);
+    if (!img.ptx.empty() && (exact || (older && !c.specific)) && c.better(ptx))
       ptx = c;
   }
   const std::string deviceText =
@@ -199,14 +185,14 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
       imagePath_ = cubin.image->cubin;
       return;
     }
-    cubinFailure = cubin.image->cubin + ": cuModuleLoadDataEx failed: " +
-                   d.errorText(r);
-    warnings_.push_back("the " + cubin.image->arch +
-                        " cubin did not load (" + cubinFailure +
-                        "); running PTX compiled by the driver");
+    cubinFailure =
+        cubin.image->cubin + ": cuModuleLoadDataEx failed: " + d.errorText(r);
+    warnings_.push_back("the " + cubin.image->arch + " cubin did not load (" +
+                        cubinFailure + "); running PTX compiled by the driver");
     if (!ptx.image)
-      throw Error(dir_, "", "cannot load the kernels for " + deviceText +
-                                ": " + cubinFailure,
+      throw Error(dir_, "",
+                  "cannot load the kernels for " + deviceText + ": " +
+                      cubinFailure,
                   ErrorKind::Unsupported);
   }
   // The driver JIT-compiles PTX (NUL-terminated: std::string's c_str()).
@@ -324,14 +310,15 @@ void CudaExecutor::upload() {
     const uint64_t address = arena + offset;
     const auto *src = static_cast<const uint8_t *>(w.host);
     for (uint64_t done = 0; done < w.bytes; done += chunk) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, w.bytes - done));
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(chunk, w.bytes - done));
       if (used[turn])
         d.check(d.cuEventSynchronize(staging.done[turn]), "cuEventSynchronize",
                 tensorSubject(w.name));
       std::memcpy(staging.buffer[turn], src + done, n);
-      d.check(d.cuMemcpyHtoDAsync(address + done, staging.buffer[turn], n,
-                                  stream_),
-              "cuMemcpyHtoDAsync", tensorSubject(w.name));
+      d.check(
+          d.cuMemcpyHtoDAsync(address + done, staging.buffer[turn], n, stream_),
+          "cuMemcpyHtoDAsync", tensorSubject(w.name));
       d.check(d.cuEventRecord(staging.done[turn], stream_), "cuEventRecord");
       used[turn] = true;
       turn ^= 1;
@@ -364,7 +351,8 @@ size_t CudaExecutor::addEntry(const Entry &entry) {
     if (!hostLibrary_)
       throw Error(dir_, subj, name + ": no CUDA host library is loaded",
                   ErrorKind::InvalidInput);
-    b->fn = reinterpret_cast<HostEntry>(::dlsym(hostLibrary_, entry.symbol.c_str()));
+    b->fn = reinterpret_cast<HostEntry>(
+        ::dlsym(hostLibrary_, entry.symbol.c_str()));
     if (!b->fn)
       throw Error(hostLibraryPath_, subj,
                   name + " is not defined in the CUDA host library",
@@ -379,7 +367,8 @@ size_t CudaExecutor::addEntry(const Entry &entry) {
                   name + ": kernel '" + k + "' is not in the " + imageArch_ +
                       " image (" + imagePath_ + ")",
                   ErrorKind::InvalidInput);
-    d.check(r, "cuModuleGetFunction", subj + ": " + name + ": kernel '" + k + "'");
+    d.check(r, "cuModuleGetFunction",
+            subj + ": " + name + ": kernel '" + k + "'");
     b->functions.push_back(f);
     // The count is the first index the driver refuses. Every kernel we
     // emit takes parameters, so a refusal at 0 means the driver cannot
@@ -406,7 +395,7 @@ size_t CudaExecutor::addEntry(const Entry &entry) {
                   name + ": weight '" + weights_[w].name +
                       "' is not uploaded (upload() before addEntry())",
                   ErrorKind::InvalidArgument);
-    b->weights.push_back(descriptor(weightDevice_[w], weights_[w].shape));
+    b->weights.push_back(memrefDescriptor(weightDevice_[w], weights_[w].shape));
   }
   entries_.push_back(std::move(b));
   return entries_.size() - 1;
@@ -504,8 +493,9 @@ void CudaExecutor::launch(LaunchState &state, int32_t kernel,
       fail("kernel '" + kernelName + "' needs " + std::to_string(smem) +
            " bytes of dynamic shared memory; " + device_.name + " allows " +
            std::to_string(device_.maxDynamicSmem));
-    CUresult r = d.cuFuncSetAttribute(
-        f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem));
+    CUresult r =
+        d.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(smem));
     if (r != CUDA_SUCCESS)
       fail("kernel '" + kernelName + "': cuFuncSetAttribute(" +
            "MAX_DYNAMIC_SHARED_SIZE_BYTES, " + std::to_string(smem) +
@@ -547,10 +537,11 @@ void CudaExecutor::runLocked(const BoundEntry &e, uint64_t x, uint64_t y,
 
   const bool embedding = s.kind == Kind::Embedding;
   const int64_t yCols = embedding ? s.inFeatures : s.outFeatures;
-  std::vector<int64_t> xd = embedding ? descriptor(x, {m})
-                                      : descriptor(x, {m, s.inFeatures});
-  std::vector<int64_t> yd = descriptor(y, {m, yCols});
-  std::vector<int64_t> wd = descriptor(wsBytes ? workspace_ : 0, {wsBytes});
+  std::vector<int64_t> xd = embedding ? memrefDescriptor(x, {m})
+                                      : memrefDescriptor(x, {m, s.inFeatures});
+  std::vector<int64_t> yd = memrefDescriptor(y, {m, yCols});
+  std::vector<int64_t> wd =
+      memrefDescriptor(wsBytes ? workspace_ : 0, {wsBytes});
   LaunchState state;
   state.iface = {&state, &CudaExecutor::launchThunk};
   state.executor = this;
@@ -579,8 +570,9 @@ void CudaExecutor::runLocked(const BoundEntry &e, uint64_t x, uint64_t y,
 void CudaExecutor::run(size_t entry, uint64_t x, uint64_t y, int64_t m,
                        int64_t expert) const {
   if (entry >= entries_.size())
-    throw Error(dir_, "", "CUDA entry index " + std::to_string(entry) +
-                              " is out of range",
+    throw Error(dir_, "",
+                "CUDA entry index " + std::to_string(entry) +
+                    " is out of range",
                 ErrorKind::InvalidArgument);
   std::lock_guard<std::mutex> lock(mutex_);
   ContextScope scope(*this);
@@ -590,8 +582,9 @@ void CudaExecutor::run(size_t entry, uint64_t x, uint64_t y, int64_t m,
 void CudaExecutor::runHost(size_t entry, const void *x, void *y, int64_t m,
                            int64_t expert) const {
   if (entry >= entries_.size())
-    throw Error(dir_, "", "CUDA entry index " + std::to_string(entry) +
-                              " is out of range",
+    throw Error(dir_, "",
+                "CUDA entry index " + std::to_string(entry) +
+                    " is out of range",
                 ErrorKind::InvalidArgument);
   const BoundEntry &e = *entries_[entry];
   const Entry &s = e.spec;
@@ -613,9 +606,10 @@ void CudaExecutor::runHost(size_t entry, const void *x, void *y, int64_t m,
     run(entry, 0, 0, 0, expert); // argument checks only
     return;
   }
-  const int64_t xBytes = embedding ? mulAdd(m, 8, 0)
-                                   : mulAdd(mulAdd(m, s.inFeatures, 0),
-                                            static_cast<int64_t>(s.elementSize), 0);
+  const int64_t xBytes = embedding
+                             ? mulAdd(m, 8, 0)
+                             : mulAdd(mulAdd(m, s.inFeatures, 0),
+                                      static_cast<int64_t>(s.elementSize), 0);
   const int64_t yBytes =
       mulAdd(mulAdd(m, embedding ? s.inFeatures : s.outFeatures, 0),
              static_cast<int64_t>(s.elementSize), 0);
@@ -635,8 +629,8 @@ void CudaExecutor::runHost(size_t entry, const void *x, void *y, int64_t m,
   CUresult r = d.cuStreamSynchronize(stream_);
   if (r != CUDA_SUCCESS)
     throw Error(dir_, subj,
-                "entry '" + s.symbol + "' failed on the device: " +
-                    d.errorText(r),
+                "entry '" + s.symbol +
+                    "' failed on the device: " + d.errorText(r),
                 ErrorKind::Unsupported);
 }
 

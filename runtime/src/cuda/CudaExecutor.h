@@ -171,7 +171,8 @@ private:
   size_t stagingBytes_ = 0;
 
   std::vector<Weight> weights_;
-  std::vector<uint64_t> weightDevice_; ///< device address per weight, 0: not yet
+  std::vector<uint64_t>
+      weightDevice_; ///< device address per weight, 0: not yet
   std::vector<uint64_t> weightArenas_;
   uint64_t weightBytes_ = 0;
   std::vector<std::unique_ptr<BoundEntry>> entries_;

@@ -107,8 +107,9 @@ bool findEntry(const std::string &image, const std::string &name,
   for (size_t at = image.find(key); at != std::string::npos;
        at = image.find(key, at + 1)) {
     size_t end = at + key.size();
-    if (end < image.size() && (std::isalnum(static_cast<unsigned char>(image[end])) ||
-                               image[end] == '_' || image[end] == '$'))
+    if (end < image.size() &&
+        (std::isalnum(static_cast<unsigned char>(image[end])) ||
+         image[end] == '_' || image[end] == '$'))
       continue;
     size_t open = image.find('(', end), close = image.find(')', end);
     params.clear();
@@ -120,11 +121,14 @@ bool findEntry(const std::string &image, const std::string &name,
     while ((p = list.find(".param", p)) != std::string::npos) {
       p += 6;
       size_t next = list.find(".param", p);
-      std::string one = list.substr(p, next == std::string::npos ? next : next - p);
+      std::string one =
+          list.substr(p, next == std::string::npos ? next : next - p);
       size_t bytes = 0, count = 1;
       for (const char *t : {".u", ".s", ".b", ".f"}) {
-        for (size_t q = one.find(t); q != std::string::npos; q = one.find(t, q + 1)) {
-          if (q + 2 < one.size() && std::isdigit(static_cast<unsigned char>(one[q + 2]))) {
+        for (size_t q = one.find(t); q != std::string::npos;
+             q = one.find(t, q + 1)) {
+          if (q + 2 < one.size() &&
+              std::isdigit(static_cast<unsigned char>(one[q + 2]))) {
             bytes = ptxTypeBytes(one.substr(q, 4));
             break;
           }
@@ -143,18 +147,30 @@ bool findEntry(const std::string &image, const std::string &name,
 
 const char *errorName(CUresult r) {
   switch (r) {
-  case CUDA_SUCCESS: return "CUDA_SUCCESS";
-  case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
-  case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
-  case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
-  case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
-  case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
-  case kInvalidContext: return "CUDA_ERROR_INVALID_CONTEXT";
-  case CUDA_ERROR_INVALID_PTX: return "CUDA_ERROR_INVALID_PTX";
-  case CUDA_ERROR_NO_BINARY_FOR_GPU: return "CUDA_ERROR_NO_BINARY_FOR_GPU";
-  case CUDA_ERROR_INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
-  case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
-  case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
+  case CUDA_SUCCESS:
+    return "CUDA_SUCCESS";
+  case CUDA_ERROR_INVALID_VALUE:
+    return "CUDA_ERROR_INVALID_VALUE";
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    return "CUDA_ERROR_OUT_OF_MEMORY";
+  case CUDA_ERROR_NOT_INITIALIZED:
+    return "CUDA_ERROR_NOT_INITIALIZED";
+  case CUDA_ERROR_NO_DEVICE:
+    return "CUDA_ERROR_NO_DEVICE";
+  case CUDA_ERROR_INVALID_DEVICE:
+    return "CUDA_ERROR_INVALID_DEVICE";
+  case kInvalidContext:
+    return "CUDA_ERROR_INVALID_CONTEXT";
+  case CUDA_ERROR_INVALID_PTX:
+    return "CUDA_ERROR_INVALID_PTX";
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+  case CUDA_ERROR_INVALID_HANDLE:
+    return "CUDA_ERROR_INVALID_HANDLE";
+  case CUDA_ERROR_NOT_FOUND:
+    return "CUDA_ERROR_NOT_FOUND";
+  case CUDA_ERROR_LAUNCH_FAILED:
+    return "CUDA_ERROR_LAUNCH_FAILED";
   }
   return nullptr;
 }
@@ -223,7 +239,8 @@ FAKE_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
 FAKE_API CUresult cuDeviceGetName(char *name, int length, CUdevice device) {
   if (device < 0 || device >= state().devices || length < 1)
     return CUDA_ERROR_INVALID_VALUE;
-  std::snprintf(name, static_cast<size_t>(length), "Fake CUDA Device %d", device);
+  std::snprintf(name, static_cast<size_t>(length), "Fake CUDA Device %d",
+                device);
   return CUDA_SUCCESS;
 }
 
@@ -233,11 +250,20 @@ FAKE_API CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
   if (device < 0 || device >= s.devices)
     return CUDA_ERROR_INVALID_DEVICE;
   switch (attribute) {
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = s.major; break;
-  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = s.minor; break;
-  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
-  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *value = 232448; break;
-  default: return CUDA_ERROR_INVALID_VALUE;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *value = s.major;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *value = s.minor;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *value = 132;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *value = 232448;
+    break;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -249,7 +275,8 @@ FAKE_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
   return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device) {
+FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext *context,
+                                           CUdevice device) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (device < 0 || device >= s.devices || device >= 8)
@@ -339,7 +366,9 @@ FAKE_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
   // A real cubin (ELF) carries its kernels' signatures in sections this
   // fake does not read: it is refused, as a driver refuses a cubin of
   // another GPU, and the executor falls back to the PTX.
-  if (text.rfind("\x7f" "ELF", 0) == 0) {
+  if (text.rfind("\x7f"
+                 "ELF",
+                 0) == 0) {
     appendLog(s, "load ELF refused\n");
     return CUDA_ERROR_NO_BINARY_FOR_GPU;
   }
@@ -390,7 +419,8 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
 }
 
 FAKE_API CUresult cuFuncSetAttribute(CUfunction function,
-                                     CUfunction_attribute attribute, int value) {
+                                     CUfunction_attribute attribute,
+                                     int value) {
   if (!function)
     return CUDA_ERROR_INVALID_HANDLE;
   if (attribute != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
@@ -398,8 +428,8 @@ FAKE_API CUresult cuFuncSetAttribute(CUfunction function,
     return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(state().mutex);
   function->maxDynamicSmem = value;
-  appendLog(state(), "attribute " + function->name + " max_dynamic_smem=" +
-                         std::to_string(value) + "\n");
+  appendLog(state(), "attribute " + function->name +
+                         " max_dynamic_smem=" + std::to_string(value) + "\n");
   return CUDA_SUCCESS;
 }
 
@@ -497,8 +527,8 @@ FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   std::string line = "launch " + f->name + " grid=" + std::to_string(gx) + "," +
                      std::to_string(gy) + "," + std::to_string(gz) +
                      " block=" + std::to_string(bx) + "," + std::to_string(by) +
-                     "," + std::to_string(bz) + " smem=" + std::to_string(smem) +
-                     " params=";
+                     "," + std::to_string(bz) +
+                     " smem=" + std::to_string(smem) + " params=";
   for (size_t i = 0; i < f->paramBytes.size(); ++i) {
     const size_t n = f->paramBytes[i];
     const auto *p = static_cast<const uint8_t *>(params[i]);
@@ -521,8 +551,8 @@ FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy,
   return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t index,
-                                     size_t *offset, size_t *size) {
+FAKE_API CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset,
+                                     size_t *size) {
   if (!f || !offset || index >= f->paramBytes.size())
     return CUDA_ERROR_INVALID_VALUE;
   size_t at = 0;
@@ -543,7 +573,7 @@ FAKE_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int,
   {#name, reinterpret_cast<void *>(&exported)},
       COMFYQUANT_CUDA_FUNCTIONS(FAKE_ENTRY)
 #undef FAKE_ENTRY
-      {"cuFuncGetParamInfo", reinterpret_cast<void *>(&cuFuncGetParamInfo)},
+          {"cuFuncGetParamInfo", reinterpret_cast<void *>(&cuFuncGetParamInfo)},
   };
   auto it = table.find(symbol ? symbol : "");
   {
@@ -593,16 +623,26 @@ FAKE_API uint64_t fakecuda_counter(const char *name) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   const std::string n = name;
-  if (n == "htod_bytes") return s.htodBytes;
-  if (n == "htod_calls") return s.htodCalls;
-  if (n == "dtoh_bytes") return s.dtohBytes;
-  if (n == "allocations") return s.allocations.size();
-  if (n == "pinned") return s.pinned.size();
-  if (n == "streams") return static_cast<uint64_t>(s.liveStreams);
-  if (n == "modules") return static_cast<uint64_t>(s.liveModules);
-  if (n == "context_refs") return static_cast<uint64_t>(s.contextRefs);
-  if (n == "proc_lookups") return static_cast<uint64_t>(s.procLookups);
-  if (n == "context_depth") return contextStack.size();
+  if (n == "htod_bytes")
+    return s.htodBytes;
+  if (n == "htod_calls")
+    return s.htodCalls;
+  if (n == "dtoh_bytes")
+    return s.dtohBytes;
+  if (n == "allocations")
+    return s.allocations.size();
+  if (n == "pinned")
+    return s.pinned.size();
+  if (n == "streams")
+    return static_cast<uint64_t>(s.liveStreams);
+  if (n == "modules")
+    return static_cast<uint64_t>(s.liveModules);
+  if (n == "context_refs")
+    return static_cast<uint64_t>(s.contextRefs);
+  if (n == "proc_lookups")
+    return static_cast<uint64_t>(s.procLookups);
+  if (n == "context_depth")
+    return contextStack.size();
   return ~uint64_t(0);
 }
 

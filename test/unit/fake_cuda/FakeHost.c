@@ -29,11 +29,11 @@ __attribute__((visibility("default"))) void fake_linear_f32(void **args) {
   const memref2 *y = (const memref2 *)args[2];
   const memref2 *w = (const memref2 *)args[3];
   const memref1 *ws = (const memref1 *)args[5];
-  int64_t xp = x->aligned, yp = y->aligned, wp = w->aligned,
-          wsp = ws->aligned, m = x->sizes[0];
+  int64_t xp = x->aligned, yp = y->aligned, wp = w->aligned, wsp = ws->aligned,
+          m = x->sizes[0];
   void *params[] = {&xp, &yp, &wp, &wsp, &m};
-  launcher->launch(launcher->self, 0, (m + 15) / 16, 1, 1, 128, 1, 1, 0,
-                   params, 5);
+  launcher->launch(launcher->self, 0, (m + 15) / 16, 1, 1, 128, 1, 1, 0, params,
+                   5);
   const float *xf = (const float *)(intptr_t)xp;
   float *yf = (float *)(intptr_t)yp;
   const int8_t *wi = (const int8_t *)(intptr_t)wp;

@@ -115,6 +115,8 @@ private:
   struct BoundEntry;
   const BoundEntry &entryFor(const Bound &b, DType dtype) const;
   size_t cudaEntryFor(const Bound &b, DType dtype) const;
+  /// The cuda executor; throws Error on a CPU session.
+  const CudaExecutor &cudaExecutor() const;
   void bindCuda(const SessionOptions &options);
 
   std::unique_ptr<Artifact> artifact_;
