@@ -45,7 +45,8 @@
  * read y only after cq_session_synchronize() or, when the session runs on
  * the host's stream (cq_device_options.cuda_stream), after that stream has
  * passed the call. Embedding indices given on the device are not range
- * checked. The weights are copied to the device once, when the session
+ * checked. On a CPU session the device calls fail with
+ * CQ_ERROR_INVALID_ARGUMENT. The weights are copied to the device once, when the session
  * opens. Calls on one cuda session are serialized.
  *
  * Lifetimes. Strings returned by the library (names, formats, warnings,
