@@ -275,6 +275,51 @@ TEST_F(CudaSessionTest, OpenFailuresAreStatuses) {
   EXPECT_EQ(fakeCuda().counter("context_refs"), 0u);
 }
 
+TEST_F(CudaSessionTest, DeviceCallsNeedTheCudaBackend) {
+  int supported = 0;
+  ASSERT_EQ(cq_cpu_supports("x86-64-v3", &supported), CQ_OK);
+  if (!supported)
+    GTEST_SKIP() << "this CPU cannot open an x86-64-v3 artifact";
+  // The same artifact with a cpu backend too; the fake host library stands
+  // in for kernels.so (its symbol is bound, never called).
+  Manifest m = parseManifest(
+      [&] {
+        std::ifstream in(dir + "/manifest.json");
+        return std::string((std::istreambuf_iterator<char>(in)), {});
+      }(),
+      dir + "/manifest.json");
+  m.cpu = CpuBackend{"kernels.so", {"x86-64-v3"}};
+  m.modules[0].cpuEntries.push_back(
+      {"f32", "x86-64-v3", "fake_linear_f32", false, {}});
+  std::ofstream(dir + "/manifest.json") << writeManifest(m);
+  fs::copy_file(COMFYQUANT_FAKE_CUDA_HOST, dir + "/kernels.so");
+
+  cq_session *s = open("cpu");
+  ASSERT_EQ(status, CQ_OK) << cq_last_error();
+  const char *text = nullptr;
+  ASSERT_EQ(cq_session_backend(s, &text), CQ_OK);
+  EXPECT_STREQ(text, "cpu");
+  ASSERT_EQ(cq_session_device(s, &text), CQ_OK);
+  EXPECT_STREQ(text, "");
+  std::vector<float> x(64), y(64);
+  EXPECT_EQ(cq_session_run_device(s, 0, 0, CQ_DTYPE_F32,
+                                  reinterpret_cast<uint64_t>(x.data()), 1,
+                                  reinterpret_cast<uint64_t>(y.data()),
+                                  y.size() * 4),
+            CQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(cq_last_error()),
+            dir + ": device pointers need a session on the cuda backend");
+  EXPECT_EQ(cq_session_synchronize(s), CQ_OK);
+  cq_session_close(s);
+
+  // The same directory opens on cuda.
+  s = open("cuda");
+  ASSERT_EQ(status, CQ_OK) << cq_last_error();
+  ASSERT_EQ(cq_session_backend(s, &text), CQ_OK);
+  EXPECT_STREQ(text, "cuda");
+  cq_session_close(s);
+}
+
 TEST_F(CudaSessionTest, MissingHostEntryNamesIt) {
   // A manifest naming a host symbol the library lacks.
   std::ifstream in(dir + "/manifest.json");
