@@ -17,7 +17,8 @@ artifact:
     are unique in an image, the entry's host symbol is defined in
     cuda/host.so and host.so needs nothing but libc and libm.
 Prints "PASS <fixture>: ..." or "FAIL <fixture>: <rule>" lines, the wall and
-CPU seconds, and "<n> checkpoints, <f> failed". The union of GROUPS must be
+CPU seconds, and "<n> checkpoints, <f> failed" (also kept in
+OUT_DIR/summary.txt). The union of GROUPS must be
 every checkpoint under FIXTURES_DIR/ckpt: a new fixture without a group fails.
 """
 import argparse
@@ -202,6 +203,15 @@ def check_artifact(bindir, name, ckpt, art, extra, proc):
     return problems
 
 
+_lines = []
+
+
+def emit(line):
+    """Prints a result line and keeps it for OUT_DIR/summary.txt."""
+    print(line, flush=True)
+    _lines.append(line)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bindir")
@@ -209,6 +219,10 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--group", required=True, choices=sorted(GROUPS))
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", default="", help="one fixture of the group")
+    ap.add_argument("--mutate", default="", choices=["", "cubin"],
+                    help="cubin: delete one arch's cubin after compiling, as if ptxas "
+                    "had not run (a self-check: must FAIL)")
     args = ap.parse_args()
     ckpt_dir = os.path.join(args.fixtures, "ckpt")
     on_disk = {f[:-len(".safetensors")] for f in os.listdir(ckpt_dir)
@@ -218,20 +232,22 @@ def main():
     grouped = [n for g in GROUPS.values() for n in g]
     failures = 0
     for name in sorted(on_disk - set(grouped)):
-        print("FAIL %s: in no group of check_cuda_artifacts.py" % name)
+        emit("FAIL %s: in no group of check_cuda_artifacts.py" % name)
         failures += 1
     for name in sorted(set(grouped) - on_disk):
-        print("FAIL %s: no such fixture" % name)
+        emit("FAIL %s: no such fixture" % name)
         failures += 1
     ptxas = find_ptxas()
     if not ptxas:
-        print("FAIL ptxas: not on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin")
+        emit("FAIL ptxas: not on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin")
         failures += 1
     else:
         ver = subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout
-        print("ptxas %s: %s" % (ptxas, ver.strip().splitlines()[-1] if ver.strip() else "?"))
+        emit("ptxas %s: %s" % (ptxas, ver.strip().splitlines()[-1] if ver.strip() else "?"))
 
     names = GROUPS[args.group]
+    if args.only:
+        names = [n for n in names if n == args.only]
     os.makedirs(args.out, exist_ok=True)
     start = time.time()
     jobs = {}
@@ -245,18 +261,22 @@ def main():
         for name in names:
             ckpt, art, extra, fut = jobs[name]
             proc, secs = fut.result()
+            if args.mutate == "cubin" and proc.returncode == 0:
+                os.remove(os.path.join(art, "cuda", "sm_90a.cubin"))
             problems = check_artifact(args.bindir, name, ckpt, art, extra, proc)
             for p in problems:
-                print("FAIL %s: %s" % (name, p))
+                emit("FAIL %s: %s" % (name, p))
             if problems:
                 failures += 1
             else:
-                print("PASS %s: %d archs, cubins, every module x dtype x arch (%.1f s)"
+                emit("PASS %s: %d archs, cubins, every module x dtype x arch (%.1f s)"
                       % (name, len(ARCHS), secs))
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print("time: %.1f s wall, %.1f s CPU (children)"
+    emit("time: %.1f s wall, %.1f s CPU (children)"
           % (time.time() - start, usage.ru_utime + usage.ru_stime))
-    print("%d checkpoints, %d failed" % (len(names), failures))
+    emit("%d checkpoints, %d failed" % (len(names), failures))
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write("\n".join(_lines) + "\n")
     sys.exit(1 if failures else 0)
 
 
