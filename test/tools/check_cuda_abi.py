@@ -14,7 +14,8 @@ device's compute capability) and checks each launch of the log:
     one, "a" archs included);
   - the parameter count is the number of `.param` of that `.entry` in that
     arch's PTX (parsed here, independently of the fake);
-  - block dimensions within (1024, 1024, 64) and at most 1024 threads; grid
+  - block dimensions within (1024, 1024, 64), at most 1024 threads and
+    within the entry's `.maxntid` (equal to `.reqntid` where declared); grid
     dimensions non-zero (M >= 1) and within (2^31 - 1, 65535, 65535);
   - a launch with dynamic shared memory names a kernel whose PTX declares it
     `.extern .shared`;
@@ -22,8 +23,9 @@ device's compute capability) and checks each launch of the log:
 For M = 0 the run must exit 0 and its launches (if any) must still follow
 the manifest's order. The log does not record where weights were uploaded,
 so parameters are not matched against weight addresses.
---mutate params|order drops a parameter from every parsed .entry / reverses
-the manifest's order, so a test can show that the checks fail.
+--mutate params|order|maxntid drops a parameter from every parsed .entry /
+reverses the manifest's order / halves every .maxntid, so a test can show
+that the checks fail.
 Prints "PASS module[expert] dtype cc=.. M=..: n launches" or "FAIL ..." lines
 and "<cases> cases, <f> failed".
 """
@@ -47,7 +49,8 @@ LAUNCH = re.compile(r"^launch (\S+) grid=(\d+),(\d+),(\d+) block=(\d+),(\d+),(\d
 
 
 def parse_ptx(text):
-    """{entry name: ([is_pointer per param], uses dynamic shared memory)}."""
+    """{entry name: ([is_pointer per param], uses dynamic shared memory,
+    (.maxntid or None, .reqntid or None))}."""
     out = {}
     extern = set(re.findall(r"^\s*\.extern\s+\.shared\s[^;]*?([\w$]+)\[\]", text, re.M))
     for m in re.finditer(r"\.entry\s+([\w$]+)\s*\(([^)]*)\)", text):
@@ -56,7 +59,12 @@ def parse_ptx(text):
         body_end = text.find(".entry", m.end())
         body = text[m.end():body_end if body_end >= 0 else len(text)]
         dyn = [v for v in extern if re.search(r"\b%s\b" % re.escape(v), body)]
-        out[name] = (params, bool(dyn))
+        head = body[:body.find("{")] if "{" in body else ""
+        ntid = []
+        for key in ("maxntid", "reqntid"):
+            d = re.search(r"\.%s\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?" % key, head)
+            ntid.append([int(v or 1) for v in d.groups()] if d else None)
+        out[name] = (params, bool(dyn), tuple(ntid))
     return out
 
 
@@ -69,7 +77,7 @@ def main():
     ap.add_argument("--cc", default="90")
     ap.add_argument("--m", default="0,1,37")
     ap.add_argument("--dtypes", default="f32,bf16,f16")
-    ap.add_argument("--mutate", default="", choices=["", "params", "order"],
+    ap.add_argument("--mutate", default="", choices=["", "params", "order", "maxntid"],
                     help="break the expectation (a self-check: must FAIL)")
     ap.add_argument("extra", nargs="*")
     argv = sys.argv[1:]
@@ -86,7 +94,10 @@ def main():
         with open(os.path.join(args.artifact, img["ptx"])) as f:
             ptx[arch] = parse_ptx(f.read())
         if args.mutate == "params":
-            ptx[arch] = {k: (v[0][1:], v[1]) for k, v in ptx[arch].items()}
+            ptx[arch] = {k: (v[0][1:], v[1], v[2]) for k, v in ptx[arch].items()}
+        if args.mutate == "maxntid":
+            ptx[arch] = {k: (v[0], v[1], ([max(1, d // 2) for d in v[2][0]] if v[2][0] else [1, 1, 1],
+                                          v[2][1])) for k, v in ptx[arch].items()}
     cases = failures = 0
     for mod in manifest["modules"]:
         experts = [None]
@@ -185,7 +196,12 @@ def check_case(args, run, tmp, mod, dtype, cc, expert, m_rows, entry, kernels):
         if name not in kernels:
             problems.append("%s: not an .entry of the PTX" % name)
             continue
-        ptrs, dynamic = kernels[name]
+        ptrs, dynamic, (maxntid, reqntid) = kernels[name]
+        if maxntid and (block[0] * block[1] * block[2] > maxntid[0] * maxntid[1] * maxntid[2]
+                        or any(b > d for b, d in zip(block, maxntid))):
+            problems.append("%s: block %s over .maxntid %s" % (name, block, maxntid))
+        if reqntid and block != reqntid:
+            problems.append("%s: block %s, .reqntid %s" % (name, block, reqntid))
         if len(values) != len(ptrs):
             problems.append("%s: %d parameters, the .entry has %d"
                             % (name, len(values), len(ptrs)))
