@@ -136,6 +136,16 @@ bool mlir::comfyquant::emitPTX(ModuleOp deviceModule, StringRef gpuModule,
       auto object = dyn_cast<gpu::ObjectAttr>(a);
       if (object && object.getFormat() == gpu::CompilationTarget::Assembly) {
         ptx = object.getObject().getValue().str();
+        // A device function left undefined (libdevice not linked) would only
+        // fail in ptxas or at load time.
+        llvm::Regex external("\\.extern \\.func[^(]*\\([^)]*\\)[ \t\n]*([A-Za-z_$][A-Za-z0-9_$]*)");
+        SmallVector<StringRef> m;
+        if (external.match(ptx, &m)) {
+          error = "device function '" + m[1].str() +
+                  "' is not defined (libdevice not found: install the CUDA "
+                  "toolkit or set COMFYQUANT_PTXAS to its bin/ptxas)";
+          return false;
+        }
         return true;
       }
     }

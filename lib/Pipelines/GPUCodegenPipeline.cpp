@@ -82,6 +82,9 @@ void mlir::comfyquant::buildComfyQuantGPUDevicePipeline(
   if (options.serialize) {
     GpuModuleToBinaryPassOptions binary;
     binary.compilationTarget = "isa";
+    // convert-gpu-to-nvvm lowers math ops (absf, roundeven) to libdevice
+    // calls; serialization links libdevice from the toolkit ptxas is in.
+    binary.toolkitPath = findCUDAToolkit();
     pm.addPass(createGpuModuleToBinaryPass(binary));
   }
 }

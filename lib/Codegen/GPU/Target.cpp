@@ -57,6 +57,18 @@ std::string mlir::comfyquant::findPtxas() {
   return "";
 }
 
+std::string mlir::comfyquant::findCUDAToolkit() {
+  std::string ptxas = findPtxas();
+  if (ptxas.empty())
+    return "";
+  llvm::SmallString<256> root(ptxas);
+  llvm::sys::path::remove_filename(root); // bin/
+  llvm::sys::path::remove_filename(root);
+  llvm::SmallString<256> libdevice(root);
+  llvm::sys::path::append(libdevice, "nvvm", "libdevice");
+  return llvm::sys::fs::is_directory(libdevice) ? std::string(root) : "";
+}
+
 bool mlir::comfyquant::assembleCubin(const std::string &ptxas,
                                      const std::string &ptxPath,
                                      const CUDAArch &arch,

@@ -33,6 +33,10 @@ const CUDAArch *lookupCUDAArch(llvm::StringRef name);
 /// The LLVM IR translations the device pipeline serializes with.
 void registerComfyQuantGPUTranslations(DialectRegistry &registry);
 
+/// The CUDA toolkit directory (holding nvvm/libdevice) of the ptxas
+/// findPtxas() finds; "" when there is none.
+std::string findCUDAToolkit();
+
 /// ptxas from COMFYQUANT_PTXAS, PATH, $CUDA_HOME/bin or /usr/local/cuda/bin;
 /// "" when there is none.
 std::string findPtxas();
