@@ -1,7 +1,7 @@
 """Shape sweep: compiled kernels vs the reference path on random shapes.
 
   shape_sweep.py BINDIR WORKDIR [--kinds linear,embedding,moe] [--seed S]
-                 [--per-case N]
+                 [--per-case N] [--only NAME,...]
 
 Writes a seeded random checkpoint (make_sweep_checkpoint.py: every format x
 kind with its variants, N and K drawn from 1..130 among the values each
@@ -68,6 +68,9 @@ def main():
     ap.add_argument("--per-case", default="1")
     ap.add_argument("--max-dim", default="130", help="largest N or K drawn")
     ap.add_argument("--m", default="1,2,7,33", help="row counts M drawn from")
+    ap.add_argument("--only", default="",
+                    help="compile and check only these modules of the draw "
+                         "(comma-separated names; the draw itself is unchanged)")
     args = ap.parse_args()
     bindir, work, seed, per_case = args.bindir, args.work, args.seed, args.per_case
     os.makedirs(work, exist_ok=True)
@@ -83,11 +86,21 @@ def main():
     for m in modules:
         overrides += ["--kind", "%s=%s" % (m["name"], m["kind"]),
                       "--shape", "%s=%dx%d" % (m["name"], m["n"], m["k"])]
+    selection = []
+    if args.only:
+        wanted = args.only.split(",")
+        missing = sorted(set(wanted) - {m["name"] for m in modules})
+        if missing:
+            print("FAIL the draw has no module %s" % ", ".join(missing))
+            print("0 passed, 1 failed")
+            return 1
+        modules = [m for m in modules if m["name"] in wanted]
+        selection = ["--modules", args.only]
     art = os.path.join(work, "art")
     subprocess.run(["rm", "-rf", art], check=True)
     p = subprocess.run([os.path.join(bindir, "comfyquant-compile"), ckpt, "--target", "cpu",
                         "-o", art, "--dtypes", ",".join(DTYPES),
-                        "--variants", ",".join(VARIANTS)] + overrides,
+                        "--variants", ",".join(VARIANTS)] + overrides + selection,
                        capture_output=True, text=True)
     if p.returncode != 0:
         print("FAIL compile (seed %d): %s" % (seed, p.stderr.strip()[-4000:]))

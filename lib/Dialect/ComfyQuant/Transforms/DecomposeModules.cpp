@@ -107,12 +107,16 @@ public:
 
   /// The part of bank tensor `t` that belongs to `expert`. Every per-expert
   /// tensor of a bank holds E equal row-major chunks ([E, ...] stacked or
-  /// [E·rows, ...] flattened, docs/Formats.md §7.2); one-element tensors are
-  /// shared. `rank` is the per-expert rank the consumer needs (-1: any).
+  /// [E·rows, ...] flattened, docs/Formats.md §7.2); one-element tensors of
+  /// the consumer's rank are shared. `rank` is the per-expert rank the
+  /// consumer needs (-1: any).
   Value expertSlice(Value t, Value expert, int64_t rank) {
     auto type = cast<RankedTensorType>(t.getType());
     const int64_t E = m.experts;
-    if (type.getNumElements() == 1)
+    // A one-element tensor already of the consumer's rank is shared; one of
+    // a higher rank is a one-row stacked or flattened bank (E = N = 1).
+    if (type.getNumElements() == 1 &&
+        (rank < 0 || type.getRank() == rank || type.getRank() == 0))
       return t;
     ArrayRef<int64_t> s = type.getShape();
     bool stackedOk = s[0] == E;
