@@ -45,7 +45,11 @@ struct Builder {
   /// clamped into the buffer so no lane ever reads out of bounds.
   Value loadOrZero(Value mem, Value row, Value col, Value rows, Value cols,
                    Value zero) {
-    Value inside = arith::AndIOp::create(b, loc, lt(row, rows), lt(col, cols));
+    // One op per statement: argument evaluation order would make the IR
+    // depend on the host compiler.
+    Value rowInside = lt(row, rows);
+    Value colInside = lt(col, cols);
+    Value inside = arith::AndIOp::create(b, loc, rowInside, colInside);
     Value one = idx(1);
     Value r = min(row, arith::SubIOp::create(b, loc, rows, one));
     Value c = min(col, arith::SubIOp::create(b, loc, cols, one));
@@ -104,8 +108,9 @@ struct MmaSyncGemmPass
     Value t = arith::RemUIOp::create(b, loc, lane, h.idx(4));
     Value row0 = h.add(h.mul(launch.getBlockIds().y, kTileM), g);
     Value row1 = h.add(row0, 8);
-    Value warpN = h.add(h.mul(launch.getBlockIds().x, kBlockN),
-                        h.mul(warp, kFragmentsN * kTileN));
+    Value blockN = h.mul(launch.getBlockIds().x, kBlockN);
+    Value warpOffset = h.mul(warp, kFragmentsN * kTileN);
+    Value warpN = h.add(blockN, warpOffset);
     Value t4 = h.mul(t, 4), t2 = h.mul(t, 2);
 
     auto accType = VectorType::get({2, 2}, i32);
@@ -124,7 +129,9 @@ struct MmaSyncGemmPass
       init.push_back(vector::FromElementsOp::create(b, loc, accType, elems));
     }
 
-    auto loop = scf::ForOp::create(b, loc, h.idx(0), depth, h.idx(kTileK), init);
+    Value kStart = h.idx(0);
+    Value kStep = h.idx(kTileK);
+    auto loop = scf::ForOp::create(b, loc, kStart, depth, kStep, init);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -161,8 +168,9 @@ struct MmaSyncGemmPass
       for (int64_t r = 0; r < 2; ++r)
         for (int64_t e = 0; e < 2; ++e) {
           Value row = r ? row1 : row0, col = cCol(j, e);
-          Value inside = arith::AndIOp::create(b, loc, h.lt(row, rows),
-                                               h.lt(col, cols));
+          Value rowInside = h.lt(row, rows);
+          Value colInside = h.lt(col, cols);
+          Value inside = arith::AndIOp::create(b, loc, rowInside, colInside);
           auto store = scf::IfOp::create(b, loc, inside, false);
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(store.thenBlock()->getTerminator());
