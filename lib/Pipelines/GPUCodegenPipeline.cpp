@@ -20,8 +20,11 @@ using namespace mlir::comfyquant;
 
 void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
     OpPassManager &pm, const GPUKernelFormationOptions &options) {
-  if (options.lowerComfyQuant)
-    pm.addPass(createConvertComfyQuantToLinalg());
+  if (options.lowerComfyQuant) {
+    ConvertComfyQuantToLinalgOptions lowering;
+    lowering.gemmOperands = GemmOperands::Native;
+    pm.addPass(createConvertComfyQuantToLinalg(lowering));
+  }
   pm.addPass(createComfyQuantGPUPrepareABI());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -68,6 +71,10 @@ void mlir::comfyquant::buildComfyQuantGPUDevicePipeline(
       "+ptx" + std::to_string(arch ? arch->ptxVersion : getCUDAArchs()[0].ptxVersion);
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
+  // The per-arch choice of instruction kernel formation leaves open.
+  ComfyQuantGPULowerMmaOptions mma;
+  mma.chip = options.arch;
+  pm.addNestedPass<gpu::GPUModuleOp>(createComfyQuantGPULowerMma(mma));
   pm.addPass(createConvertNVGPUToNVVMPass());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(memref::createExpandStridedMetadataPass());
@@ -75,6 +82,8 @@ void mlir::comfyquant::buildComfyQuantGPUDevicePipeline(
   device.addPass(arith::createArithExpandOpsPass());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
+  // nvvm.inline_ptx (FP8 mma.sync) becomes llvm.inline_asm.
+  device.addPass(createConvertNVVMToLLVMPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   device.addPass(createReconcileUnrealizedCastsPass());

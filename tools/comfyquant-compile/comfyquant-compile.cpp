@@ -196,6 +196,9 @@ std::string kernelKey(func::FuncOp fn) {
 struct Kernel {
   std::string key;
   OwningOpRef<func::FuncOp> fn; // lowered to linalg, weights as arguments
+  // The same module lowered for tensor cores (GemmOperands::Native): what
+  // the CUDA back end compiles.
+  OwningOpRef<func::FuncOp> cudaFn;
   std::string dtype;
   std::map<std::string, std::string> entries; // variant -> symbol
   std::optional<std::string> owner;            // first module using it
@@ -660,8 +663,23 @@ static int compileMain(int argc, char **argv) {
       DecomposeOptions d;
       d.activationType = dt;
       buildComfyQuantDecomposePipeline(pm, d);
-      pm.addPass(createConvertComfyQuantToLinalg());
     });
+    // The back ends read GEMM operands in different forms: CPU micro-
+    // kernels decoded f32, tensor cores FP8 codes and exact f16.
+    OwningOpRef<ModuleOp> forCuda;
+    if (wantCuda) {
+      forCuda = cast<ModuleOp>(m->getOperation()->clone());
+      runPipeline(*forCuda, "lowering to linalg for CUDA (" + dt + ")",
+                  [&](OpPassManager &pm) {
+                    ConvertComfyQuantToLinalgOptions o;
+                    o.gemmOperands = GemmOperands::Native;
+                    pm.addPass(createConvertComfyQuantToLinalg(o));
+                  });
+    }
+    runPipeline(*m, "lowering to linalg (" + dt + ")",
+                [&](OpPassManager &pm) {
+                  pm.addPass(createConvertComfyQuantToLinalg());
+                });
     double share =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count() /
@@ -681,13 +699,24 @@ static int compileMain(int argc, char **argv) {
       r.weights = w;
       r.seconds += share;
       std::string key = kernelKey(fn);
+      func::FuncOp native;
+      if (forCuda) {
+        native = forCuda->lookupSymbol<func::FuncOp>(fn.getSymName());
+        if (!native)
+          die("module '" + name + "': no CUDA lowering");
+      }
+      // Modules share a kernel only where both lowerings are the same.
+      std::string shareKey =
+          dt + "\n" + key + (native ? "\n" + kernelKey(native) : "");
       auto [it, fresh] =
-          kernelIndex.emplace(dt + "\n" + key, static_cast<int>(kernels.size()));
+          kernelIndex.emplace(shareKey, static_cast<int>(kernels.size()));
       if (fresh) {
         Kernel k;
         k.key = key;
         k.dtype = dt;
         k.fn = cast<func::FuncOp>(fn->clone());
+        if (native)
+          k.cudaFn = cast<func::FuncOp>(native->clone());
         kernels.push_back(std::move(k));
       }
       r.kernelOf[dt] = it->second;
@@ -844,11 +873,9 @@ static int compileMain(int argc, char **argv) {
     std::vector<CUDAKernelSource> sources;
     std::vector<int> sourceKernel;
     for (size_t ki = 0; ki < kernels.size(); ++ki) {
-      if (kernelText[ki].empty())
-        kernelText[ki] = printForWorker(*kernels[ki].fn);
       sources.push_back({"cq_" + std::to_string(ki) + "_" +
                              kernels[ki].dtype + "_cuda",
-                         kernelText[ki]});
+                         printForWorker(*kernels[ki].cudaFn)});
       sourceKernel.push_back(static_cast<int>(ki));
     }
     CUDACompileOptions o;

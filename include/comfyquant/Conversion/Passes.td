@@ -30,8 +30,12 @@ def ConvertComfyQuantToLinalg
       forward (division in the activation dtype, RNE, clamps; E8M0/E4M3/
       E2M1 encoders on the bits).
     * `qmatmul`/`qgemm` become a `linalg.generic` contraction
-      `C[m,n] += A[m,k]·B[n,k]`: i8·i8 accumulates exactly in i32; float
-      operands (with their block scales) are decoded to exact f32 values.
+      `C[m,n] += A[m,k]·B[n,k]`: i8·i8 accumulates exactly in i32. With
+      `gemm-operands=decoded` (the default, for CPU micro-kernels) float
+      operands (with their block scales) are decoded to exact f32 values;
+      with `gemm-operands=native` (tensor cores) FP8 operands stay i8
+      codes widened in the contraction body and NVFP4 operands are decoded
+      to exact f16.
     * `unpack`, `unswizzle`, `dequantize` and `lookup` decode the stored
       formats element-wise (swizzled block scales, nibble orders, codebooks,
       the W4A8/W6A8 int8 grid) and un-rotate.
@@ -42,6 +46,16 @@ def ConvertComfyQuantToLinalg
     `builtin.unrealized_conversion_cast`s that fold away once both sides are
     lowered (one may remain only where a function returns such a value).
   }];
+  let options = [
+    Option<"gemmOperands", "gemm-operands", "::mlir::comfyquant::GemmOperands",
+           "::mlir::comfyquant::GemmOperands::Decoded",
+           "What GEMM contractions read for float formats",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::comfyquant::GemmOperands::Decoded, "decoded",
+                        "exact f32 values (CPU)"),
+             clEnumValN(::mlir::comfyquant::GemmOperands::Native, "native",
+                        "FP8 codes and exact f16 NVFP4 (tensor cores)"))}]>
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",

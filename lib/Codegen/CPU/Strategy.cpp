@@ -168,6 +168,12 @@ struct SelectStrategyPass
         std::optional<GemmMatch> m = matchGemm(op);
         if (!m)
           return WalkResult::advance();
+        // The CPU lowering decodes FP8 before the contraction.
+        if (m->kind == GemmMatch::Kind::F8F8F32) {
+          op.emitError("FP8 codes as GEMM operands: the CPU back end needs "
+                       "convert-comfyquant-to-linalg{gemm-operands=decoded}");
+          return WalkResult::interrupt();
+        }
         GemmConfig c;
         if (failed(choose(*v, *m, op, c)))
           return WalkResult::interrupt();

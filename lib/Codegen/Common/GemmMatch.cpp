@@ -12,13 +12,28 @@ using namespace mlir::comfyquant::detail;
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// `v` is `arg` or a widening of it (extsi/extf); returns the root.
+/// `v` is `arg` or a widening of it (extsi/extf, extf of an i8 -> f8
+/// bitcast); returns the root.
 Value stripExt(Value v) {
   if (auto e = v.getDefiningOp<arith::ExtSIOp>())
     return e.getIn();
-  if (auto e = v.getDefiningOp<arith::ExtFOp>())
+  if (auto e = v.getDefiningOp<arith::ExtFOp>()) {
+    if (auto c = e.getIn().getDefiningOp<arith::BitcastOp>())
+      return c.getIn();
     return e.getIn();
+  }
   return v;
+}
+
+/// The FP8 type `v` (an operand of the product) widens from through a
+/// bitcast of i8 codes, or null.
+Type fp8Of(Value v) {
+  auto e = v.getDefiningOp<arith::ExtFOp>();
+  auto c = e ? e.getIn().getDefiningOp<arith::BitcastOp>() : nullptr;
+  if (!c || !c.getIn().getType().isSignlessInteger(8))
+    return nullptr;
+  Type t = c.getType();
+  return isa<Float8E4M3FNType, Float8E5M2Type>(t) ? t : nullptr;
 }
 } // namespace
 
@@ -71,10 +86,10 @@ std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
   Value a = body.getArgument(0), b = body.getArgument(1);
   if (!((x == a && y == b) || (x == b && y == a)))
     return std::nullopt;
-  // Only ext/mul/add in the body.
+  // Only ext/bitcast/mul/add in the body.
   for (Operation &o : body.without_terminator())
-    if (!isa<arith::ExtSIOp, arith::ExtFOp, arith::MulIOp, arith::MulFOp,
-             arith::AddIOp, arith::AddFOp>(o))
+    if (!isa<arith::ExtSIOp, arith::ExtFOp, arith::BitcastOp, arith::MulIOp,
+             arith::MulFOp, arith::AddIOp, arith::AddFOp>(o))
       return std::nullopt;
   GemmMatch m;
   m.aElt = aType.getElementType();
@@ -91,6 +106,18 @@ std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
         !mulOp->getOperand(1).getDefiningOp<arith::ExtSIOp>())
       return std::nullopt;
     m.kind = GemmMatch::Kind::I8I8I32;
+    return m;
+  }
+  // FP8 codes: both products' operands widen from i8 through FP8.
+  Type xFP8 = fp8Of(mulOp->getOperand(0)), yFP8 = fp8Of(mulOp->getOperand(1));
+  if (xFP8 || yFP8) {
+    if (!xFP8 || !yFP8 || !c.isF32() || !isa<arith::AddFOp>(addOp) ||
+        !isa<arith::MulFOp>(mulOp))
+      return std::nullopt;
+    m.kind = GemmMatch::Kind::F8F8F32;
+    bool aFirst = x == a;
+    m.aElt = aFirst ? xFP8 : yFP8;
+    m.bElt = aFirst ? yFP8 : xFP8;
     return m;
   }
   if (isAct(m.aElt) && isAct(m.bElt) && c.isF32() && isa<arith::AddFOp>(addOp)) {

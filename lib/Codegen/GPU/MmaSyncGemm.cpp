@@ -1,15 +1,21 @@
-//===- MmaSyncGemm.cpp - i8 GEMMs on mma.sync m16n8k32 --------------------===//
+//===- MmaSyncGemm.cpp - GEMMs on warp-level mma.sync ---------------------===//
 //
-// The Ampere-to-Blackwell warp-level tensor-core path for every integer
-// format. Fragment layouts of mma.m16n8k32 with .s8 operands (PTX ISA,
-// "Matrix fragments for mma.m16n8k32"), with g = lane / 4, t = lane % 4:
-//   A (16 x 32, row): register r holds row g + 8 * (r % 2), K columns
-//                     4t + 16 * (r / 2) + [0, 4)
-//   B (32 x 8, col):  register r holds column g, K rows 4t + 16r + [0, 4)
-//   C (16 x 8, s32):  register r holds row g + 8r, columns 2t, 2t + 1
+// The Ampere-to-Blackwell warp-level tensor-core path: i8 x i8 -> i32
+// (every integer format), FP8 x FP8 -> f32 and bf16/f16 x bf16/f16 -> f32.
+// With g = lane / 4, t = lane % 4 and p = the elements per 32-bit register
+// (4 for 8-bit operands, K tile 32; 2 for 16-bit ones, K tile 16), the PTX
+// ISA's fragment layouts ("Matrix fragments for mma.m16n8k32 / m16n8k16")
+// are:
+//   A (16 x K, row): register r holds row g + 8 * (r % 2), K columns
+//                    p * t + 4p * (r / 2) + [0, p)
+//   B (K x 8, col):  register r holds column g, K rows p * t + 4p * r + [0, p)
+//   C (16 x 8):      register r holds row g + 8r, columns 2t, 2t + 1
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/Common/Gemm.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTGPUMMASYNCGEMM
@@ -21,8 +27,10 @@ using namespace mlir::comfyquant;
 
 namespace {
 
+using mlir::comfyquant::detail::GemmMatch;
+
 constexpr int64_t kWarps = 4;
-constexpr int64_t kTileM = 16, kTileN = 8, kTileK = 32;
+constexpr int64_t kTileM = 16, kTileN = 8;
 /// Accumulator fragments per warp along N (they share the A fragment).
 constexpr int64_t kFragmentsN = 4;
 constexpr int64_t kBlockN = kWarps * kFragmentsN * kTileN;
@@ -58,28 +66,69 @@ struct Builder {
   }
 };
 
+/// The instruction shape and operand form of one kind of GEMM.
+struct Family {
+  GemmMatch match;
+  Type load;          ///< element type read from the operands
+  int64_t perReg;     ///< elements per 32-bit register
+  Type acc;           ///< accumulator element type
+  const char *name;   ///< recorded in comfyquant.gpu.gemm
+  int64_t tileK() const { return 8 * perReg; }
+};
+
+/// The family covering `m` on buffers, if any.
+std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
+  MLIRContext *ctx = op.getContext();
+  Type i8 = IntegerType::get(ctx, 8), i32 = IntegerType::get(ctx, 32);
+  Type f32 = Float32Type::get(ctx);
+  switch (m.kind) {
+  case GemmMatch::Kind::I8I8I32:
+    return Family{m, i8, 4, i32, "mma_sync_m16n8k32_s8"};
+  case GemmMatch::Kind::F8F8F32:
+    return Family{m, i8, 4, f32, "mma_sync_m16n8k32_f8"};
+  case GemmMatch::Kind::FloatF32: {
+    // f16 operands as stored. f32 ones are not rounded (SIMT); bf16 ones
+    // too, as MLIR 22's nvgpu-to-nvvm cannot type a bf16 mma.sync.
+    auto stored = [&](unsigned i) {
+      return cast<ShapedType>(op.getDpsInputs()[i].getType()).getElementType();
+    };
+    Type t = stored(0);
+    if (t != stored(1) || !t.isF16())
+      return std::nullopt;
+    return Family{m, t, 2, f32, "mma_sync_m16n8k16_f16"};
+  }
+  }
+  return std::nullopt;
+}
+
 struct MmaSyncGemmPass
     : mlir::comfyquant::impl::ComfyQuantGPUMmaSyncGemmBase<MmaSyncGemmPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    SmallVector<linalg::GenericOp> gemms;
+    SmallVector<std::pair<linalg::GenericOp, Family>> gemms;
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
-      std::optional<comfyquant::detail::GemmMatch> m =
-          comfyquant::detail::matchGemm(op);
-      if (m && m->kind == comfyquant::detail::GemmMatch::Kind::I8I8I32 &&
-          op.hasPureBufferSemantics())
-        gemms.push_back(op);
+      if (!op.hasPureBufferSemantics())
+        continue;
+      std::optional<GemmMatch> m = mlir::comfyquant::detail::matchGemm(op);
+      if (!m)
+        continue;
+      if (std::optional<Family> f = familyOf(*m, op))
+        gemms.push_back({op, *f});
     }
-    for (linalg::GenericOp op : gemms)
-      rewrite(op);
-    if (!gemms.empty())
+    llvm::SetVector<StringRef> names;
+    for (auto &[op, family] : gemms) {
+      rewrite(op, family);
+      names.insert(family.name);
+    }
+    if (!names.empty())
       func->setAttr("comfyquant.gpu.gemm",
-                    StringAttr::get(&getContext(), "mma_sync_m16n8k32_s8"));
+                    StringAttr::get(&getContext(),
+                                    llvm::join(names.getArrayRef(), ",")));
   }
 
-  void rewrite(linalg::GenericOp op) {
+  void rewrite(linalg::GenericOp op, const Family &family) {
     OpBuilder b(op);
     Location loc = op.getLoc();
     Builder h{b, loc};
@@ -98,9 +147,9 @@ struct MmaSyncGemmPass
     gpu::TerminatorOp::create(b, loc);
     b.setInsertionPointToStart(&launch.getBody().front());
 
-    Type i8 = b.getI8Type(), i32 = b.getI32Type();
-    Value zero8 = arith::ConstantIntOp::create(b, loc, i8, 0);
-    Value zero32 = arith::ConstantIntOp::create(b, loc, i32, 0);
+    const int64_t p = family.perReg, tileK = family.tileK();
+    Value zeroIn = arith::ConstantOp::create(b, loc, b.getZeroAttr(family.load));
+    Value zeroAcc = arith::ConstantOp::create(b, loc, b.getZeroAttr(family.acc));
     Value tid = launch.getThreadIds().x;
     Value lane = arith::RemUIOp::create(b, loc, tid, h.idx(32));
     Value warp = arith::DivUIOp::create(b, loc, tid, h.idx(32));
@@ -111,11 +160,11 @@ struct MmaSyncGemmPass
     Value blockN = h.mul(launch.getBlockIds().x, kBlockN);
     Value warpOffset = h.mul(warp, kFragmentsN * kTileN);
     Value warpN = h.add(blockN, warpOffset);
-    Value t4 = h.mul(t, 4), t2 = h.mul(t, 2);
+    Value tp = h.mul(t, p), t2 = h.mul(t, 2);
 
-    auto accType = VectorType::get({2, 2}, i32);
-    auto aType = VectorType::get({4, 4}, i8);
-    auto bType = VectorType::get({2, 4}, i8);
+    auto accType = VectorType::get({2, 2}, family.acc);
+    auto aType = VectorType::get({4, p}, family.load);
+    auto bType = VectorType::get({2, p}, family.load);
     // Column of C register element (r, e) of fragment j, and its row.
     auto cCol = [&](int64_t j, int64_t e) {
       return h.add(h.add(warpN, j * kTileN + e), t2);
@@ -125,12 +174,12 @@ struct MmaSyncGemmPass
       SmallVector<Value> elems;
       for (Value row : {row0, row1})
         for (int64_t e = 0; e < 2; ++e)
-          elems.push_back(h.loadOrZero(c, row, cCol(j, e), rows, cols, zero32));
+          elems.push_back(h.loadOrZero(c, row, cCol(j, e), rows, cols, zeroAcc));
       init.push_back(vector::FromElementsOp::create(b, loc, accType, elems));
     }
 
     Value kStart = h.idx(0);
-    Value kStep = h.idx(kTileK);
+    Value kStep = h.idx(tileK);
     auto loop = scf::ForOp::create(b, loc, kStart, depth, kStep, init);
     {
       OpBuilder::InsertionGuard guard(b);
@@ -139,10 +188,10 @@ struct MmaSyncGemmPass
       SmallVector<Value> aElems;
       for (int64_t r = 0; r < 4; ++r) {
         Value row = r % 2 ? row1 : row0;
-        Value kb = h.add(h.add(k0, t4), 16 * (r / 2));
-        for (int64_t e = 0; e < 4; ++e)
+        Value kb = h.add(h.add(k0, tp), 4 * p * (r / 2));
+        for (int64_t e = 0; e < p; ++e)
           aElems.push_back(
-              h.loadOrZero(a, row, h.add(kb, e), rows, depth, zero8));
+              h.loadOrZero(a, row, h.add(kb, e), rows, depth, zeroIn));
       }
       Value fragA = vector::FromElementsOp::create(b, loc, aType, aElems);
       SmallVector<Value> next;
@@ -150,15 +199,21 @@ struct MmaSyncGemmPass
         Value n = h.add(h.add(warpN, j * kTileN), g);
         SmallVector<Value> bElems;
         for (int64_t r = 0; r < 2; ++r) {
-          Value kb = h.add(h.add(k0, t4), 16 * r);
-          for (int64_t e = 0; e < 4; ++e)
+          Value kb = h.add(h.add(k0, tp), 4 * p * r);
+          for (int64_t e = 0; e < p; ++e)
             bElems.push_back(
-                h.loadOrZero(bm, n, h.add(kb, e), cols, depth, zero8));
+                h.loadOrZero(bm, n, h.add(kb, e), cols, depth, zeroIn));
         }
         Value fragB = vector::FromElementsOp::create(b, loc, bType, bElems);
-        next.push_back(nvgpu::MmaSyncOp::create(
-            b, loc, fragA, fragB, loop.getRegionIterArgs()[j],
-            ArrayRef<int64_t>{kTileM, kTileN, kTileK}));
+        Value acc = loop.getRegionIterArgs()[j];
+        if (family.match.kind == GemmMatch::Kind::F8F8F32)
+          next.push_back(MmaFP8Op::create(b, loc, accType, fragA, fragB, acc,
+                                          family.match.aElt,
+                                          family.match.bElt));
+        else
+          next.push_back(nvgpu::MmaSyncOp::create(
+              b, loc, fragA, fragB, acc,
+              ArrayRef<int64_t>{kTileM, kTileN, tileK}));
       }
       scf::YieldOp::create(b, loc, next);
     }

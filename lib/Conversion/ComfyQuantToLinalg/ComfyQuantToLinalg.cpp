@@ -693,7 +693,7 @@ struct LookupLowering : OpRewritePattern<LookupOp> {
 /// given (x·s, exact in f32); f32/bf16/f16 operands without scales pass
 /// through (the contraction widens them).
 Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
-                   int64_t block) {
+                   int64_t block, Type resultElt) {
   Type elt = elementOf(v);
   if (!scales && (elt.isF32() || elt.isBF16() || elt.isF16()))
     return v;
@@ -713,31 +713,54 @@ Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
   };
   return buildParallel(
       b, loc, s, b.getMultiDimIdentityMap(2),
-      emptyTensor(b, loc, mixedSizes(b, loc, s), b.getF32Type()),
+      emptyTensor(b, loc, mixedSizes(b, loc, s), resultElt),
       [&](Emitter &e, ValueRange a) -> Value {
         Value x = decode(e, a[0]);
         if (!sc)
-          return x;
+          return e.fromF32(x, resultElt);
         Value col = e.index(1);
         Value blk = arith::DivUIOp::create(e.b, col, e.idx(block));
         Value raw = tensor::ExtractOp::create(e.b, sc, ValueRange{e.index(0), blk});
         Value scale = isa<Float8E8M0FNUType>(scaleElt) ? e.decodeE8M0(raw)
                       : isa<Float8E4M3FNType>(scaleElt) ? e.decodeE4M3(raw)
                                                          : e.toF32(raw);
-        return e.mul(x, scale);
+        return e.fromF32(e.mul(x, scale), resultElt);
       });
+}
+
+bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+/// With GemmOperands::Native, the NVFP4 operand pair (E2M1 values, E4M3
+/// block scales on both sides) is decoded to f16: every value x * s has at
+/// most 2 + 4 significant bits, magnitude at most 6 * 448, and no bit below
+/// 2^-10 (0.5 times the smallest E4M3 subnormal 2^-9), all inside f16's
+/// normal and subnormal range, so the rounding is exact.
+bool exactInF16(Value v, Value scales) {
+  return scales && isa<Float4E2M1FNType>(elementOf(v)) &&
+         isa<Float8E4M3FNType>(elementOf(scales));
 }
 
 /// The GEMM as a linalg.generic contraction C[m,n] += A[m,k]·B[n,k]: i8·i8
 /// in i32 (exact), else f32 (operands decoded first).
 FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
                            Value rhs, Value lhsScales, Value rhsScales,
-                           std::optional<int64_t> block, Type accType) {
+                           std::optional<int64_t> block, Type accType,
+                           GemmOperands operands) {
   Location loc = op->getLoc();
   MLIRContext *ctx = rw.getContext();
   bool ints = accType.isSignlessInteger(32);
+  // Native FP8: the contraction reads the codes and widens them itself.
+  Type lhsFP8, rhsFP8;
+  if (!ints && operands == GemmOperands::Native && !lhsScales &&
+      !rhsScales && isFP8(elementOf(lhs)) && isFP8(elementOf(rhs))) {
+    lhsFP8 = elementOf(lhs);
+    rhsFP8 = elementOf(rhs);
+  }
   Value a, b;
-  if (ints) {
+  if (lhsFP8) {
+    a = toStorage(rw, loc, lhs);
+    b = toStorage(rw, loc, rhs);
+  } else if (ints) {
     a = toStorage(rw, loc, lhs);
     b = toStorage(rw, loc, rhs);
     if (!elementOf(a).isSignlessInteger(8) || !elementOf(b).isSignlessInteger(8))
@@ -746,8 +769,12 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
     if (static_cast<bool>(lhsScales) != static_cast<bool>(rhsScales) ||
         (lhsScales && !block))
       return rw.notifyMatchFailure(op, "block scales need both sides and B");
-    a = floatOperand(rw, loc, lhs, lhsScales, block.value_or(0));
-    b = floatOperand(rw, loc, rhs, rhsScales, block.value_or(0));
+    Type decoded = rw.getF32Type();
+    if (operands == GemmOperands::Native && exactInF16(lhs, lhsScales) &&
+        exactInF16(rhs, rhsScales))
+      decoded = rw.getF16Type();
+    a = floatOperand(rw, loc, lhs, lhsScales, block.value_or(0), decoded);
+    b = floatOperand(rw, loc, rhs, rhsScales, block.value_or(0), decoded);
   }
   Emitter top(rw, loc);
   SmallVector<OpFoldResult> sizes = {mixedSizes(rw, loc, a)[0],
@@ -768,6 +795,15 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
           Value y = arith::ExtSIOp::create(e.b, e.b.getI32Type(), args[1]);
           p = arith::AddIOp::create(e.b, args[2],
                                     arith::MulIOp::create(e.b, x, y));
+        } else if (lhsFP8) {
+          auto widen = [&](Value code, Type fp8) -> Value {
+            Value f = arith::BitcastOp::create(e.b, fp8, code);
+            return arith::ExtFOp::create(e.b, e.b.getF32Type(), f);
+          };
+          Value x = widen(args[0], lhsFP8);
+          Value y = widen(args[1], rhsFP8);
+          p = arith::AddFOp::create(e.b, args[2],
+                                    arith::MulFOp::create(e.b, x, y));
         } else {
           Value x = e.toF32(args[0]);
           Value y = e.toF32(args[1]);
@@ -840,14 +876,16 @@ std::optional<int64_t> blockOf(std::optional<uint64_t> b) {
 }
 
 struct QMatmulLowering : OpRewritePattern<QMatmulOp> {
-  using OpRewritePattern::OpRewritePattern;
+  QMatmulLowering(MLIRContext *ctx, GemmOperands operands)
+      : OpRewritePattern(ctx), operands(operands) {}
+  GemmOperands operands;
   LogicalResult matchAndRewrite(QMatmulOp op,
                                 PatternRewriter &rw) const override {
     auto resType = cast<RankedTensorType>(op.getResult().getType());
     FailureOr<Value> acc =
         buildGemm(rw, op, op.getLhs(), op.getRhs(), op.getLhsBlockScales(),
                   op.getRhsBlockScales(), blockOf(op.getBlock()),
-                  resType.getElementType());
+                  resType.getElementType(), operands);
     if (failed(acc))
       return failure();
     rw.replaceOp(op, castTo(rw, op.getLoc(), *acc, resType));
@@ -869,14 +907,16 @@ struct EpilogueLowering : OpRewritePattern<EpilogueOp> {
 };
 
 struct QGemmLowering : OpRewritePattern<QGemmOp> {
-  using OpRewritePattern::OpRewritePattern;
+  QGemmLowering(MLIRContext *ctx, GemmOperands operands)
+      : OpRewritePattern(ctx), operands(operands) {}
+  GemmOperands operands;
   LogicalResult matchAndRewrite(QGemmOp op,
                                 PatternRewriter &rw) const override {
     auto resType = cast<RankedTensorType>(op.getResult().getType());
     FailureOr<Value> acc =
         buildGemm(rw, op, op.getLhs(), op.getRhs(), op.getLhsBlockScales(),
                   op.getRhsBlockScales(), blockOf(op.getBlock()),
-                  op.getAccumulatorType());
+                  op.getAccumulatorType(), operands);
     if (failed(acc))
       return failure();
     Value y = buildEpilogue(rw, op.getLoc(), *acc, op.getRowScale(),
@@ -940,6 +980,7 @@ void storageTypedArguments(func::FuncOp func) {
 
 struct ConvertComfyQuantToLinalgPass
     : mlir::comfyquant::impl::ConvertComfyQuantToLinalgBase<ConvertComfyQuantToLinalgPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -948,7 +989,7 @@ struct ConvertComfyQuantToLinalgPass
       storageTypedArguments(func);
     }
     RewritePatternSet patterns(&getContext());
-    populateComfyQuantToLinalgPatterns(patterns);
+    populateComfyQuantToLinalgPatterns(patterns, gemmOperands);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     // Casts between storage and original types fold in pairs; one left over
@@ -980,16 +1021,27 @@ struct ConvertComfyQuantToLinalgPass
 
 } // namespace
 
-void mlir::comfyquant::populateComfyQuantToLinalgPatterns(
+void mlir::comfyquant::populateComfyQuantElementwiseToLinalgPatterns(
     RewritePatternSet &patterns) {
   patterns.add<RotateLowering, QuantizeLowering, DequantizeLowering,
                UnpackLowering, UnswizzleLowering, LookupLowering,
-               QMatmulLowering, EpilogueLowering, QGemmLowering,
-               StorageCastThrough<tensor::ExtractSliceOp>,
+               EpilogueLowering, StorageCastThrough<tensor::ExtractSliceOp>,
                StorageCastThrough<tensor::CastOp>,
                StorageCastThrough<tensor::CollapseShapeOp>,
                StorageCastThrough<tensor::ExpandShapeOp>>(
       patterns.getContext());
+}
+
+void mlir::comfyquant::populateComfyQuantGemmToLinalgPatterns(
+    RewritePatternSet &patterns, GemmOperands operands) {
+  patterns.add<QMatmulLowering, QGemmLowering>(patterns.getContext(),
+                                               operands);
+}
+
+void mlir::comfyquant::populateComfyQuantToLinalgPatterns(
+    RewritePatternSet &patterns, GemmOperands operands) {
+  populateComfyQuantElementwiseToLinalgPatterns(patterns);
+  populateComfyQuantGemmToLinalgPatterns(patterns, operands);
 }
 
 //===----------------------------------------------------------------------===//

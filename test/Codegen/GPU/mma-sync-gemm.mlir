@@ -36,7 +36,68 @@ func.func @int8_gemm(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40x
 
 // -----
 
-// Float GEMMs and unsigned operands are not this kernel family's.
+// FP8 codes stored as i8 and widened in the body (the contraction
+// convert-comfyquant-to-linalg{gemm-operands=native} builds): the same
+// 8-bit fragments, comfyquant.mma_fp8 with f32 accumulators; lowered per
+// arch (FP8 mma.sync on sm_89+, two f16 m16n8k16 on sm_80/sm_86).
+// CHECK-LABEL: func.func @fp8_gemm
+// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_f8"
+// CHECK:         gpu.launch
+// CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(
+// CHECK-COUNT-4:     comfyquant.mma_fp8 %{{.*}}, %{{.*}}, %{{.*}} : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+// CHECK-NOT:     linalg.generic
+// PTX80:   .target sm_80
+// PTX80-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX80-NOT:     e4m3
+// PTX120:  .target sm_120a
+// PTX120-COUNT-4: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @fp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %c: memref<?x24xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x64xi8>, memref<24x64xi8>) outs(%c : memref<?x24xf32>) {
+  ^bb0(%x: i8, %w: i8, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.extf %0 : f8E4M3FN to f32
+    %2 = arith.bitcast %w : i8 to f8E5M2
+    %3 = arith.extf %2 : f8E5M2 to f32
+    %4 = arith.mulf %1, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+// f16 operands (NVFP4 decoded exactly): m16n8k16, K steps of 16.
+// CHECK-LABEL: func.func @f16_gemm
+// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k16_f16"
+// CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c48 step %c16{{[_0-9]*}} iter_args(
+// CHECK-COUNT-4:     nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// PTX80:   .target sm_80
+// PTX80-COUNT-4: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX120:  .target sm_120a
+// PTX120-COUNT-4: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @f16_gemm(%a: memref<?x48xf16>, %b: memref<8x48xf16>, %c: memref<?x8xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x48xf16>, memref<8x48xf16>) outs(%c : memref<?x8xf32>) {
+  ^bb0(%x: f16, %w: f16, %acc: f32):
+    %0 = arith.extf %x : f16 to f32
+    %1 = arith.extf %w : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+// f32 operands (not rounded) and bf16 ones (MLIR 22 cannot lower a bf16
+// mma.sync) are not this kernel family's.
 // CHECK-LABEL: func.func @float_gemm
 // CHECK-NOT:     comfyquant.gpu.gemm
 // CHECK:         linalg.generic
@@ -51,6 +112,28 @@ func.func @float_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf
     %0 = arith.mulf %x, %w : f32
     %1 = arith.addf %acc, %0 : f32
     linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @bf16_gemm
+// CHECK-NOT:     comfyquant.gpu.gemm
+// CHECK:         linalg.generic
+// PTX80-NOT:     mma.sync
+// PTX120-NOT:    mma.sync
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x8xbf16>, memref<4x8xbf16>) outs(%c : memref<?x4xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
   }
   return
 }

@@ -1,4 +1,5 @@
 // RUN: comfyquant-opt %s --convert-comfyquant-to-linalg -split-input-file | FileCheck %s
+// RUN: comfyquant-opt %s --convert-comfyquant-to-linalg=gemm-operands=native -split-input-file | FileCheck %s --check-prefix=NATIVE
 
 // Integer GEMM: C[m,n] += sext(A[m,k]) * sext(B[n,k]), exact in i32, from a
 // zero-filled accumulator.
@@ -48,7 +49,40 @@ func.func @qgemm(%a: tensor<?x32xi8>, %b: tensor<16x32xi8>, %xs: tensor<?x1xf32>
 // CHECK:         arith.mulf
 // CHECK:         arith.addf
 // CHECK-NOT:   unrealized_conversion_cast
+// gemm-operands=native: the same decode, rounded to f16 (exact for E2M1 ·
+// E4M3), and an f16 contraction widening to f32.
+// NATIVE-LABEL: func.func @nvfp4_gemm
+// NATIVE:       %[[AD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// NATIVE:         arith.mulf
+// NATIVE:         arith.truncf %{{.*}} : f32 to f16
+// NATIVE:       %[[BD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// NATIVE:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[AD]], %[[BD]] : tensor<?x32xf16>, tensor<8x32xf16>)
+// NATIVE:         arith.extf %{{.*}} : f16 to f32
+// NATIVE:         arith.extf %{{.*}} : f16 to f32
 func.func @nvfp4_gemm(%a: tensor<?x32xf4E2M1FN>, %as: tensor<?x2xf8E4M3FN>, %b: tensor<8x32xf4E2M1FN>, %bs: tensor<8x2xf8E4M3FN>) -> tensor<?x8xf32> {
   %c = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<?x2xf8E4M3FN>, tensor<8x2xf8E4M3FN>) : tensor<?x32xf4E2M1FN>, tensor<8x32xf4E2M1FN> -> tensor<?x8xf32>
   return %c : tensor<?x8xf32>
+}
+
+// -----
+
+// FP8 GEMM (per-tensor scales): decoded to f32 element-wise first; with
+// gemm-operands=native the contraction reads the i8 codes and widens them
+// through the FP8 type in its body (what a tensor core multiplies).
+// CHECK-LABEL: func.func @fp8_gemm
+// CHECK:       %[[AD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK:       %[[BD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[AD]], %[[BD]] : tensor<?x64xf32>, tensor<16x64xf32>)
+// NATIVE-LABEL: func.func @fp8_gemm(%arg0: tensor<?x64xi8>, %arg1: tensor<16x64xi8>
+// NATIVE-NOT:   iterator_types = ["parallel", "parallel"]}
+// NATIVE:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<?x64xi8>, tensor<16x64xi8>)
+// NATIVE:         %[[X8:.*]] = arith.bitcast %{{.*}} : i8 to f8E4M3FN
+// NATIVE:         %[[X:.*]] = arith.extf %[[X8]] : f8E4M3FN to f32
+// NATIVE:         %[[W8:.*]] = arith.bitcast %{{.*}} : i8 to f8E5M2
+// NATIVE:         %[[W:.*]] = arith.extf %[[W8]] : f8E5M2 to f32
+// NATIVE:         %[[P:.*]] = arith.mulf %[[X]], %[[W]] : f32
+// NATIVE:         arith.addf %{{.*}}, %[[P]] : f32
+func.func @fp8_gemm(%a: tensor<?x64xf8E4M3FN>, %b: tensor<16x64xf8E5M2>, %xs: tensor<f32>, %ws: tensor<f32>) -> tensor<?x16xbf16> {
+  %y = comfyquant.qgemm %a, %b row_scale %xs : tensor<f32> col_scale %ws : tensor<f32> : tensor<?x64xf8E4M3FN>, tensor<16x64xf8E5M2> -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
 }

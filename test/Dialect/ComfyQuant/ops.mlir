@@ -683,3 +683,10 @@ func.func @epilogue_shapes(%acc: tensor<4x16xi32>, %rs: tensor<4x1xf32>, %cs: te
   %3 = comfyquant.epilogue %facc row_scale %s : tensor<f32> col_scale %s : tensor<f32> : tensor<?x16xf32> -> tensor<?x16xf32>
   return
 }
+
+// CHECK-LABEL: func.func @mma_fp8
+// CHECK:         comfyquant.mma_fp8 %arg0, %arg1, %arg2 : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+func.func @mma_fp8(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>) -> vector<2x2xf32> {
+  %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+  return %d : vector<2x2xf32>
+}

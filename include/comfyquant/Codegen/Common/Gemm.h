@@ -15,16 +15,22 @@ namespace mlir::comfyquant::detail {
 
 /// A `linalg.generic` computing C[m, n] += f(A[m, k]) * g(B[n, k]).
 struct GemmMatch {
-  enum class Kind { I8I8I32, FloatF32 };
+  enum class Kind {
+    I8I8I32,  ///< i8 x i8, sign-extended, i32 accumulator
+    FloatF32, ///< f32/bf16/f16 operands, f32 accumulator
+    F8F8F32,  ///< FP8 codes stored as i8, widened in the body, f32 accumulator
+  };
   Kind kind;
-  Type aElt, bElt; ///< operand element types (i8, or f32/bf16/f16)
-  int64_t n, k;    ///< static N and K
+  /// Operand element types as multiplied: i8; f32, bf16 or f16; for
+  /// F8F8F32 the FP8 type (f8E4M3FN or f8E5M2) of codes stored as i8.
+  Type aElt, bElt;
+  int64_t n, k; ///< static N and K
 };
 
 /// Matches A [M, K] (M may be dynamic), B [N, K] and C [M, N] with maps
 /// (m, k), (n, k), (m, n), iterators (parallel, parallel, reduction) and the
 /// body `out + ext(a) * ext(b)` (extsi for i8 -> i32, extf or none for
-/// floats -> f32).
+/// floats -> f32, extf(bitcast(i8 -> f8)) for FP8 codes).
 std::optional<GemmMatch> matchGemm(linalg::GenericOp op);
 
 /// If `epi` (an elementwise consumer of the accumulator `acc`) can be

@@ -23,6 +23,7 @@ struct CUDAArch {
   int computeCapability;  ///< 90 (major * 10 + minor)
   int ptxVersion;         ///< 84 for PTX ISA 8.4
   bool archSpecific;      ///< "a" arch: PTX runs only on this capability
+  bool fp8Mma;            ///< mma.sync with e4m3/e5m2 operands (sm_89+)
 };
 
 /// Every supported arch, oldest first.

@@ -49,26 +49,59 @@ def ComfyQuantGPUDistributeLoops
 
 def ComfyQuantGPUMmaSyncGemm
     : Pass<"comfyquant-gpu-mma-sync-gemm", "::mlir::func::FuncOp"> {
-  let summary = "Integer GEMMs on tensor cores with mma.sync m16n8k32 s8";
+  let summary = "GEMMs on tensor cores with warp-level mma.sync";
   let description = [{
     Each top-level `linalg.generic` on buffers that computes
-    `C[m, n] += extsi(A[m, k]) * extsi(B[n, k])` with i8 operands and an i32
-    accumulator (every integer format after decoding) becomes a
-    `gpu.launch` of 4 warps per block. A block covers 16 rows and 128
-    columns, a warp 16 x 32 (four 16 x 8 accumulator fragments sharing one A
-    fragment); each K step of 32 issues four `nvgpu.mma.sync` with
-    `mmaShape = [16, 8, 32]` (`mma.sync.aligned.m16n8k32.row.col.s32.s8.s8`).
-    Fragments are loaded straight from global memory in the PTX fragment
-    layout; rows, columns and K beyond the operands read zeros, so every
-    shape is exact (integer accumulation; K up to 2^17 cannot reach the
+    `C[m, n] += ext(A[m, k]) * ext(B[n, k])` becomes a `gpu.launch` of 4
+    warps per block, when its operands are one of:
+    * i8 x i8 -> i32 (every integer format after decoding): `nvgpu.mma.sync`
+      m16n8k32 s8;
+    * FP8 codes (i8 widened through f8E4M3FN/f8E5M2 in the body) -> f32:
+      `comfyquant.mma_fp8` m16n8k32, lowered per arch by
+      `comfyquant-gpu-lower-mma`;
+    * f16 x f16 -> f32 (NVFP4 decoded exactly to f16): `nvgpu.mma.sync`
+      m16n8k16 (bf16 stays SIMT: MLIR 22 cannot lower a bf16 mma.sync).
+    A block covers 16 rows and 128 columns, a warp 16 x 32 (four 16 x 8
+    accumulator fragments sharing one A fragment); each K step (32 for
+    8-bit operands, 16 for 16-bit ones) issues four MMAs. Fragments are
+    loaded straight from global memory in the PTX fragment layout; rows,
+    columns and K beyond the operands read zeros, so every shape is
+    computed (integer accumulation is exact: K up to 2^17 cannot reach the
     s32 saturation). The grid is `(ceildiv(N, 128), ceildiv(M, 16))`.
-    The function records `comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"`.
+    f32 x f32 GEMMs stay SIMT. The function records the instruction
+    families used, e.g. `comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"`.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::comfyquant::ComfyQuantDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def ComfyQuantGPULowerMma
+    : Pass<"comfyquant-gpu-lower-mma", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower comfyquant.mma_fp8 for one CUDA arch";
+  let description = [{
+    On archs with FP8 `mma.sync` (sm_89 and later) each
+    `comfyquant.mma_fp8` becomes `nvvm.inline_ptx` of
+    `mma.sync.aligned.m16n8k32.row.col.f32.<a>.<b>.f32` (MLIR 22's
+    `nvgpu.mma.sync` and `nvvm.mma.sync` verifiers reject FP8 operands, and
+    the instruction needs PTX ISA 8.4). Elsewhere (sm_80, sm_86) the codes
+    are converted to f16 in registers (exact: e5m2 is the high byte of an
+    f16, e4m3 is rebiased by a multiply by 2^8, NaN kept) and the K = 32
+    step becomes two `nvgpu.mma.sync` m16n8k16 with f32 accumulation. The
+    two halves take the K columns in another order than the 8-bit layout,
+    the same order for A and B, so the sum is the same products.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "CUDA arch (sm_80 ... sm_120a)">
+  ];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect",
+                           "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def ComfyQuantGPUAssignWorkspace

@@ -16,9 +16,35 @@ class FuncOp;
 } // namespace func
 namespace comfyquant {
 
-/// Patterns lowering `rotate`, `quantize`, `dequantize`, `qmatmul` and
-/// `epilogue` to upstream dialects on tensors.
-void populateComfyQuantToLinalgPatterns(RewritePatternSet &patterns);
+/// What the GEMM contraction of `qmatmul`/`qgemm` reads. Integer operands
+/// are i8 either way; the choice concerns float formats.
+enum class GemmOperands {
+  /// Float operands decoded to exact f32 values (block scales applied)
+  /// before the contraction: what the CPU micro-kernels consume.
+  Decoded,
+  /// Operands in the form a tensor core multiplies: FP8 (e4m3/e5m2) stays
+  /// in its i8 storage, widened inside the contraction body
+  /// (`extf(bitcast(i8 -> f8))`); NVFP4 (E2M1 x E4M3 block scale, a product
+  /// of at most 6 significant bits) is decoded to exact f16. Everything
+  /// else is decoded as for `Decoded`.
+  Native,
+};
+
+/// Patterns lowering the element-wise computation ops (`rotate`,
+/// `quantize`, `dequantize`, `unpack`, `unswizzle`, `lookup`, `epilogue`)
+/// and moving storage casts through shape-only tensor ops.
+void populateComfyQuantElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+
+/// Patterns lowering `qmatmul` and `qgemm` to a `linalg.generic`
+/// contraction whose operands are in the form `operands` says (plus the
+/// `qgemm` epilogue).
+void populateComfyQuantGemmToLinalgPatterns(RewritePatternSet &patterns,
+                                            GemmOperands operands);
+
+/// Both sets.
+void populateComfyQuantToLinalgPatterns(
+    RewritePatternSet &patterns,
+    GemmOperands operands = GemmOperands::Decoded);
 
 /// Replaces every `comfyquant.weight` in `func` by a function argument of
 /// the storage type (one per distinct tensor, appended in order of first

@@ -705,5 +705,32 @@ LogicalResult QGemmOp::verify() {
                         getBias());
 }
 
+//===----------------------------------------------------------------------===//
+// MmaFP8Op
+//===----------------------------------------------------------------------===//
+
+StringRef MmaFP8Op::getPtxTypeName(Type fp8) {
+  return isa<Float8E5M2Type>(fp8) ? "e5m2" : "e4m3";
+}
+
+LogicalResult MmaFP8Op::verify() {
+  for (Type t : {getAType(), getBType()})
+    if (!isa<Float8E4M3FNType, Float8E5M2Type>(t))
+      return emitOpError("operand type must be f8E4M3FN or f8E5M2, not ")
+             << t;
+  auto shapeIs = [](Value v, ArrayRef<int64_t> shape) {
+    return cast<VectorType>(v.getType()).getShape() == shape;
+  };
+  if (!shapeIs(getA(), {4, 4}))
+    return emitOpError("a must be vector<4x4xi8> (four registers of four "
+                       "codes)");
+  if (!shapeIs(getB(), {2, 4}))
+    return emitOpError("b must be vector<2x4xi8> (two registers of four "
+                       "codes)");
+  if (!shapeIs(getAcc(), {2, 2}))
+    return emitOpError("acc must be vector<2x2xf32>");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantOps.cpp.inc"
