@@ -34,8 +34,9 @@ def ConvertComfyQuantToLinalg
       `gemm-operands=decoded` (the default, for CPU micro-kernels) float
       operands (with their block scales) are decoded to exact f32 values;
       with `gemm-operands=native` (tensor cores) FP8 operands stay i8
-      codes widened in the contraction body and NVFP4 operands are decoded
-      to exact f16.
+      codes widened in the contraction body, MXFP8 contractions also read
+      the E8M0 block scales (at `k floordiv 32`), and NVFP4 operands are
+      decoded to exact f16.
     * `unpack`, `unswizzle`, `dequantize` and `lookup` decode the stored
       formats element-wise (swizzled block scales, nibble orders, codebooks,
       the W4A8/W6A8 int8 grid) and un-rotate.

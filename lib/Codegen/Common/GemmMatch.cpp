@@ -2,6 +2,7 @@
 #include "comfyquant/Codegen/Common/Gemm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::comfyquant;
@@ -37,8 +38,110 @@ Type fp8Of(Value v) {
 }
 } // namespace
 
+namespace {
+/// The block-scaled FP8 form (see matchGemm).
+std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 4 || op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != 3 ||
+      op.getNumResults() != (op.hasPureTensorSemantics() ? 1u : 0u))
+    return std::nullopt;
+  auto iters = op.getIteratorTypesArray();
+  if (iters[0] != utils::IteratorType::parallel ||
+      iters[1] != utils::IteratorType::parallel ||
+      iters[2] != utils::IteratorType::reduction)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+             k = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto is = [&](AffineMap map, AffineExpr a, AffineExpr b) {
+    return map == AffineMap::get(3, 0, {a, b}, ctx);
+  };
+  if (!is(maps[0], m, k) || !is(maps[1], n, k) || !is(maps[4], m, n))
+    return std::nullopt;
+  auto blockOf = [&](AffineMap map, AffineExpr row) -> int64_t {
+    if (map.getNumResults() != 2 || map.getResult(0) != row)
+      return 0;
+    auto div = dyn_cast<AffineBinaryOpExpr>(map.getResult(1));
+    if (!div || div.getKind() != AffineExprKind::FloorDiv || div.getLHS() != k)
+      return 0;
+    auto c = dyn_cast<AffineConstantExpr>(div.getRHS());
+    return c ? c.getValue() : 0;
+  };
+  int64_t block = blockOf(maps[2], m);
+  if (block <= 0 || blockOf(maps[3], n) != block)
+    return std::nullopt;
+  auto aType = dyn_cast<ShapedType>(op.getDpsInputs()[0].getType());
+  auto bType = dyn_cast<ShapedType>(op.getDpsInputs()[1].getType());
+  auto cType = dyn_cast<ShapedType>(op.getDpsInits()[0].getType());
+  if (!aType || !bType || !cType || !aType.hasRank() || !cType.hasRank() ||
+      !bType.hasStaticShape() || aType.isDynamicDim(1) ||
+      cType.isDynamicDim(1) || !cType.getElementType().isF32())
+    return std::nullopt;
+  // out + (fp8(a) * fp8(b)) * s, s from the two scales only.
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  Value out = body.getArgument(4);
+  Value scaled = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if (add.getLhs() != out && add.getRhs() != out)
+    return std::nullopt;
+  auto outer = scaled.getDefiningOp<arith::MulFOp>();
+  if (!outer)
+    return std::nullopt;
+  for (auto [productSide, scaleSide] :
+       {std::pair{outer.getLhs(), outer.getRhs()},
+        std::pair{outer.getRhs(), outer.getLhs()}}) {
+    auto product = productSide.getDefiningOp<arith::MulFOp>();
+    if (!product)
+      continue;
+    Type x = fp8Of(product.getLhs()), y = fp8Of(product.getRhs());
+    if (!x || !y || stripExt(product.getLhs()) != body.getArgument(0) ||
+        stripExt(product.getRhs()) != body.getArgument(1))
+      continue;
+    // The scale must not depend on the codes or the accumulator.
+    bool fromScales = true;
+    SmallVector<Value> work = {scaleSide};
+    while (!work.empty() && fromScales) {
+      Value v = work.pop_back_val();
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner() == &body && arg.getArgNumber() != 2 &&
+            arg.getArgNumber() != 3)
+          fromScales = false;
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (def->getBlock() != &body)
+        continue;
+      if (!isPure(def) || def->getNumRegions()) {
+        fromScales = false;
+        continue;
+      }
+      for (Value operand : def->getOperands())
+        work.push_back(operand);
+    }
+    if (!fromScales)
+      continue;
+    GemmMatch g;
+    g.kind = GemmMatch::Kind::F8F8F32;
+    g.aElt = x;
+    g.bElt = y;
+    g.n = bType.getShape()[0];
+    g.k = bType.getShape()[1];
+    g.block = block;
+    g.blockScale = scaleSide;
+    return g;
+  }
+  return std::nullopt;
+}
+} // namespace
+
 std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
     linalg::GenericOp op) {
+  if (op.getNumDpsInputs() == 4)
+    return matchBlockScaledGemm(op);
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op.getNumLoops() != 3 ||
       op.getNumResults() != (op.hasPureTensorSemantics() ? 1u : 0u))

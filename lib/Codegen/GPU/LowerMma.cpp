@@ -86,6 +86,10 @@ Value emulate(OpBuilder &b, Location loc, MmaFP8Op op) {
   auto aType = VectorType::get({4, 2}, b.getF16Type());
   auto bType = VectorType::get({2, 2}, b.getF16Type());
   Value acc = op.getAcc();
+  if (!acc)
+    acc = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(op.getResult().getType(),
+                                       b.getF32FloatAttr(0.0f)));
   for (int64_t half = 0; half < 2; ++half) {
     // 8-bit registers 2*half (row g) and 2*half + 1 (row g + 8).
     const SmallVector<Value> &lo = a[2 * half], &hi = a[2 * half + 1];
@@ -116,15 +120,24 @@ Value native(OpBuilder &b, Location loc, MmaFP8Op op) {
     operands.push_back(packed(b, loc, op.getA(), r));
   for (int64_t r = 0; r < 2; ++r)
     operands.push_back(packed(b, loc, op.getB(), r));
-  for (int64_t r = 0; r < 2; ++r)
-    for (int64_t e = 0; e < 2; ++e)
-      operands.push_back(vector::ExtractOp::create(
-          b, loc, op.getAcc(), ArrayRef<int64_t>{r, e}));
-  std::string ptx = llvm::formatv(
+  std::string instruction = llvm::formatv(
       "mma.sync.aligned.m16n8k32.row.col.f32.{0}.{1}.f32 {{$0, $1, $2, $3}, "
-      "{{$4, $5, $6, $7}, {{$8, $9}, {{$10, $11, $12, $13};",
+      "{{$4, $5, $6, $7}, {{$8, $9}, ",
       MmaFP8Op::getPtxTypeName(op.getAType()),
       MmaFP8Op::getPtxTypeName(op.getBType()));
+  std::string ptx;
+  if (!op.getAcc()) {
+    // A zero C is a register of the asm's own (constant asm operands would
+    // become immediates, 'n', which f32 values cannot be).
+    ptx = "{\n.reg .f32 zero;\nmov.f32 zero, 0f00000000;\n" + instruction +
+          "{zero, zero, zero, zero};\n}";
+  } else {
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t e = 0; e < 2; ++e)
+        operands.push_back(vector::ExtractOp::create(
+            b, loc, op.getAcc(), ArrayRef<int64_t>{r, e}));
+    ptx = instruction + "{$10, $11, $12, $13};";
+  }
   Type f32 = b.getF32Type();
   auto mma = NVVM::InlinePtxOp::create(b, loc, TypeRange{f32, f32, f32, f32},
                                        operands, ValueRange{},

@@ -15,7 +15,9 @@
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTGPUMMASYNCGEMM
@@ -48,6 +50,17 @@ struct Builder {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
   }
   Value min(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
+
+  /// mem[row, col] with both indices clamped into the buffer (the value of
+  /// a row or column outside it is never stored).
+  Value loadClamped(Value mem, Value row, Value col) {
+    Value one = idx(1);
+    Value rows = b.createOrFold<memref::DimOp>(loc, mem, 0);
+    Value cols = b.createOrFold<memref::DimOp>(loc, mem, 1);
+    Value r = min(row, arith::SubIOp::create(b, loc, rows, one));
+    Value c = min(col, arith::SubIOp::create(b, loc, cols, one));
+    return memref::LoadOp::create(b, loc, mem, ValueRange{r, c});
+  }
 
   /// mem[row, col], or `zero` outside [rows) x [cols): the address is
   /// clamped into the buffer so no lane ever reads out of bounds.
@@ -85,7 +98,9 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
   case GemmMatch::Kind::I8I8I32:
     return Family{m, i8, 4, i32, "mma_sync_m16n8k32_s8"};
   case GemmMatch::Kind::F8F8F32:
-    return Family{m, i8, 4, f32, "mma_sync_m16n8k32_f8"};
+    return Family{m, i8, 4, f32,
+                  m.block ? "mma_sync_m16n8k32_f8_block_scaled"
+                          : "mma_sync_m16n8k32_f8"};
   case GemmMatch::Kind::FloatF32: {
     // f16 operands as stored. f32 ones are not rounded (SIMT); bf16 ones
     // too, as MLIR 22's nvgpu-to-nvvm cannot type a bf16 mma.sync.
@@ -101,6 +116,29 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
   return std::nullopt;
 }
 
+/// The body's block-scale factor of `op` for one pair of raw scales: the
+/// ops it depends on, cloned at `b` with the scale arguments replaced.
+Value blockScaleAt(OpBuilder &b, linalg::GenericOp op, const Family &family,
+                   Value rowScale, Value colScale) {
+  Block &body = op.getRegion().front();
+  llvm::SmallPtrSet<Operation *, 16> slice;
+  SmallVector<Value> work = {family.match.blockScale};
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != &body || !slice.insert(def).second)
+      continue;
+    for (Value v : def->getOperands())
+      work.push_back(v);
+  }
+  IRMapping map;
+  map.map(body.getArgument(2), rowScale);
+  map.map(body.getArgument(3), colScale);
+  for (Operation &o : body.without_terminator())
+    if (slice.contains(&o))
+      b.clone(o, map);
+  return map.lookup(family.match.blockScale);
+}
+
 struct MmaSyncGemmPass
     : mlir::comfyquant::impl::ComfyQuantGPUMmaSyncGemmBase<MmaSyncGemmPass> {
   void runOnOperation() override {
@@ -112,7 +150,8 @@ struct MmaSyncGemmPass
       if (!op.hasPureBufferSemantics())
         continue;
       std::optional<GemmMatch> m = mlir::comfyquant::detail::matchGemm(op);
-      if (!m)
+      // A scale block must be one K step (one rescale per MMA).
+      if (!m || (m->block && m->block != 32))
         continue;
       if (std::optional<Family> f = familyOf(*m, op))
         gemms.push_back({op, *f});
@@ -134,6 +173,8 @@ struct MmaSyncGemmPass
     Builder h{b, loc};
     Value a = op.getDpsInputOperand(0)->get();
     Value bm = op.getDpsInputOperand(1)->get();
+    Value scalesA = family.match.block ? op.getDpsInputOperand(2)->get() : Value();
+    Value scalesB = family.match.block ? op.getDpsInputOperand(3)->get() : Value();
     Value c = op.getDpsInitOperand(0)->get();
     Value rows = b.createOrFold<memref::DimOp>(loc, a, 0);
     Value depth = b.createOrFold<memref::DimOp>(loc, a, 1);
@@ -206,7 +247,30 @@ struct MmaSyncGemmPass
         }
         Value fragB = vector::FromElementsOp::create(b, loc, bType, bElems);
         Value acc = loop.getRegionIterArgs()[j];
-        if (family.match.kind == GemmMatch::Kind::F8F8F32)
+        if (family.match.block) {
+          // One scale block per K step: the block's partial sum, rescaled
+          // in f32 and added to the accumulator.
+          Value partial = MmaFP8Op::create(b, loc, accType, fragA, fragB,
+                                           Value(), family.match.aElt,
+                                           family.match.bElt);
+          Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+          SmallVector<Value> sums;
+          for (int64_t r = 0; r < 2; ++r)
+            for (int64_t e = 0; e < 2; ++e) {
+              Value row = r ? row1 : row0;
+              Value rowScale = h.loadClamped(scalesA, row, kb);
+              Value colScale = h.loadClamped(scalesB, cCol(j, e), kb);
+              Value scale = blockScaleAt(b, op, family, rowScale, colScale);
+              Value p = vector::ExtractOp::create(b, loc, partial,
+                                                  ArrayRef<int64_t>{r, e});
+              Value old = vector::ExtractOp::create(b, loc, acc,
+                                                    ArrayRef<int64_t>{r, e});
+              Value term = arith::MulFOp::create(b, loc, p, scale);
+              sums.push_back(arith::AddFOp::create(b, loc, old, term));
+            }
+          next.push_back(
+              vector::FromElementsOp::create(b, loc, accType, sums));
+        } else if (family.match.kind == GemmMatch::Kind::F8F8F32)
           next.push_back(MmaFP8Op::create(b, loc, accType, fragA, fragB, acc,
                                           family.match.aElt,
                                           family.match.bElt));

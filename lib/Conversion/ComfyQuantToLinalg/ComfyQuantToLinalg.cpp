@@ -740,6 +740,59 @@ bool exactInF16(Value v, Value scales) {
          isa<Float8E4M3FNType>(elementOf(scales));
 }
 
+/// The K extent of one FP8 tensor-core MMA: a block-scaled contraction is
+/// kept native only when one scale block is one MMA step.
+constexpr int64_t kMmaBlock = 32;
+
+/// extf(bitcast(code -> fp8)): an FP8 code widened to f32 inside a
+/// contraction body.
+Value widenFP8(Emitter &e, Value code, Type fp8) {
+  Value f = arith::BitcastOp::create(e.b, fp8, code);
+  return arith::ExtFOp::create(e.b, e.b.getF32Type(), f);
+}
+
+/// The native MXFP8 contraction: inputs (A codes [M,K], B codes [N,K],
+/// A scales [M,K/B], B scales [N,K/B]), body out + (a·b)·(sa·sb) in f32.
+Value buildBlockScaledFP8Gemm(PatternRewriter &rw, Location loc, Value lhs,
+                              Value rhs, Value lhsScales, Value rhsScales,
+                              int64_t block) {
+  MLIRContext *ctx = rw.getContext();
+  Type lhsFP8 = elementOf(lhs), rhsFP8 = elementOf(rhs);
+  Value a = toStorage(rw, loc, lhs), b = toStorage(rw, loc, rhs);
+  Value sa = toStorage(rw, loc, lhsScales), sb = toStorage(rw, loc, rhsScales);
+  Emitter top(rw, loc);
+  SmallVector<OpFoldResult> sizes = {mixedSizes(rw, loc, a)[0],
+                                     mixedSizes(rw, loc, b)[0]};
+  Value init = filledTensor(rw, loc, sizes, top.f32(0.0));
+  AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
+             k = getAffineDimExpr(2, ctx);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
+      AffineMap::get(3, 0, {m, k.floorDiv(block)}, ctx),
+      AffineMap::get(3, 0, {n, k.floorDiv(block)}, ctx),
+      AffineMap::get(3, 0, {m, n}, ctx)};
+  SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
+                                            utils::IteratorType::parallel,
+                                            utils::IteratorType::reduction};
+  auto gemm = linalg::GenericOp::create(
+      rw, loc, TypeRange{init.getType()}, ValueRange{a, b, sa, sb},
+      ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Emitter e(nb, nl);
+        Value x = widenFP8(e, args[0], lhsFP8);
+        Value y = widenFP8(e, args[1], rhsFP8);
+        Value product = arith::MulFOp::create(e.b, x, y);
+        Value xs = e.decodeE8M0(args[2]);
+        Value ys = e.decodeE8M0(args[3]);
+        Value scale = arith::MulFOp::create(e.b, xs, ys);
+        Value scaled = arith::MulFOp::create(e.b, product, scale);
+        linalg::YieldOp::create(nb, nl,
+                                arith::AddFOp::create(e.b, args[4], scaled)
+                                    .getResult());
+      });
+  return gemm.getResult(0);
+}
+
 /// The GEMM as a linalg.generic contraction C[m,n] += A[m,k]·B[n,k]: i8·i8
 /// in i32 (exact), else f32 (operands decoded first).
 FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
@@ -756,6 +809,15 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
     lhsFP8 = elementOf(lhs);
     rhsFP8 = elementOf(rhs);
   }
+  // Native MXFP8 (FP8 codes, E8M0 scales per block of K): the contraction
+  // reads the codes and the scales, C[m,n] += (a·b)·(sa[m,k/B]·sb[n,k/B]),
+  // so a tensor core can sum one block and rescale the partial sum.
+  if (!ints && operands == GemmOperands::Native && lhsScales && rhsScales &&
+      block == kMmaBlock && isFP8(elementOf(lhs)) && isFP8(elementOf(rhs)) &&
+      isa<Float8E8M0FNUType>(elementOf(lhsScales)) &&
+      isa<Float8E8M0FNUType>(elementOf(rhsScales)))
+    return buildBlockScaledFP8Gemm(rw, loc, lhs, rhs, lhsScales, rhsScales,
+                                   *block);
   Value a, b;
   if (lhsFP8) {
     a = toStorage(rw, loc, lhs);
@@ -796,12 +858,8 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
           p = arith::AddIOp::create(e.b, args[2],
                                     arith::MulIOp::create(e.b, x, y));
         } else if (lhsFP8) {
-          auto widen = [&](Value code, Type fp8) -> Value {
-            Value f = arith::BitcastOp::create(e.b, fp8, code);
-            return arith::ExtFOp::create(e.b, e.b.getF32Type(), f);
-          };
-          Value x = widen(args[0], lhsFP8);
-          Value y = widen(args[1], rhsFP8);
+          Value x = widenFP8(e, args[0], lhsFP8);
+          Value y = widenFP8(e, args[1], rhsFP8);
           p = arith::AddFOp::create(e.b, args[2],
                                     arith::MulFOp::create(e.b, x, y));
         } else {

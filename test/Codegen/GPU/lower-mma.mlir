@@ -63,7 +63,7 @@
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @e4m3(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>) -> vector<2x2xf32> {
-      %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+      %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
       gpu.return %d : vector<2x2xf32>
     }
   }
@@ -81,7 +81,27 @@ module attributes {gpu.container_module} {
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @e5m2(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>) -> vector<2x2xf32> {
-      %d = comfyquant.mma_fp8 %a, %b, %c : f8E5M2 x f8E5M2 : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+      %d = comfyquant.mma_fp8 %a, %b, %c : f8E5M2 x f8E5M2 : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
+      gpu.return %d : vector<2x2xf32>
+    }
+  }
+}
+
+// -----
+
+// Without an accumulator (a block-scaled K step starts from zero), the PTX
+// declares a zero register itself: constant asm operands would become
+// immediates, which f32 values cannot be.
+// NATIVE-LABEL: gpu.func @zero_acc
+// NATIVE:         nvvm.inline_ptx "{\0A.reg .f32 zero;\0Amov.f32 zero, 0f00000000;\0Amma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {zero, zero, zero, zero};\0A}"
+// NATIVE-SAME:      ro({{[^:]*}} : i32, i32, i32, i32, i32, i32) -> f32, f32, f32, f32
+// F16-LABEL: gpu.func @zero_acc
+// F16:         %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<2x2xf32>
+// F16:         nvgpu.mma.sync(%{{.*}}, %{{.*}}, %[[ZERO]]) {mmaShape = [16, 8, 16]}
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @zero_acc(%a: vector<4x4xi8>, %b: vector<2x4xi8>) -> vector<2x2xf32> {
+      %d = comfyquant.mma_fp8 %a, %b : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
       gpu.return %d : vector<2x2xf32>
     }
   }

@@ -44,7 +44,7 @@ func.func @int8_gemm(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40x
 // CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_f8"
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(
-// CHECK-COUNT-4:     comfyquant.mma_fp8 %{{.*}}, %{{.*}}, %{{.*}} : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+// CHECK-COUNT-4:     comfyquant.mma_fp8 %{{.*}}, %{{.*}}, %{{.*}} : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
 // CHECK-NOT:     linalg.generic
 // PTX80:   .target sm_80
 // PTX80-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
@@ -64,6 +64,82 @@ func.func @fp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %c: memref<?x24xf
     %4 = arith.mulf %1, %3 : f32
     %5 = arith.addf %acc, %4 : f32
     linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+// Block-scaled FP8 (MXFP8, scale blocks of 32 = one K step): each step's
+// MMA starts from zero, and every partial sum is multiplied by the body's
+// scale factor for its row's and column's scales of that block (loaded at
+// k / 32, indices clamped) before it is added to the accumulator.
+// CHECK-LABEL: func.func @mxfp8_gemm
+// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_f8_block_scaled"
+// CHECK:         scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(
+// CHECK:           %[[PART:.*]] = comfyquant.mma_fp8 %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
+// CHECK:           %[[KB:.*]] = arith.divui %[[K]], %c32
+// CHECK:           %[[SA:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
+// CHECK:           %[[SB:.*]] = memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x2xi8>
+// CHECK:           %[[FA:.*]] = arith.uitofp %[[SA]]
+// CHECK:           %[[FB:.*]] = arith.uitofp %[[SB]]
+// CHECK:           %[[S:.*]] = arith.mulf %[[FA]], %[[FB]] : f32
+// CHECK:           %[[P:.*]] = vector.extract %[[PART]][0, 0]
+// CHECK:           %[[T:.*]] = arith.mulf %[[P]], %[[S]] : f32
+// CHECK:           arith.addf %{{.*}}, %[[T]] : f32
+// CHECK-COUNT-3:   comfyquant.mma_fp8
+// CHECK-NOT:     linalg.generic
+// PTX80:   .target sm_80
+// PTX80-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX120:  .target sm_120a
+// PTX120-COUNT-4: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 32)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 32)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @mxfp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2xi8>, %sb: memref<24x2xi8>, %c: memref<?x24xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x64xi8>, memref<24x64xi8>, memref<?x2xi8>, memref<24x2xi8>) outs(%c : memref<?x24xf32>) {
+  ^bb0(%x: i8, %w: i8, %xs: i8, %ws: i8, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.extf %0 : f8E4M3FN to f32
+    %2 = arith.bitcast %w : i8 to f8E4M3FN
+    %3 = arith.extf %2 : f8E4M3FN to f32
+    %4 = arith.mulf %1, %3 : f32
+    %5 = arith.uitofp %xs : i8 to f32
+    %6 = arith.uitofp %ws : i8 to f32
+    %7 = arith.mulf %5, %6 : f32
+    %8 = arith.mulf %4, %7 : f32
+    %9 = arith.addf %acc, %8 : f32
+    linalg.yield %9 : f32
+  }
+  return
+}
+
+// -----
+
+// A scale that reads the accumulator is not a block scale.
+// CHECK-LABEL: func.func @not_block_scale
+// CHECK-NOT:     comfyquant.gpu.gemm
+// CHECK:         linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 32)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 32)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @not_block_scale(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2xi8>, %sb: memref<24x2xi8>, %c: memref<?x24xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x64xi8>, memref<24x64xi8>, memref<?x2xi8>, memref<24x2xi8>) outs(%c : memref<?x24xf32>) {
+  ^bb0(%x: i8, %w: i8, %xs: i8, %ws: i8, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.extf %0 : f8E4M3FN to f32
+    %2 = arith.bitcast %w : i8 to f8E4M3FN
+    %3 = arith.extf %2 : f8E4M3FN to f32
+    %4 = arith.mulf %1, %3 : f32
+    %5 = arith.uitofp %xs : i8 to f32
+    %7 = arith.mulf %5, %acc : f32
+    %8 = arith.mulf %4, %7 : f32
+    %9 = arith.addf %acc, %8 : f32
+    linalg.yield %9 : f32
   }
   return
 }

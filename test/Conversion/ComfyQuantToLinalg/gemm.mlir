@@ -86,3 +86,28 @@ func.func @fp8_gemm(%a: tensor<?x64xf8E4M3FN>, %b: tensor<16x64xf8E5M2>, %xs: te
   %y = comfyquant.qgemm %a, %b row_scale %xs : tensor<f32> col_scale %ws : tensor<f32> : tensor<?x64xf8E4M3FN>, tensor<16x64xf8E5M2> -> tensor<?x16xbf16>
   return %y : tensor<?x16xbf16>
 }
+
+// -----
+
+// MXFP8 (FP8 codes, E8M0 scales per 32 K): decoded to f32 with the scales
+// applied; with gemm-operands=native one contraction reads codes and
+// scales, the scales at (row, k floordiv 32), and multiplies each product
+// by the two decoded scales.
+// CHECK-LABEL: func.func @mxfp8_gemm
+// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<16x64xf32>)
+// NATIVE-DAG:  #[[SA:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 32)>
+// NATIVE-DAG:  #[[SB:.*]] = affine_map<(d0, d1, d2) -> (d1, d2 floordiv 32)>
+// NATIVE-LABEL: func.func @mxfp8_gemm
+// NATIVE:       linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[SA]], #[[SB]], #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg2, %arg1, %arg3 : tensor<?x64xi8>, tensor<16x64xi8>, tensor<?x2xi8>, tensor<16x2xi8>)
+// NATIVE:         arith.extf %{{.*}} : f8E4M3FN to f32
+// NATIVE:         arith.extf %{{.*}} : f8E4M3FN to f32
+// NATIVE:         %[[P:.*]] = arith.mulf
+// NATIVE:         arith.shli
+// NATIVE:         arith.shli
+// NATIVE:         %[[S:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// NATIVE:         %[[PS:.*]] = arith.mulf %[[P]], %[[S]] : f32
+// NATIVE:         arith.addf %{{.*}}, %[[PS]] : f32
+func.func @mxfp8_gemm(%a: tensor<?x64xf8E4M3FN>, %as: tensor<?x2xf8E8M0FNU>, %b: tensor<16x64xf8E4M3FN>, %bs: tensor<16x2xf8E8M0FNU>) -> tensor<?x16xbf16> {
+  %y = comfyquant.qgemm %a, %b block 32 scales(%as, %bs : tensor<?x2xf8E8M0FNU>, tensor<16x2xf8E8M0FNU>) : tensor<?x64xf8E4M3FN>, tensor<16x64xf8E4M3FN> -> tensor<?x16xbf16>
+  return %y : tensor<?x16xbf16>
+}

@@ -2497,7 +2497,7 @@ func.func private @f(tensor<?xi32>) -> tensor<?x32xbf16> attributes {comfyquant.
 // register layout.
 func.func @mma_fp8_type(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>) -> vector<2x2xf32> {
   // expected-error @+1 {{'comfyquant.mma_fp8' op operand type must be f8E4M3FN or f8E5M2, not 'i8'}}
-  %d = comfyquant.mma_fp8 %a, %b, %c : i8 x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+  %d = comfyquant.mma_fp8 %a, %b, %c : i8 x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
   return %d : vector<2x2xf32>
 }
 
@@ -2505,7 +2505,7 @@ func.func @mma_fp8_type(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf
 
 func.func @mma_fp8_a(%a: vector<2x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>) -> vector<2x2xf32> {
   // expected-error @+1 {{'comfyquant.mma_fp8' op a must be vector<4x4xi8> (four registers of four codes)}}
-  %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E4M3FN : vector<2x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+  %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E4M3FN : vector<2x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
   return %d : vector<2x2xf32>
 }
 
@@ -2513,14 +2513,14 @@ func.func @mma_fp8_a(%a: vector<2x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>
 
 func.func @mma_fp8_b(%a: vector<4x4xi8>, %b: vector<4x4xi8>, %c: vector<2x2xf32>) -> vector<2x2xf32> {
   // expected-error @+1 {{'comfyquant.mma_fp8' op b must be vector<2x4xi8> (two registers of four codes)}}
-  %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<4x4xi8>, vector<2x2xf32>
+  %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<4x4xi8> -> vector<2x2xf32>
   return %d : vector<2x2xf32>
 }
 
 // -----
 
-func.func @mma_fp8_acc(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<4x2xf32>) -> vector<4x2xf32> {
-  // expected-error @+1 {{'comfyquant.mma_fp8' op acc must be vector<2x2xf32>}}
-  %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8>, vector<4x2xf32>
+func.func @mma_fp8_result(%a: vector<4x4xi8>, %b: vector<2x4xi8>) -> vector<4x2xf32> {
+  // expected-error @+1 {{'comfyquant.mma_fp8' op result must be vector<2x2xf32>}}
+  %d = comfyquant.mma_fp8 %a, %b : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<4x2xf32>
   return %d : vector<4x2xf32>
 }

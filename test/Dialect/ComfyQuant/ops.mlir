@@ -685,8 +685,10 @@ func.func @epilogue_shapes(%acc: tensor<4x16xi32>, %rs: tensor<4x1xf32>, %cs: te
 }
 
 // CHECK-LABEL: func.func @mma_fp8
-// CHECK:         comfyquant.mma_fp8 %arg0, %arg1, %arg2 : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
-func.func @mma_fp8(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>) -> vector<2x2xf32> {
-  %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
-  return %d : vector<2x2xf32>
+// CHECK:         %[[D:.*]] = comfyquant.mma_fp8 %arg0, %arg1, %arg2 : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
+// CHECK:         comfyquant.mma_fp8 %arg0, %arg1 : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
+func.func @mma_fp8(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>) -> (vector<2x2xf32>, vector<2x2xf32>) {
+  %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
+  %e = comfyquant.mma_fp8 %a, %b : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
+  return %d, %e : vector<2x2xf32>, vector<2x2xf32>
 }

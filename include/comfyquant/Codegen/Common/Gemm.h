@@ -25,12 +25,21 @@ struct GemmMatch {
   /// F8F8F32 the FP8 type (f8E4M3FN or f8E5M2) of codes stored as i8.
   Type aElt, bElt;
   int64_t n, k; ///< static N and K
+  /// Block-scaled FP8 (MXFP8): the block size B of the scale operands
+  /// (inputs 2 and 3, [M, K/B] and [N, K/B]) and the body value that
+  /// multiplies each product, computed from those two scales alone; 0 and
+  /// null otherwise.
+  int64_t block = 0;
+  Value blockScale;
 };
 
 /// Matches A [M, K] (M may be dynamic), B [N, K] and C [M, N] with maps
 /// (m, k), (n, k), (m, n), iterators (parallel, parallel, reduction) and the
 /// body `out + ext(a) * ext(b)` (extsi for i8 -> i32, extf or none for
-/// floats -> f32, extf(bitcast(i8 -> f8)) for FP8 codes).
+/// floats -> f32, extf(bitcast(i8 -> f8)) for FP8 codes). Also matches the
+/// block-scaled FP8 form with two more inputs, scales read at
+/// (m, k floordiv B) and (n, k floordiv B), and the body
+/// `out + (ext(a) * ext(b)) * s(scale_a, scale_b)`.
 std::optional<GemmMatch> matchGemm(linalg::GenericOp op);
 
 /// If `epi` (an elementwise consumer of the accumulator `acc`) can be

@@ -58,7 +58,10 @@ def ComfyQuantGPUMmaSyncGemm
       m16n8k32 s8;
     * FP8 codes (i8 widened through f8E4M3FN/f8E5M2 in the body) -> f32:
       `comfyquant.mma_fp8` m16n8k32, lowered per arch by
-      `comfyquant-gpu-lower-mma`;
+      `comfyquant-gpu-lower-mma`; with block scales of 32 (MXFP8) each K
+      step's MMA starts from zero and its partial sums are multiplied by
+      the body's scale factor of (row, block) and (column, block) before
+      they are added to the f32 accumulators;
     * f16 x f16 -> f32 (NVFP4 decoded exactly to f16): `nvgpu.mma.sync`
       m16n8k16 (bf16 stays SIMT: MLIR 22 cannot lower a bf16 mma.sync).
     A block covers 16 rows and 128 columns, a warp 16 x 32 (four 16 x 8

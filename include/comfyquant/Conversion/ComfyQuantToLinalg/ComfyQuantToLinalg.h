@@ -24,9 +24,11 @@ enum class GemmOperands {
   Decoded,
   /// Operands in the form a tensor core multiplies: FP8 (e4m3/e5m2) stays
   /// in its i8 storage, widened inside the contraction body
-  /// (`extf(bitcast(i8 -> f8))`); NVFP4 (E2M1 x E4M3 block scale, a product
-  /// of at most 6 significant bits) is decoded to exact f16. Everything
-  /// else is decoded as for `Decoded`.
+  /// (`extf(bitcast(i8 -> f8))`); MXFP8 also passes its E8M0 block scales
+  /// (blocks of 32) to the contraction, which multiplies each product by
+  /// `scale_a * scale_b`; NVFP4 (E2M1 x E4M3 block scale, a product of at
+  /// most 6 significant bits) is decoded to exact f16. Everything else is
+  /// decoded as for `Decoded`.
   Native,
 };
 

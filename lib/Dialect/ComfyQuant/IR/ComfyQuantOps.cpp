@@ -727,8 +727,10 @@ LogicalResult MmaFP8Op::verify() {
   if (!shapeIs(getB(), {2, 4}))
     return emitOpError("b must be vector<2x4xi8> (two registers of four "
                        "codes)");
-  if (!shapeIs(getAcc(), {2, 2}))
-    return emitOpError("acc must be vector<2x2xf32>");
+  if (!shapeIs(getResult(), {2, 2}))
+    return emitOpError("result must be vector<2x2xf32>");
+  if (getAcc() && getAcc().getType() != getResult().getType())
+    return emitOpError("acc must have the result type");
   return success();
 }
 

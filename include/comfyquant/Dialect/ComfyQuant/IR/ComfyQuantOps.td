@@ -477,15 +477,17 @@ def ComfyQuant_QGemmOp : ComfyQuant_Op<"qgemm", [Pure,
 //===----------------------------------------------------------------------===//
 
 def ComfyQuant_MmaFP8Op : ComfyQuant_Op<"mma_fp8", [Pure,
-    AllTypesMatch<["acc", "result"]>]> {
+    OptionalTypesMatchWith<"acc has the result type", "result", "acc",
+                           "$_self">]> {
   let summary = "Warp-level FP8 m16n8k32 multiply-accumulate into f32 (CUDA)";
   let description = [{
     One warp computes `acc + A · B` for a 16 x 32 tile A and a 32 x 8
     tile B of FP8 codes (`a_type`, `b_type`: f8E4M3FN or f8E5M2) with f32
-    accumulation. Each lane holds its part of the tiles in the register
-    layout of PTX `mma.m16n8k32` with 8-bit operands: `a` is four
-    registers of four codes, `b` two of four, `acc` and the result two
-    rows of two f32.
+    accumulation; without `acc`, `A · B` (a zero accumulator, which stays
+    an operand-free form so that no constant vector has to cross into a
+    kernel). Each lane holds its part of the tiles in the register layout
+    of PTX `mma.m16n8k32` with 8-bit operands: `a` is four registers of
+    four codes, `b` two of four, `acc` and the result two rows of two f32.
 
     The op exists so that kernel formation stays the same for every CUDA
     arch: `comfyquant-gpu-lower-mma` turns it into the FP8 `mma.sync` on
@@ -495,17 +497,17 @@ def ComfyQuant_MmaFP8Op : ComfyQuant_Op<"mma_fp8", [Pure,
 
     ```mlir
     %d = comfyquant.mma_fp8 %a, %b, %c : f8E4M3FN x f8E4M3FN
-           : vector<4x4xi8>, vector<2x4xi8>, vector<2x2xf32>
+           : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
     ```
   }];
   let arguments = (ins VectorOfRankAndType<[2], [I8]>:$a,
                        VectorOfRankAndType<[2], [I8]>:$b,
-                       VectorOfRankAndType<[2], [F32]>:$acc,
+                       Optional<VectorOfRankAndType<[2], [F32]>>:$acc,
                        TypeAttr:$a_type, TypeAttr:$b_type);
   let results = (outs VectorOfRankAndType<[2], [F32]>:$result);
   let assemblyFormat = [{
-    $a `,` $b `,` $acc `:` $a_type `x` $b_type attr-dict
-    `:` type($a) `,` type($b) `,` type($acc)
+    $a `,` $b (`,` $acc^)? `:` $a_type `x` $b_type attr-dict
+    `:` type($a) `,` type($b) `->` type($result)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
