@@ -36,19 +36,23 @@ Type fp8Of(Value v) {
   Type t = c.getType();
   return isa<Float8E4M3FNType, Float8E5M2Type>(t) ? t : nullptr;
 }
-} // namespace
 
-namespace {
-/// The block-scaled FP8 form (see matchGemm).
-std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
-  if (op.getNumDpsInputs() != 4 || op.getNumDpsInits() != 1 ||
+/// `inputs` inputs, one init, loops (parallel m, parallel n, reduction k),
+/// on tensors (one result) or buffers.
+bool hasContractionShape(linalg::GenericOp op, unsigned inputs) {
+  if (op.getNumDpsInputs() != inputs || op.getNumDpsInits() != 1 ||
       op.getNumLoops() != 3 ||
       op.getNumResults() != (op.hasPureTensorSemantics() ? 1u : 0u))
-    return std::nullopt;
+    return false;
   auto iters = op.getIteratorTypesArray();
-  if (iters[0] != utils::IteratorType::parallel ||
-      iters[1] != utils::IteratorType::parallel ||
-      iters[2] != utils::IteratorType::reduction)
+  return iters[0] == utils::IteratorType::parallel &&
+         iters[1] == utils::IteratorType::parallel &&
+         iters[2] == utils::IteratorType::reduction;
+}
+
+/// The block-scaled FP8 form (see matchGemm).
+std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
+  if (!hasContractionShape(op, 4))
     return std::nullopt;
   MLIRContext *ctx = op.getContext();
   AffineExpr m = getAffineDimExpr(0, ctx), n = getAffineDimExpr(1, ctx),
@@ -142,14 +146,7 @@ std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
     linalg::GenericOp op) {
   if (op.getNumDpsInputs() == 4)
     return matchBlockScaledGemm(op);
-  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      op.getNumLoops() != 3 ||
-      op.getNumResults() != (op.hasPureTensorSemantics() ? 1u : 0u))
-    return std::nullopt;
-  auto iters = op.getIteratorTypesArray();
-  if (iters[0] != utils::IteratorType::parallel ||
-      iters[1] != utils::IteratorType::parallel ||
-      iters[2] != utils::IteratorType::reduction)
+  if (!hasContractionShape(op, 2))
     return std::nullopt;
   MLIRContext *ctx = op.getContext();
   auto map = [&](unsigned a, unsigned b) {
