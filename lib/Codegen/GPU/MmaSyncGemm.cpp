@@ -51,19 +51,24 @@ struct Builder {
   }
   Value min(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
 
-  /// mem[row, col] with both indices clamped into the buffer (the value of
-  /// a row or column outside it is never stored).
-  Value loadClamped(Value mem, Value row, Value col) {
+  /// mem[row, col] with both indices clamped into [rows) x [cols), so no
+  /// lane ever reads out of bounds (the value of a row or column outside is
+  /// never stored).
+  Value loadClamped(Value mem, Value row, Value col, Value rows, Value cols) {
     Value one = idx(1);
-    Value rows = b.createOrFold<memref::DimOp>(loc, mem, 0);
-    Value cols = b.createOrFold<memref::DimOp>(loc, mem, 1);
     Value r = min(row, arith::SubIOp::create(b, loc, rows, one));
     Value c = min(col, arith::SubIOp::create(b, loc, cols, one));
     return memref::LoadOp::create(b, loc, mem, ValueRange{r, c});
   }
 
-  /// mem[row, col], or `zero` outside [rows) x [cols): the address is
-  /// clamped into the buffer so no lane ever reads out of bounds.
+  /// loadClamped within the buffer's own sizes.
+  Value loadClamped(Value mem, Value row, Value col) {
+    Value rows = b.createOrFold<memref::DimOp>(loc, mem, 0);
+    Value cols = b.createOrFold<memref::DimOp>(loc, mem, 1);
+    return loadClamped(mem, row, col, rows, cols);
+  }
+
+  /// mem[row, col], or `zero` outside [rows) x [cols) (a clamped load).
   Value loadOrZero(Value mem, Value row, Value col, Value rows, Value cols,
                    Value zero) {
     // One op per statement: argument evaluation order would make the IR
@@ -71,10 +76,7 @@ struct Builder {
     Value rowInside = lt(row, rows);
     Value colInside = lt(col, cols);
     Value inside = arith::AndIOp::create(b, loc, rowInside, colInside);
-    Value one = idx(1);
-    Value r = min(row, arith::SubIOp::create(b, loc, rows, one));
-    Value c = min(col, arith::SubIOp::create(b, loc, cols, one));
-    Value v = memref::LoadOp::create(b, loc, mem, ValueRange{r, c});
+    Value v = loadClamped(mem, row, col, rows, cols);
     return arith::SelectOp::create(b, loc, inside, v, zero);
   }
 };
@@ -150,10 +152,11 @@ struct MmaSyncGemmPass
       if (!op.hasPureBufferSemantics())
         continue;
       std::optional<GemmMatch> m = mlir::comfyquant::detail::matchGemm(op);
-      // A scale block must be one K step (one rescale per MMA).
-      if (!m || (m->block && m->block != 32))
+      if (!m)
         continue;
-      if (std::optional<Family> f = familyOf(*m, op))
+      std::optional<Family> f = familyOf(*m, op);
+      // A scale block must be one K step (one rescale per MMA).
+      if (f && (!m->block || m->block == f->tileK()))
         gemms.push_back({op, *f});
     }
     llvm::SetVector<StringRef> names;
