@@ -14,9 +14,11 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Regex.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -63,6 +65,17 @@ struct DiagnosticCollector {
           return success();
         }) {}
 };
+
+/// A kernel's text with its own name left out: two kernels with the same
+/// key compile to the same code.
+std::string kernelKey(gpu::GPUFuncOp f) {
+  OwningOpRef<gpu::GPUFuncOp> copy(cast<gpu::GPUFuncOp>(f->clone()));
+  copy->setName("kernel");
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  copy->print(os, OpPrintingFlags().printGenericOpForm());
+  return s;
+}
 
 bool runPipeline(ModuleOp module, const CUDACompileOptions &options,
                  function_ref<void(OpPassManager &)> build,
@@ -176,6 +189,8 @@ bool mlir::comfyquant::compileCUDA(MLIRContext &ctx,
                      UnitAttr::get(&ctx));
   std::vector<std::string> objects;
   const CPUVariant &hostVariant = getCPUVariants().front();
+  // Kernel text (name left out) -> the name it was first copied under.
+  llvm::StringMap<std::string> kernelByKey;
 
   for (const CUDAKernelSource &source : sources) {
     auto t0 = std::chrono::steady_clock::now();
@@ -209,10 +224,22 @@ bool mlir::comfyquant::compileCUDA(MLIRContext &ctx,
     if (options.print == "mlir")
       out << "// " << source.entry << "\n" << printOp(*m) << "\n";
     // Copy the device functions over; the launches of the host half keep
-    // verifying against the originals until they are lowered.
+    // verifying against the originals until they are lowered. A kernel
+    // identical to one already copied (the integer GEMM of every output
+    // dtype, say) is not copied again: the entry names the first one, since
+    // the host half launches by position in its kernel list.
     for (auto g : m->getOps<gpu::GPUModuleOp>())
-      for (auto f : g.getOps<gpu::GPUFuncOp>())
-        kernels.getBody()->push_back(f->clone());
+      for (auto f : g.getOps<gpu::GPUFuncOp>()) {
+        std::string key = kernelKey(f);
+        auto [it, added] = kernelByKey.try_emplace(key, f.getName().str());
+        if (it->second != f.getName()) {
+          std::replace(result.kernels.begin(), result.kernels.end(),
+                       f.getName().str(), it->second);
+          ++result.sharedKernels;
+        }
+        if (added)
+          kernels.getBody()->push_back(f->clone());
+      }
     if (build) {
       if (!runPipeline(
               *m, options,

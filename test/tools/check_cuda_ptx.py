@@ -6,8 +6,9 @@
       to compare with the artifact's cuda/<arch>.ptx; prints the archs.
   check_cuda_ptx.py checks ARTIFACT ARCH
       Prints FileCheck directives: one `CHECK-DAG: .entry NAME(` per kernel
-      of every cuda entry of ARCH in the manifest, so that FileCheck proves
-      every name the runtime will look up is an `.entry` of that PTX.
+      name of the cuda entries of ARCH in the manifest (a kernel shared by
+      several entries once), so that FileCheck proves every name the runtime
+      will look up is an `.entry` of that PTX.
 """
 import json
 import os
@@ -37,7 +38,7 @@ def checks(artifact, arch):
              if e.get("backend") == "cuda" and e["arch"] == arch for k in e["kernels"]]
     if not names:
         sys.exit("check_cuda_ptx.py: no cuda entry for %s in %s" % (arch, artifact))
-    for k in names:
+    for k in dict.fromkeys(names):
         print("CHECK-DAG: .entry %s(" % k)
 
 

@@ -900,8 +900,10 @@ static int compileMain(int argc, char **argv) {
       if (!quiet && emitArtifact)
         llvm::errs() << "comfyquant-compile: [cuda " << formed << "/"
                      << sources.size() << "] " << e.entry << ": "
-                     << e.kernels.size() << " kernels, "
-                     << llvm::format("%.2f", seconds) << " s\n";
+                     << e.kernels.size() << " kernels";
+      if (e.sharedKernels)
+        llvm::errs() << " (" << e.sharedKernels << " shared with earlier entries)";
+      llvm::errs() << ", " << llvm::format("%.2f", seconds) << " s\n";
     };
     std::vector<CUDAEntryResult> results;
     std::string cudaError;

@@ -34,6 +34,9 @@ struct CUDAKernelSource {
 struct CUDAEntryResult {
   std::string entry;
   std::vector<std::string> kernels; ///< launch order = kernel index
+  /// How many of `kernels` are identical to a kernel of an earlier entry,
+  /// whose name they carry (one copy in each image).
+  int sharedKernels = 0;
   int64_t workspacePerRow = 0, workspaceFixed = 0;
 };
 
