@@ -34,15 +34,18 @@ void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
   buildComfyQuantBufferizePipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUAssignWorkspace());
 
-  // Tensor cores where a kernel family covers the GEMM; everything else:
-  // one thread per output point, reductions in the thread.
+  // Tensor cores where a kernel family covers the GEMM (absorbing the
+  // accumulator's fill and epilogue, before the workspace is laid out, so
+  // an accumulator that never reaches memory takes no room in it);
+  // everything else: one thread per output point, reductions in the thread.
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUMmaSyncGemm());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUAssignWorkspace());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   ComfyQuantGPUDistributeLoopsOptions distribute;
   distribute.blockSize = options.blockSize;
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUDistributeLoops(distribute));
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUSinkConstants());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createComfyQuantGPUMergeKernelModules());
   pm.addPass(createCanonicalizerPass());

@@ -1,13 +1,16 @@
-"""lit helper: which kernel each CUDA entry launches for its GEMM, and
-whether an image holds the same kernel twice.
+"""lit helper: which kernels each CUDA entry shares with earlier entries,
+which one runs its GEMM, and whether an image holds a kernel twice.
 
   cuda_kernel_owners.py ARTIFACT [ARCH]
 
 For every cuda entry of ARCH (default sm_80) it prints
-"<dtype> mma <kernel> ptx-entries <n>": the entry's kernel whose PTX body
-issues mma.sync, and how many .entry functions of that name the PTX holds.
-Then "duplicate-kernel-bodies <n>": how many .entry bodies equal another
-one once the function's own name and its label numbering are left out.
+"<dtype> kernels <n> shared <s> mma <kernel> ptx-entries <e> stores <t>":
+the length of its kernel list, how many of those carry another entry's
+name, the kernel whose PTX body issues mma.sync ("none" if none does), how
+many .entry functions of that name the PTX holds, and the st.global types
+of that kernel (b16 for a bf16/f16 output, b32 for i32 or f32). Then
+"duplicate-kernel-bodies <n>": how many .entry bodies equal another one
+once the function's own name and its label numbering are left out.
 """
 import json
 import os
@@ -36,12 +39,16 @@ for mod in manifest["modules"]:
     for e in mod["entries"]:
         if e.get("backend") != "cuda" or e.get("arch") != arch:
             continue
-        mma = [k for k in e["kernels"]
+        kernels = e["kernels"]
+        shared = sum(1 for k in kernels if not k.startswith(e["host"] + "_"))
+        mma = [k for k in kernels
                if any("mma.sync" in b for b in bodies.get(k, []))]
-        for k in mma:
-            print("%s mma %s ptx-entries %d" % (e["dtype"], k, len(bodies[k])))
-        if not mma:
-            print("%s mma none" % e["dtype"])
+        stores = sorted({t for k in mma for b in bodies.get(k, [])
+                         for t in re.findall(r"st\.global\.(\w+)", b)})
+        print("%s kernels %d shared %d mma %s ptx-entries %d stores %s"
+              % (e["dtype"], len(kernels), shared, ",".join(mma) or "none",
+                 sum(len(bodies.get(k, [])) for k in mma),
+                 ",".join(stores) or "none"))
 
 seen = {}
 duplicates = 0

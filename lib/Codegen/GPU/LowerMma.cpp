@@ -17,6 +17,7 @@
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::comfyquant {
@@ -114,7 +115,11 @@ Value packed(OpBuilder &b, Location loc, Value v, int64_t r) {
 }
 
 /// sm_89+: the FP8 mma.sync itself.
-Value native(OpBuilder &b, Location loc, MmaFP8Op op) {
+FailureOr<Value> native(OpBuilder &b, Location loc, MmaFP8Op op) {
+  if (op.getAcc() && matchPattern(op.getAcc(), m_Constant()) &&
+      !matchPattern(op.getAcc(), m_AnyZeroFloat()))
+    return op.emitOpError("a constant accumulator other than zero cannot "
+                          "be an inline-PTX operand");
   SmallVector<Value> operands;
   for (int64_t r = 0; r < 4; ++r)
     operands.push_back(packed(b, loc, op.getA(), r));
@@ -126,9 +131,11 @@ Value native(OpBuilder &b, Location loc, MmaFP8Op op) {
       MmaFP8Op::getPtxTypeName(op.getAType()),
       MmaFP8Op::getPtxTypeName(op.getBType()));
   std::string ptx;
-  if (!op.getAcc()) {
-    // A zero C is a register of the asm's own (constant asm operands would
-    // become immediates, 'n', which f32 values cannot be).
+  // A zero C (none, or a zero constant: the first K step of a kernel whose
+  // accumulators start at zero, once a one-step loop is folded) is a
+  // register of the asm's own; constant asm operands would become
+  // immediates, 'n', which f32 values cannot be.
+  if (!op.getAcc() || matchPattern(op.getAcc(), m_AnyZeroFloat())) {
     ptx = "{\n.reg .f32 zero;\nmov.f32 zero, 0f00000000;\n" + instruction +
           "{zero, zero, zero, zero};\n}";
   } else {
@@ -142,8 +149,9 @@ Value native(OpBuilder &b, Location loc, MmaFP8Op op) {
   auto mma = NVVM::InlinePtxOp::create(b, loc, TypeRange{f32, f32, f32, f32},
                                        operands, ValueRange{},
                                        b.getStringAttr(ptx), Value());
-  return vector::FromElementsOp::create(b, loc, op.getResult().getType(),
-                                        mma.getResults());
+  Value result = vector::FromElementsOp::create(
+      b, loc, op.getResult().getType(), mma.getResults());
+  return result;
 }
 
 struct LowerMmaPass
@@ -160,9 +168,12 @@ struct LowerMmaPass
     getOperation().walk([&](MmaFP8Op op) { mmas.push_back(op); });
     for (MmaFP8Op op : mmas) {
       OpBuilder b(op);
-      Value result = arch->fp8Mma ? native(b, op.getLoc(), op)
-                                  : emulate(b, op.getLoc(), op);
-      op.getResult().replaceAllUsesWith(result);
+      FailureOr<Value> result = arch->fp8Mma
+                                    ? native(b, op.getLoc(), op)
+                                    : FailureOr<Value>(emulate(b, op.getLoc(), op));
+      if (failed(result))
+        return signalPassFailure();
+      op.getResult().replaceAllUsesWith(*result);
       op.erase();
     }
   }

@@ -10,12 +10,21 @@
 //                    p * t + 4p * (r / 2) + [0, p)
 //   B (K x 8, col):  register r holds column g, K rows p * t + 4p * r + [0, p)
 //   C (16 x 8):      register r holds row g + 8r, columns 2t, 2t + 1
+//
+// The accumulator never reaches memory when it can be avoided: a zero fill
+// of C right before the GEMM becomes zero registers, and C's elementwise
+// consumer (scales, bias, cast) is evaluated in registers where each
+// accumulator element is stored, writing the consumer's output instead.
+// Then the fill, the GEMM and the epilogue are one kernel, and C is left
+// unused (no workspace).
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/Common/Gemm.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -141,6 +150,94 @@ Value blockScaleAt(OpBuilder &b, linalg::GenericOp op, const Family &family,
   return map.lookup(family.match.blockScale);
 }
 
+/// What the GEMM kernel absorbs around `op`: the zero fill of its
+/// accumulator and its elementwise epilogue, each optional.
+struct Fusion {
+  linalg::FillOp zeroFill;
+  linalg::GenericOp epilogue;
+  unsigned accOperand = 0;
+};
+
+/// Whether `v` is a constant zero (integer or float +0.0).
+bool isZeroConstant(Value v) {
+  Attribute a;
+  if (!matchPattern(v, m_Constant(&a)))
+    return false;
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return i.getValue().isZero();
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValue().isPosZero();
+  return false;
+}
+
+/// Whether any op strictly between `from` and `to` (same block) may touch
+/// memory.
+bool memoryOpsBetween(Operation *from, Operation *to) {
+  for (Operation *o = from->getNextNode(); o && o != to; o = o->getNextNode())
+    if (!isMemoryEffectFree(o))
+      return true;
+  return false;
+}
+
+/// Whether `o` at most reads memory, and none of it through `c`.
+bool onlyReadsOtherThan(Operation *o, Value c) {
+  if (isMemoryEffectFree(o))
+    return true;
+  auto iface = dyn_cast<MemoryEffectOpInterface>(o);
+  if (!iface || o->getNumRegions())
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> effects;
+  iface.getEffects(effects);
+  return llvm::all_of(effects, [&](const MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Read>(e.getEffect()) && e.getValue() &&
+           e.getValue() != c;
+  });
+}
+
+/// The fill and epilogue `op` can absorb. C must be a temporary (an alloc)
+/// used by nothing else, so that skipping its stores is unobservable.
+Fusion fusionFor(linalg::GenericOp op) {
+  Fusion fusion;
+  Value c = op.getDpsInitOperand(0)->get();
+  if (!c.getDefiningOp<memref::AllocOp>())
+    return fusion;
+  linalg::FillOp fill;
+  linalg::GenericOp epi;
+  for (Operation *user : c.getUsers()) {
+    if (user == op)
+      continue;
+    if (user->getBlock() != op->getBlock())
+      return fusion;
+    if (auto f = dyn_cast<linalg::FillOp>(user);
+        f && !fill && f.getOutputs()[0] == c && f->isBeforeInBlock(op))
+      fill = f;
+    else if (auto g = dyn_cast<linalg::GenericOp>(user);
+             g && !epi && op->isBeforeInBlock(g))
+      epi = g;
+    else
+      return fusion;
+  }
+  if (fill && isZeroConstant(fill.getInputs()[0]) &&
+      !memoryOpsBetween(fill, op))
+    fusion.zeroFill = fill;
+  if (!epi || !epi.hasPureBufferSemantics())
+    return fusion;
+  // What lies between the GEMM and its consumer (a weight scale's load,
+  // say) must be able to move above the GEMM, which writes only C.
+  for (Operation *o = op->getNextNode(); o != epi; o = o->getNextNode())
+    if (!onlyReadsOtherThan(o, c))
+      return fusion;
+  std::optional<unsigned> acc =
+      mlir::comfyquant::detail::epilogueAccOperand(epi, c);
+  // The epilogue's output must not be an operand the GEMM reads.
+  Value out = epi.getDpsInitOperand(0)->get();
+  if (!acc || llvm::is_contained(op->getOperands(), out))
+    return fusion;
+  fusion.epilogue = epi;
+  fusion.accOperand = *acc;
+  return fusion;
+}
+
 struct MmaSyncGemmPass
     : mlir::comfyquant::impl::ComfyQuantGPUMmaSyncGemmBase<MmaSyncGemmPass> {
   void runOnOperation() override {
@@ -171,6 +268,11 @@ struct MmaSyncGemmPass
   }
 
   void rewrite(linalg::GenericOp op, const Family &family) {
+    Fusion fusion = fusionFor(op);
+    // The consumer's operands must be defined where the kernel starts.
+    if (fusion.epilogue)
+      while (op->getNextNode() != fusion.epilogue.getOperation())
+        op->getNextNode()->moveBefore(op);
     OpBuilder b(op);
     Location loc = op.getLoc();
     Builder h{b, loc};
@@ -218,7 +320,9 @@ struct MmaSyncGemmPass
       SmallVector<Value> elems;
       for (Value row : {row0, row1})
         for (int64_t e = 0; e < 2; ++e)
-          elems.push_back(h.loadOrZero(c, row, cCol(j, e), rows, cols, zeroAcc));
+          elems.push_back(fusion.zeroFill ? zeroAcc
+                                          : h.loadOrZero(c, row, cCol(j, e),
+                                                         rows, cols, zeroAcc));
       init.push_back(vector::FromElementsOp::create(b, loc, accType, elems));
     }
 
@@ -298,9 +402,26 @@ struct MmaSyncGemmPass
           b.setInsertionPoint(store.thenBlock()->getTerminator());
           Value v = vector::ExtractOp::create(b, loc, loop.getResult(j),
                                               ArrayRef<int64_t>{r, e});
-          memref::StoreOp::create(b, loc, v, c, ValueRange{row, col});
+          if (!fusion.epilogue) {
+            memref::StoreOp::create(b, loc, v, c, ValueRange{row, col});
+            continue;
+          }
+          Value y = mlir::comfyquant::detail::emitEpilogueAt(
+              b, loc, fusion.epilogue, fusion.accOperand, v, row, col);
+          memref::StoreOp::create(
+              b, loc, y, fusion.epilogue.getDpsInitOperand(0)->get(),
+              ValueRange{row, col});
         }
     op.erase();
+    if (fusion.epilogue)
+      fusion.epilogue.erase();
+    // The kernel starts from zero and stores every element of C (or of the
+    // epilogue's output) inside the bounds, so the fill is dead; with the
+    // epilogue fused, so is C.
+    if (fusion.zeroFill)
+      fusion.zeroFill.erase();
+    if (auto alloc = c.getDefiningOp<memref::AllocOp>(); alloc && c.use_empty())
+      alloc.erase();
   }
 };
 

@@ -106,3 +106,23 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A zero constant accumulator (the first K step of a kernel whose
+// accumulators start at zero, once a one-step K loop is folded) takes the
+// same zero register.
+// NATIVE-LABEL: gpu.func @zero_constant_acc
+// NATIVE:         nvvm.inline_ptx "{\0A.reg .f32 zero;{{.*}}{zero, zero, zero, zero};\0A}"
+// NATIVE-SAME:      ro({{[^:]*}} : i32, i32, i32, i32, i32, i32) -> f32, f32, f32, f32
+// F16-LABEL: gpu.func @zero_constant_acc
+// F16:         nvgpu.mma.sync
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @zero_constant_acc(%a: vector<4x4xi8>, %b: vector<2x4xi8>) -> vector<2x2xf32> {
+      %zero = arith.constant dense<0.0> : vector<2x2xf32>
+      %d = comfyquant.mma_fp8 %a, %b, %zero : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
+      gpu.return %d : vector<2x2xf32>
+    }
+  }
+}

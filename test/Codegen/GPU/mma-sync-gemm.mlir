@@ -213,3 +213,225 @@ func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4x
   }
   return
 }
+
+// -----
+
+// A temporary accumulator with a zero fill before the GEMM and an
+// elementwise consumer after it (the INT8 epilogue: row scale x column
+// scale, cast to bf16): one kernel. The accumulators start at zero, the
+// epilogue is evaluated per accumulator element in registers and stored to
+// its output; the fill, the consumer and the temporary are gone.
+// CHECK-LABEL: func.func @int8_gemm_fused
+// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"
+// CHECK-NOT:     memref.alloc
+// CHECK-NOT:     linalg.fill
+// CHECK:         gpu.launch
+// CHECK:           scf.for
+// CHECK-COUNT-4:     nvgpu.mma.sync
+// CHECK:           scf.if
+// CHECK:             %[[ACC:.*]] = vector.extract
+// CHECK:             %[[F:.*]] = arith.sitofp %[[ACC]] : i32 to f32
+// CHECK:             %[[RS:.*]] = memref.load %arg2[
+// CHECK:             %[[CS:.*]] = memref.load %arg3[
+// CHECK:             %[[X:.*]] = arith.mulf %[[F]], %[[RS]] : f32
+// CHECK:             %[[Y:.*]] = arith.mulf %[[X]], %[[CS]] : f32
+// CHECK:             %[[O:.*]] = arith.truncf %[[Y]] : f32 to bf16
+// CHECK:             memref.store %[[O]], %arg4[
+// CHECK-NOT:     gpu.launch
+// CHECK-NOT:     linalg.generic
+// CHECK:         return
+// PTX80:   .target sm_80
+// PTX80-COUNT-4: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX80:   cvt.rn.bf16.f32
+// PTX120:  .target sm_120a
+// PTX120-COUNT-4: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#row = affine_map<(m, n) -> (m, 0)>
+#col = affine_map<(m, n) -> (n, 0)>
+func.func @int8_gemm_fused(%a: memref<?x64xi8>, %b: memref<40x64xi8>, %rs: memref<?x1xf32>, %cs: memref<40x1xf32>, %y: memref<?x40xbf16>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0 : i32
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %acc = memref.alloc(%m) : memref<?x40xi32>
+  linalg.fill ins(%zero : i32) outs(%acc : memref<?x40xi32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x64xi8>, memref<40x64xi8>) outs(%acc : memref<?x40xi32>) {
+  ^bb0(%x: i8, %w: i8, %o: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %o, %2 : i32
+    linalg.yield %3 : i32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%acc, %rs, %cs : memref<?x40xi32>, memref<?x1xf32>, memref<40x1xf32>) outs(%y : memref<?x40xbf16>) {
+  ^bb0(%s: i32, %r: f32, %c: f32, %o: bf16):
+    %0 = arith.sitofp %s : i32 to f32
+    %1 = arith.mulf %0, %r : f32
+    %2 = arith.mulf %1, %c : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  return
+}
+
+// -----
+
+// A fill that is not zero stays, and the kernel reads it as the
+// accumulators' start; the consumer is still absorbed (C is only read by
+// the GEMM, so its stores can go).
+// CHECK-LABEL: func.func @nonzero_fill
+// CHECK:         %[[ACC:.*]] = memref.alloc
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[ACC]]
+// CHECK:         gpu.launch
+// CHECK:           memref.load %[[ACC]][
+// CHECK:           scf.for
+// CHECK:             comfyquant.mma_fp8
+// CHECK:           arith.truncf {{.*}} : f32 to f16
+// CHECK-NOT:       memref.store %{{.*}}, %[[ACC]]
+// CHECK-NOT:     linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+func.func @nonzero_fill(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %y: memref<?x8xf16>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x32xi8>
+  %acc = memref.alloc(%m) : memref<?x8xf32>
+  linalg.fill ins(%one : f32) outs(%acc : memref<?x8xf32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x32xi8>, memref<8x32xi8>) outs(%acc : memref<?x8xf32>) {
+  ^bb0(%x: i8, %w: i8, %o: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.bitcast %w : i8 to f8E4M3FN
+    %2 = arith.extf %0 : f8E4M3FN to f32
+    %3 = arith.extf %1 : f8E4M3FN to f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %o, %4 : f32
+    linalg.yield %5 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%acc : memref<?x8xf32>) outs(%y : memref<?x8xf16>) {
+  ^bb0(%s: f32, %o: f16):
+    %0 = arith.truncf %s : f32 to f16
+    linalg.yield %0 : f16
+  }
+  return
+}
+
+// -----
+
+// The FP8 form with a per-tensor weight scale: its load sits between the
+// GEMM and the consumer; a read of another buffer moves above the kernel,
+// and the consumer (scale, bias, cast) is absorbed.
+// CHECK-LABEL: func.func @fp8_scale_between
+// CHECK:         %[[S:.*]] = memref.load %arg2[] : memref<f32>
+// CHECK-NOT:     memref.alloc
+// CHECK:         gpu.launch
+// CHECK:           comfyquant.mma_fp8
+// CHECK:           scf.if
+// CHECK:             %[[X:.*]] = arith.mulf %{{.*}}, %[[S]] : f32
+// CHECK:             %[[B:.*]] = memref.load %arg3[
+// CHECK:             arith.addf %[[X]], %{{.*}} : f32
+// CHECK:             arith.truncf %{{.*}} : f32 to bf16
+// CHECK:             memref.store %{{.*}}, %arg4[
+// CHECK-NOT:     linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#bias = affine_map<(m, n) -> (n)>
+func.func @fp8_scale_between(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %scale: memref<f32>, %bias: memref<8xf32>, %y: memref<?x8xbf16>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x32xi8>
+  %acc = memref.alloc(%m) : memref<?x8xf32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<?x8xf32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x32xi8>, memref<8x32xi8>) outs(%acc : memref<?x8xf32>) {
+  ^bb0(%x: i8, %w: i8, %o: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.bitcast %w : i8 to f8E4M3FN
+    %2 = arith.extf %0 : f8E4M3FN to f32
+    %3 = arith.extf %1 : f8E4M3FN to f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %o, %4 : f32
+    linalg.yield %5 : f32
+  }
+  %s = memref.load %scale[] : memref<f32>
+  linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel"]} ins(%acc, %bias : memref<?x8xf32>, memref<8xf32>) outs(%y : memref<?x8xbf16>) {
+  ^bb0(%v: f32, %bv: f32, %o: bf16):
+    %0 = arith.mulf %v, %s : f32
+    %1 = arith.addf %0, %bv : f32
+    %2 = arith.truncf %1 : f32 to bf16
+    linalg.yield %2 : bf16
+  }
+  return
+}
+
+// -----
+
+// Not absorbed: a memory op between the GEMM and the consumer (which could
+// change what the consumer reads), and an accumulator that is an argument
+// (its contents are observable after the call). The zero fill of the
+// temporary still becomes zero registers.
+// CHECK-LABEL: func.func @store_between
+// CHECK:         %[[ACC:.*]] = memref.alloc
+// CHECK-NOT:     linalg.fill
+// CHECK:         gpu.launch
+// CHECK:           memref.store %{{.*}}, %[[ACC]][
+// CHECK:         memref.store
+// CHECK:         linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+func.func @store_between(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %y: memref<?x8xf32>, %flag: memref<1xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0 : i32
+  %f = arith.constant 2.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x32xi8>
+  %acc = memref.alloc(%m) : memref<?x8xi32>
+  linalg.fill ins(%zero : i32) outs(%acc : memref<?x8xi32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x32xi8>, memref<8x32xi8>) outs(%acc : memref<?x8xi32>) {
+  ^bb0(%x: i8, %w: i8, %o: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %o, %2 : i32
+    linalg.yield %3 : i32
+  }
+  memref.store %f, %flag[%c0] : memref<1xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%acc : memref<?x8xi32>) outs(%y : memref<?x8xf32>) {
+  ^bb0(%s: i32, %o: f32):
+    %0 = arith.sitofp %s : i32 to f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @accumulator_argument
+// CHECK:         gpu.launch
+// CHECK:           memref.store %{{.*}}, %arg2[
+// CHECK:         linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+func.func @accumulator_argument(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %acc: memref<?x8xi32>, %y: memref<?x8xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x32xi8>, memref<8x32xi8>) outs(%acc : memref<?x8xi32>) {
+  ^bb0(%x: i8, %w: i8, %o: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %o, %2 : i32
+    linalg.yield %3 : i32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%acc : memref<?x8xi32>) outs(%y : memref<?x8xf32>) {
+  ^bb0(%s: i32, %o: f32):
+    %0 = arith.sitofp %s : i32 to f32
+    linalg.yield %0 : f32
+  }
+  return
+}

@@ -47,6 +47,22 @@ def ComfyQuantGPUDistributeLoops
                            "::mlir::scf::SCFDialect"];
 }
 
+def ComfyQuantGPUSinkConstants
+    : Pass<"comfyquant-gpu-sink-constants", "::mlir::func::FuncOp"> {
+  let summary = "Clone the constants a gpu.launch uses into its body";
+  let description = [{
+    Constant folding places constants in the function's entry block (a
+    `gpu.launch` body is not isolated from above), and
+    `gpu-kernel-outlining` passes every value defined outside a launch as a
+    kernel parameter. This pass clones each constant-like op a launch uses
+    (of any type) into the launch body, so that kernels see constants as
+    constants: NVPTX folds them, the launches carry fewer parameters, and a
+    vector constant (a zero accumulator, say), which has no launch ABI,
+    never becomes a parameter. Run it right before outlining.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def ComfyQuantGPUMmaSyncGemm
     : Pass<"comfyquant-gpu-mma-sync-gemm", "::mlir::func::FuncOp"> {
   let summary = "GEMMs on tensor cores with warp-level mma.sync";
@@ -73,6 +89,15 @@ def ComfyQuantGPUMmaSyncGemm
     s32 saturation). The grid is `(ceildiv(N, 128), ceildiv(M, 16))`.
     f32 x f32 GEMMs stay SIMT. The function records the instruction
     families used, e.g. `comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"`.
+
+    When C is a temporary (`memref.alloc`) used by nothing but a zero
+    `linalg.fill` before the GEMM and one elementwise consumer after it
+    (no memory op in between), the kernel absorbs both: the accumulators
+    start at zero, and the consumer's body (scales, bias, cast) is
+    evaluated in registers for each accumulator element, storing into the
+    consumer's output. The fill, the consumer and the then unused
+    temporary are erased. Run it before `comfyquant-gpu-assign-workspace`
+    so that an absorbed accumulator takes no workspace.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::nvgpu::NVGPUDialect",
