@@ -9,7 +9,6 @@
 # they all compile with the same global flags, which reuse requires. The
 # tools are left out: they compile as PIE, not PIC, which the header
 # records, and a second header would cost what their three sources save.
-option(COMFYQUANT_PCH "Precompile the MLIR headers the compiler sources share" ON)
 
 set(COMFYQUANT_PCH_HEADERS
   <mlir/IR/Builders.h>
