@@ -22,6 +22,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <mutex>
 #include <thread>
 
@@ -67,13 +69,24 @@ struct DiagnosticCollector {
 };
 
 /// A kernel's text with its own name left out: two kernels with the same
-/// key compile to the same code.
-std::string kernelKey(gpu::GPUFuncOp f) {
+/// key compile to the same code. The printing flags are set here, not
+/// taken from the command line (an elided constant would hide a
+/// difference). A kernel that refers to another symbol (a device function,
+/// a global) gets no key: its text does not hold what it calls.
+std::optional<std::string> kernelKey(gpu::GPUFuncOp f) {
+  std::optional<SymbolTable::UseRange> uses = SymbolTable::getSymbolUses(f);
+  if (!uses || !uses->empty())
+    return std::nullopt;
   OwningOpRef<gpu::GPUFuncOp> copy(cast<gpu::GPUFuncOp>(f->clone()));
   copy->setName("kernel");
+  OpPrintingFlags flags;
+  flags.printGenericOpForm()
+      .enableDebugInfo(false)
+      .elideLargeElementsAttrs(std::numeric_limits<int64_t>::max())
+      .elideLargeResourceString(std::numeric_limits<int64_t>::max());
   std::string s;
   llvm::raw_string_ostream os(s);
-  copy->print(os, OpPrintingFlags().printGenericOpForm());
+  copy->print(os, flags);
   return s;
 }
 
@@ -228,18 +241,25 @@ bool mlir::comfyquant::compileCUDA(MLIRContext &ctx,
     // identical to one already copied (the integer GEMM of every output
     // dtype, say) is not copied again: the entry names the first one, since
     // the host half launches by position in its kernel list.
+    // Only earlier entries' kernels are shared: a kernel list never names
+    // one kernel twice.
+    llvm::StringMap<std::string> ownKeys;
     for (auto g : m->getOps<gpu::GPUModuleOp>())
       for (auto f : g.getOps<gpu::GPUFuncOp>()) {
-        std::string key = kernelKey(f);
-        auto [it, added] = kernelByKey.try_emplace(key, f.getName().str());
-        if (it->second != f.getName()) {
+        std::optional<std::string> key = kernelKey(f);
+        auto earlier = key ? kernelByKey.find(*key) : kernelByKey.end();
+        if (earlier != kernelByKey.end()) {
           std::replace(result.kernels.begin(), result.kernels.end(),
-                       f.getName().str(), it->second);
+                       f.getName().str(), earlier->second);
           ++result.sharedKernels;
+          continue;
         }
-        if (added)
-          kernels.getBody()->push_back(f->clone());
+        if (key)
+          ownKeys.try_emplace(*key, f.getName().str());
+        kernels.getBody()->push_back(f->clone());
       }
+    for (auto &k : ownKeys)
+      kernelByKey.try_emplace(k.getKey(), k.getValue());
     if (build) {
       if (!runPipeline(
               *m, options,

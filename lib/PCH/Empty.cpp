@@ -1,3 +1,3 @@
 // The source of ComfyQuantMLIRHeaders: the target exists to build the
 // precompiled MLIR header (cmake/PrecompiledHeaders.cmake) that the compiler
-// libraries and tools reuse.
+// libraries reuse.

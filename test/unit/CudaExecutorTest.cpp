@@ -79,6 +79,17 @@ void linearEntry(void **args) {
       yf[i * n + j] = xf[i * seen.x.sizes[1]] + static_cast<float>(j);
 }
 
+/// linearEntry's second kernel with 52 KiB of dynamic shared memory (a
+/// second entry that shares that kernel function).
+void smallerSmemEntry(void **args) {
+  const cq_gpu_launcher *l = launcherOf(args);
+  int64_t y = static_cast<Memref2 *>(args[2])->aligned;
+  uint32_t n = 1;
+  uint8_t map[16] = {};
+  void *p1[] = {&y, &n, map};
+  l->launch(l->self, 1, 1, 1, 1, 256, 1, 1, 52 * 1024, p1, 3);
+}
+
 /// A MoE entry: reads the expert argument, launches one kernel.
 void moeEntry(void **args) {
   const cq_gpu_launcher *l = launcherOf(args);
@@ -417,6 +428,44 @@ TEST_F(CudaExecutorTest, DeviceRunUsesTheCallersPointersAsync) {
   EXPECT_EQ(y[64 + 5], 6.0f);
   EXPECT_EQ(errorOf([&] { e->run(entry, 0, 0, 2); }),
             dir + ": module 'layer': bad activation rows or device pointers");
+}
+
+TEST_F(CudaExecutorTest, SharedKernelKeepsItsLargestSharedMemoryOptIn) {
+  // Two entries name the same kernel (the compiler shares kernels formed
+  // identically). After one opts it in to 64 KiB, the other's 52 KiB
+  // launch must not lower the function's limit again.
+  auto e = open({{"sm_90a", image("sm_90a.cubin"), ""}});
+  std::vector<uint8_t> weight(8 * 64, 1);
+  size_t w = e->addWeight({"w", weight.data(), weight.size(), {64, 8}});
+  e->upload();
+  CudaExecutor::Entry big;
+  big.module = "layer";
+  big.inFeatures = 8;
+  big.outFeatures = 64;
+  big.symbol = "layer_f32";
+  big.fn = linearEntry;
+  big.kernels = {"gemm_main", "gemm_epilogue"};
+  big.weights = {w};
+  CudaExecutor::Entry small = big;
+  small.symbol = "layer_bf16";
+  small.fn = smallerSmemEntry;
+  size_t a = e->addEntry(big), b = e->addEntry(small);
+  std::vector<float> x(8, 1.0f), y(64);
+  auto run = [&](size_t entry) {
+    e->run(entry, reinterpret_cast<uint64_t>(x.data()),
+           reinterpret_cast<uint64_t>(y.data()), 1);
+    e->synchronize();
+  };
+  fake().takeLog();
+  run(a);
+  run(b);
+  run(a);
+  const std::string log = fake().takeLog();
+  EXPECT_NE(log.find("attribute gemm_epilogue max_dynamic_smem=65536\n"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("max_dynamic_smem=53248"), std::string::npos) << log;
+  EXPECT_EQ(log.find("attribute"), log.rfind("attribute")) << log;
 }
 
 TEST_F(CudaExecutorTest, MissingKernelNamesEntryAndKernel) {

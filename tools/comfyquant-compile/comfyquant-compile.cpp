@@ -897,12 +897,14 @@ static int compileMain(int argc, char **argv) {
     size_t formed = 0;
     o.formed = [&](const CUDAEntryResult &e, double seconds) {
       ++formed;
-      if (!quiet && emitArtifact)
-        llvm::errs() << "comfyquant-compile: [cuda " << formed << "/"
-                     << sources.size() << "] " << e.entry << ": "
-                     << e.kernels.size() << " kernels";
+      if (quiet || !emitArtifact)
+        return;
+      llvm::errs() << "comfyquant-compile: [cuda " << formed << "/"
+                   << sources.size() << "] " << e.entry << ": "
+                   << e.kernels.size() << " kernels";
       if (e.sharedKernels)
-        llvm::errs() << " (" << e.sharedKernels << " shared with earlier entries)";
+        llvm::errs() << " (" << e.sharedKernels
+                     << " shared with earlier entries)";
       llvm::errs() << ", " << llvm::format("%.2f", seconds) << " s\n";
     };
     std::vector<CUDAEntryResult> results;

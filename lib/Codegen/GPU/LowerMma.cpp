@@ -117,7 +117,7 @@ Value packed(OpBuilder &b, Location loc, Value v, int64_t r) {
 /// sm_89+: the FP8 mma.sync itself.
 FailureOr<Value> native(OpBuilder &b, Location loc, MmaFP8Op op) {
   if (op.getAcc() && matchPattern(op.getAcc(), m_Constant()) &&
-      !matchPattern(op.getAcc(), m_AnyZeroFloat()))
+      !matchPattern(op.getAcc(), m_PosZeroFloat()))
     return op.emitOpError("a constant accumulator other than zero cannot "
                           "be an inline-PTX operand");
   SmallVector<Value> operands;
@@ -135,7 +135,7 @@ FailureOr<Value> native(OpBuilder &b, Location loc, MmaFP8Op op) {
   // accumulators start at zero, once a one-step loop is folded) is a
   // register of the asm's own; constant asm operands would become
   // immediates, 'n', which f32 values cannot be.
-  if (!op.getAcc() || matchPattern(op.getAcc(), m_AnyZeroFloat())) {
+  if (!op.getAcc() || matchPattern(op.getAcc(), m_PosZeroFloat())) {
     ptx = "{\n.reg .f32 zero;\nmov.f32 zero, 0f00000000;\n" + instruction +
           "{zero, zero, zero, zero};\n}";
   } else {

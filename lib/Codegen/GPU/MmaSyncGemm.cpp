@@ -11,12 +11,11 @@
 //   B (K x 8, col):  register r holds column g, K rows p * t + 4p * r + [0, p)
 //   C (16 x 8):      register r holds row g + 8r, columns 2t, 2t + 1
 //
-// The accumulator never reaches memory when it can be avoided: a zero fill
-// of C right before the GEMM becomes zero registers, and C's elementwise
-// consumer (scales, bias, cast) is evaluated in registers where each
-// accumulator element is stored, writing the consumer's output instead.
-// Then the fill, the GEMM and the epilogue are one kernel, and C is left
-// unused (no workspace).
+// When C is a temporary, its zero fill before the GEMM becomes zero
+// registers, and its elementwise consumer (scales, bias, cast) is evaluated
+// in registers where each accumulator element is stored, writing the
+// consumer's output instead. With both, the fill, the GEMM and the epilogue
+// are one kernel and C is left unused (no workspace).
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/Common/Gemm.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
@@ -25,6 +24,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -179,8 +179,9 @@ bool memoryOpsBetween(Operation *from, Operation *to) {
   return false;
 }
 
-/// Whether `o` at most reads memory, and none of it through `c`.
-bool onlyReadsOtherThan(Operation *o, Value c) {
+/// Whether `o` can move above the GEMM that writes `c`: it at most reads
+/// memory other than `c` and allocates its own results.
+bool movableAboveGemm(Operation *o, Value c) {
   if (isMemoryEffectFree(o))
     return true;
   auto iface = dyn_cast<MemoryEffectOpInterface>(o);
@@ -189,9 +190,18 @@ bool onlyReadsOtherThan(Operation *o, Value c) {
   SmallVector<MemoryEffects::EffectInstance> effects;
   iface.getEffects(effects);
   return llvm::all_of(effects, [&](const MemoryEffects::EffectInstance &e) {
-    return isa<MemoryEffects::Read>(e.getEffect()) && e.getValue() &&
-           e.getValue() != c;
+    Value v = e.getValue();
+    if (isa<MemoryEffects::Allocate>(e.getEffect()))
+      return v && v.getDefiningOp() == o;
+    return isa<MemoryEffects::Read>(e.getEffect()) && v && v != c;
   });
+}
+
+/// The buffer a view (subview, cast, reshape, view) is of.
+Value baseBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
 }
 
 /// The fill and epilogue `op` can absorb. C must be a temporary (an alloc)
@@ -225,14 +235,18 @@ Fusion fusionFor(linalg::GenericOp op) {
   // What lies between the GEMM and its consumer (a weight scale's load,
   // say) must be able to move above the GEMM, which writes only C.
   for (Operation *o = op->getNextNode(); o != epi; o = o->getNextNode())
-    if (!onlyReadsOtherThan(o, c))
+    if (!movableAboveGemm(o, c))
       return fusion;
   std::optional<unsigned> acc =
       mlir::comfyquant::detail::epilogueAccOperand(epi, c);
-  // The epilogue's output must not be an operand the GEMM reads.
-  Value out = epi.getDpsInitOperand(0)->get();
-  if (!acc || llvm::is_contained(op->getOperands(), out))
+  if (!acc)
     return fusion;
+  // The kernel writes the epilogue's output while other blocks still read
+  // the GEMM's operands: they must be other buffers.
+  Value out = baseBuffer(epi.getDpsInitOperand(0)->get());
+  for (Value in : op.getDpsInputs())
+    if (baseBuffer(in) == out)
+      return fusion;
   fusion.epilogue = epi;
   fusion.accOperand = *acc;
   return fusion;

@@ -69,8 +69,6 @@ struct CudaExecutor::BoundEntry {
   std::vector<CUfunction> functions;
   /// Each kernel's parameter count, -1 when the driver cannot tell.
   std::vector<int> paramCounts;
-  /// Dynamic shared memory each kernel has been opted in to.
-  mutable std::vector<int64_t> smemOptIn;
   std::vector<std::vector<int64_t>> weights; ///< descriptors, argument order
 };
 
@@ -360,6 +358,13 @@ size_t CudaExecutor::addEntry(const Entry &entry) {
   }
   ContextScope scope(*this);
   for (const std::string &k : entry.kernels) {
+    // One handle per kernel name: entries that share a kernel share its
+    // function (and its shared-memory opt-in).
+    if (auto known = functions_.find(k); known != functions_.end()) {
+      b->functions.push_back(known->second.first);
+      b->paramCounts.push_back(known->second.second);
+      continue;
+    }
     CUfunction f = nullptr;
     CUresult r = d.cuModuleGetFunction(&f, module_, k.c_str());
     if (r == CUDA_ERROR_NOT_FOUND)
@@ -382,8 +387,8 @@ size_t CudaExecutor::addEntry(const Entry &entry) {
         ++count;
     }
     b->paramCounts.push_back(count > 0 ? count : -1);
+    functions_.emplace(k, std::make_pair(f, b->paramCounts.back()));
   }
-  b->smemOptIn.assign(entry.kernels.size(), kDefaultDynamicSmemLimit);
   for (size_t w : entry.weights) {
     if (w >= weights_.size())
       throw Error(dir_, subj,
@@ -488,7 +493,9 @@ void CudaExecutor::launch(LaunchState &state, int32_t kernel,
     fail("kernel '" + kernelName + "': dynamic shared memory " +
          std::to_string(smem) + " bytes is not launchable");
   CUfunction f = e.functions[kernel];
-  if (smem > e.smemOptIn[kernel]) {
+  auto optedIn =
+      smemOptIn_.try_emplace(kernelName, kDefaultDynamicSmemLimit).first;
+  if (smem > optedIn->second) {
     if (smem > device_.maxDynamicSmem)
       fail("kernel '" + kernelName + "' needs " + std::to_string(smem) +
            " bytes of dynamic shared memory; " + device_.name + " allows " +
@@ -500,7 +507,7 @@ void CudaExecutor::launch(LaunchState &state, int32_t kernel,
       fail("kernel '" + kernelName + "': cuFuncSetAttribute(" +
            "MAX_DYNAMIC_SHARED_SIZE_BYTES, " + std::to_string(smem) +
            ") failed: " + d.errorText(r));
-    e.smemOptIn[kernel] = smem;
+    optedIn->second = smem;
   }
   CUresult r = d.cuLaunchKernel(
       f, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),

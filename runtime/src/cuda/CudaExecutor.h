@@ -28,6 +28,7 @@
 #include "cuda/CudaDriver.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -176,8 +177,15 @@ private:
   std::vector<uint64_t> weightArenas_;
   uint64_t weightBytes_ = 0;
   std::vector<std::unique_ptr<BoundEntry>> entries_;
+  /// Each kernel name's function and parameter count (-1: unknown), looked
+  /// up once in the loaded image.
+  std::map<std::string, std::pair<cuda::CUfunction, int>> functions_;
 
   mutable std::mutex mutex_;
+  /// Dynamic shared memory each kernel of the loaded image has been opted
+  /// in to, by name: entries may share a kernel (compiled once), and the
+  /// limit belongs to the function, not to an entry.
+  mutable std::map<std::string, int64_t> smemOptIn_;
   mutable uint64_t workspace_ = 0, workspaceCapacity_ = 0;
   mutable uint64_t hostX_ = 0, hostXCapacity_ = 0;
   mutable uint64_t hostY_ = 0, hostYCapacity_ = 0;

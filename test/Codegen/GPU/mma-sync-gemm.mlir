@@ -229,14 +229,14 @@ func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4x
 // CHECK:           scf.for
 // CHECK-COUNT-4:     nvgpu.mma.sync
 // CHECK:           scf.if
-// CHECK:             %[[ACC:.*]] = vector.extract
-// CHECK:             %[[F:.*]] = arith.sitofp %[[ACC]] : i32 to f32
+// CHECK-NEXT:        %[[ACC:.*]] = vector.extract
 // CHECK:             %[[RS:.*]] = memref.load %arg2[
 // CHECK:             %[[CS:.*]] = memref.load %arg3[
-// CHECK:             %[[X:.*]] = arith.mulf %[[F]], %[[RS]] : f32
-// CHECK:             %[[Y:.*]] = arith.mulf %[[X]], %[[CS]] : f32
-// CHECK:             %[[O:.*]] = arith.truncf %[[Y]] : f32 to bf16
-// CHECK:             memref.store %[[O]], %arg4[
+// CHECK-NEXT:        %[[F:.*]] = arith.sitofp %[[ACC]] : i32 to f32
+// CHECK-NEXT:        %[[X:.*]] = arith.mulf %[[F]], %[[RS]] : f32
+// CHECK-NEXT:        %[[Y:.*]] = arith.mulf %[[X]], %[[CS]] : f32
+// CHECK-NEXT:        %[[O:.*]] = arith.truncf %[[Y]] : f32 to bf16
+// CHECK-NEXT:        memref.store %[[O]], %arg4[
 // CHECK-NOT:     gpu.launch
 // CHECK-NOT:     linalg.generic
 // CHECK:         return
@@ -330,11 +330,12 @@ func.func @nonzero_fill(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %y: memref<?x8
 // CHECK:         gpu.launch
 // CHECK:           comfyquant.mma_fp8
 // CHECK:           scf.if
-// CHECK:             %[[X:.*]] = arith.mulf %{{.*}}, %[[S]] : f32
-// CHECK:             %[[B:.*]] = memref.load %arg3[
-// CHECK:             arith.addf %[[X]], %{{.*}} : f32
-// CHECK:             arith.truncf %{{.*}} : f32 to bf16
-// CHECK:             memref.store %{{.*}}, %arg4[
+// CHECK-NEXT:        %[[V:.*]] = vector.extract
+// CHECK-NEXT:        %[[B:.*]] = memref.load %arg3[
+// CHECK-NEXT:        %[[X:.*]] = arith.mulf %[[V]], %[[S]] : f32
+// CHECK-NEXT:        %[[Y:.*]] = arith.addf %[[X]], %[[B]] : f32
+// CHECK-NEXT:        %[[O:.*]] = arith.truncf %[[Y]] : f32 to bf16
+// CHECK-NEXT:        memref.store %[[O]], %arg4[
 // CHECK-NOT:     linalg.generic
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
@@ -379,8 +380,10 @@ func.func @fp8_scale_between(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %scale: m
 // CHECK-NOT:     linalg.fill
 // CHECK:         gpu.launch
 // CHECK:           memref.store %{{.*}}, %[[ACC]][
-// CHECK:         memref.store
-// CHECK:         linalg.generic
+// CHECK:           gpu.terminator
+// CHECK-NEXT:    }
+// CHECK-NEXT:    memref.store %{{.*}}, %arg3[
+// CHECK-NEXT:    linalg.generic
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
@@ -432,6 +435,39 @@ func.func @accumulator_argument(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %acc: 
   ^bb0(%s: i32, %o: f32):
     %0 = arith.sitofp %s : i32 to f32
     linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// Not absorbed: the consumer's output is a view of the GEMM's A operand
+// (the kernel would write it while other blocks still read A).
+// CHECK-LABEL: func.func @output_aliases_operand
+// CHECK:         gpu.launch
+// CHECK:           memref.store %{{.*}}, %{{.*}}[
+// CHECK:         linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
+  %zero = arith.constant 0 : i32
+  %acc = memref.alloc() : memref<4x8xi32>
+  linalg.fill ins(%zero : i32) outs(%acc : memref<4x8xi32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<4x32xi8>, memref<8x32xi8>) outs(%acc : memref<4x8xi32>) {
+  ^bb0(%x: i8, %w: i8, %o: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %o, %2 : i32
+    linalg.yield %3 : i32
+  }
+  %view = memref.subview %a[0, 0] [4, 8] [1, 1] : memref<4x32xi8> to memref<4x8xi8, strided<[32, 1]>>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%acc : memref<4x8xi32>) outs(%view : memref<4x8xi8, strided<[32, 1]>>) {
+  ^bb0(%s: i32, %o: i8):
+    %0 = arith.trunci %s : i32 to i8
+    linalg.yield %0 : i8
   }
   return
 }

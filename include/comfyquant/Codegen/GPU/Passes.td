@@ -90,14 +90,20 @@ def ComfyQuantGPUMmaSyncGemm
     f32 x f32 GEMMs stay SIMT. The function records the instruction
     families used, e.g. `comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"`.
 
-    When C is a temporary (`memref.alloc`) used by nothing but a zero
-    `linalg.fill` before the GEMM and one elementwise consumer after it
-    (no memory op in between), the kernel absorbs both: the accumulators
-    start at zero, and the consumer's body (scales, bias, cast) is
-    evaluated in registers for each accumulator element, storing into the
-    consumer's output. The fill, the consumer and the then unused
-    temporary are erased. Run it before `comfyquant-gpu-assign-workspace`
-    so that an absorbed accumulator takes no workspace.
+    When C is a temporary (`memref.alloc`) that nothing else uses, the
+    kernel absorbs what surrounds it:
+    * a zero `linalg.fill` of C before the GEMM (no memory op in between):
+      the accumulators start as zero registers and the fill is erased (a
+      fill of another value stays, and the kernel reads C's start);
+    * C's one elementwise consumer after the GEMM, whose output is not a
+      view of a GEMM operand: its body (scales, bias, cast) is evaluated
+      in registers for each accumulator element and stored to its output,
+      and the consumer is erased. Ops between the GEMM and the consumer
+      must only read other buffers (or allocate); they move above the
+      kernel.
+    With both, C has no user left and is erased. Run it before
+    `comfyquant-gpu-assign-workspace` so that an absorbed accumulator takes
+    no workspace.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::nvgpu::NVGPUDialect",
