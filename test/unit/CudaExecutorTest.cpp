@@ -401,11 +401,8 @@ TEST_F(CudaExecutorTest, LinearRunsWithUploadedWeightsAndWorkspace) {
   EXPECT_EQ(fake().counter("context_depth"), 0u);
 }
 
-TEST_F(CudaExecutorTest, DeviceRunUsesTheCallersPointersAsync) {
-  auto e = open({{"sm_90a", image("sm_90a.cubin"), ""}});
-  std::vector<uint8_t> weight(64, 1);
-  size_t w = e->addWeight({"w", weight.data(), weight.size(), {8, 8}});
-  e->upload();
+/// linearEntry as an 8 -> 64 f32 linear over weight `w`.
+CudaExecutor::Entry smallLinearSpec(size_t w) {
   CudaExecutor::Entry spec;
   spec.module = "layer";
   spec.inFeatures = 8;
@@ -414,7 +411,15 @@ TEST_F(CudaExecutorTest, DeviceRunUsesTheCallersPointersAsync) {
   spec.fn = linearEntry;
   spec.kernels = {"gemm_main", "gemm_epilogue"};
   spec.weights = {w};
-  size_t entry = e->addEntry(spec);
+  return spec;
+}
+
+TEST_F(CudaExecutorTest, DeviceRunUsesTheCallersPointersAsync) {
+  auto e = open({{"sm_90a", image("sm_90a.cubin"), ""}});
+  std::vector<uint8_t> weight(64, 1);
+  size_t w = e->addWeight({"w", weight.data(), weight.size(), {8, 8}});
+  e->upload();
+  size_t entry = e->addEntry(smallLinearSpec(w));
   std::vector<float> x(2 * 8, 1.0f), y(2 * 64);
   const uint64_t htod = fake().counter("htod_bytes");
   // In the fake, host memory is device memory.
@@ -438,14 +443,7 @@ TEST_F(CudaExecutorTest, SharedKernelKeepsItsLargestSharedMemoryOptIn) {
   std::vector<uint8_t> weight(8 * 64, 1);
   size_t w = e->addWeight({"w", weight.data(), weight.size(), {64, 8}});
   e->upload();
-  CudaExecutor::Entry big;
-  big.module = "layer";
-  big.inFeatures = 8;
-  big.outFeatures = 64;
-  big.symbol = "layer_f32";
-  big.fn = linearEntry;
-  big.kernels = {"gemm_main", "gemm_epilogue"};
-  big.weights = {w};
+  CudaExecutor::Entry big = smallLinearSpec(w);
   CudaExecutor::Entry small = big;
   small.symbol = "layer_bf16";
   small.fn = smallerSmemEntry;
