@@ -158,18 +158,6 @@ struct Fusion {
   unsigned accOperand = 0;
 };
 
-/// Whether `v` is a constant zero (integer or float +0.0).
-bool isZeroConstant(Value v) {
-  Attribute a;
-  if (!matchPattern(v, m_Constant(&a)))
-    return false;
-  if (auto i = dyn_cast<IntegerAttr>(a))
-    return i.getValue().isZero();
-  if (auto f = dyn_cast<FloatAttr>(a))
-    return f.getValue().isPosZero();
-  return false;
-}
-
 /// Whether any op strictly between `from` and `to` (same block) may touch
 /// memory.
 bool memoryOpsBetween(Operation *from, Operation *to) {
@@ -227,7 +215,8 @@ Fusion fusionFor(linalg::GenericOp op) {
     else
       return fusion;
   }
-  if (fill && isZeroConstant(fill.getInputs()[0]) &&
+  if (fill && (matchPattern(fill.getInputs()[0], m_Zero()) ||
+               matchPattern(fill.getInputs()[0], m_PosZeroFloat())) &&
       !memoryOpsBetween(fill, op))
     fusion.zeroFill = fill;
   if (!epi || !epi.hasPureBufferSemantics())
