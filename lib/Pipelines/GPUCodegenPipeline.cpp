@@ -39,7 +39,7 @@ void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
   // accumulator's fill and epilogue, before the workspace is laid out, so
   // an accumulator that never reaches memory takes no room in it);
   // everything else: one thread per output point, reductions in the thread.
-  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUMmaSyncGemm());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUTensorCoreGemm());
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUAssignWorkspace());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   ComfyQuantGPUDistributeLoopsOptions distribute;

@@ -1,9 +1,19 @@
-//===- LowerMma.cpp - comfyquant.mma_fp8 for one CUDA arch ----------------===//
+//===- LowerMma.cpp - tensor-core ops for one CUDA arch -------------------===//
 //
-// Kernel formation is the same for every arch; the FP8 instruction is not.
-// sm_89+ get the FP8 mma.sync as inline PTX (MLIR 22's mma.sync ops reject
-// FP8 operands); sm_80/sm_86 convert the codes to f16 exactly and issue two
-// m16n8k16 MMAs.
+// Kernel formation is the same for every arch; the instructions are not.
+// comfyquant.warpgroup_mma becomes wgmma on sm_90a and per-warp mma.sync
+// elsewhere. sm_89+ get the FP8 mma.sync as inline PTX (MLIR 22's mma.sync
+// ops reject FP8 operands); sm_80/sm_86 convert the codes to f16 exactly
+// and issue two m16n8k16 MMAs.
+//
+// The tiles of a warpgroup_mma are K-major 8 x 16-byte core matrices:
+// word (row, w) of a tile (4 bytes, w < 8) is at word (row / 8) * 64 +
+// (w / 4) * 32 + (row % 8) * 4 + w % 4. In the m16n8 fragment layouts
+// (lane 4g + t) register r of A holds the 4 bytes 4t + 16 (r / 2) of row
+// g + 8 (r % 2), register r of B the 4 bytes 4t + 16 r of column g, for
+// 8-bit and 16-bit operands alike: warp w's A register r is word
+// (2w + r % 2) * 64 + (r / 2) * 32 + 4g + t, fragment j's B register r
+// word j * 64 + r * 32 + 4g + t.
 //
 // K order of the emulation: the 8-bit layout gives lane t, in register r of
 // A (and r of B), the K columns 4t + 16 * (r / 2) + [0, 4) (B: 4t + 16r +
@@ -17,6 +27,9 @@
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -154,6 +167,170 @@ FailureOr<Value> native(OpBuilder &b, Location loc, MmaFP8Op op) {
   return result;
 }
 
+constexpr int64_t kTileAlignment = 128;
+
+/// The fragment registers at word offsets `first + offsets[r]` of a tile,
+/// as `type` (one row per register; 1-D bitcasts, which LLVM lowering
+/// takes, unlike 2-D ones).
+Value loadFragment(OpBuilder &b, Location loc, Value tile, Value first,
+                   ArrayRef<int64_t> offsets, VectorType type) {
+  auto rowType = VectorType::get({type.getDimSize(1)}, type.getElementType());
+  auto wordType = VectorType::get({1}, b.getI32Type());
+  Value fragment = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+  for (auto [r, o] : llvm::enumerate(offsets)) {
+    Value at = arith::AddIOp::create(
+        b, loc, first, arith::ConstantIndexOp::create(b, loc, o));
+    Value word = memref::LoadOp::create(b, loc, tile, ValueRange{at});
+    Value wordVec = vector::FromElementsOp::create(b, loc, wordType, word);
+    Value row = vector::BitCastOp::create(b, loc, rowType, wordVec);
+    fragment = vector::InsertOp::create(b, loc, row, fragment,
+                                        static_cast<int64_t>(r));
+  }
+  return fragment;
+}
+
+/// Everywhere but sm_90a: each warp multiplies its 16 rows of A by every
+/// 8 columns of B with m16n8 mma.sync.
+Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
+  gpu::BarrierOp::create(b, loc);
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+  Value g = arith::DivUIOp::create(b, loc, lane, idx(4));
+  Value t = arith::RemUIOp::create(b, loc, lane, idx(4));
+  Value laneWord = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, g, idx(4)), t);
+  Value warpRows = arith::MulIOp::create(b, loc, warp, idx(128));
+  Value aFirst = arith::AddIOp::create(b, loc, warpRows, laneWord);
+
+  Type a = op.getAType();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(a);
+  Type elt = fp8 ? Type(b.getI8Type()) : a;
+  int64_t perReg = 32 / elt.getIntOrFloatBitWidth();
+  auto aType = VectorType::get({4, perReg}, elt);
+  auto bType = VectorType::get({2, perReg}, elt);
+  Value fragA = loadFragment(b, loc, op.getA(), aFirst, {0, 64, 32, 96}, aType);
+
+  auto resultType = cast<VectorType>(op.getResult().getType());
+  auto fragType = VectorType::get({2, 2}, resultType.getElementType());
+  int64_t k = a.isF16() ? 16 : 32;
+  // A zero accumulator (a one-step K loop folded away) is no accumulator:
+  // the FP8 inline asm takes a zero register of its own.
+  Value accIn = op.getAcc();
+  if (accIn && (matchPattern(accIn, m_Zero()) ||
+                matchPattern(accIn, m_PosZeroFloat())))
+    accIn = Value();
+  Value result = accIn;
+  if (!result)
+    result = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(
+                    resultType, b.getZeroAttr(resultType.getElementType())));
+  for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
+    Value bFirst = arith::AddIOp::create(b, loc, laneWord, idx(64 * j));
+    Value fragB = loadFragment(b, loc, op.getB(), bFirst, {0, 32}, bType);
+    Value acc = accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j)
+                      : Value();
+    Value d;
+    if (fp8)
+      d = MmaFP8Op::create(b, loc, fragType, fragA, fragB, acc, a,
+                           op.getBType());
+    else {
+      if (!acc)
+        acc = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(
+                        fragType, b.getZeroAttr(fragType.getElementType())));
+      d = nvgpu::MmaSyncOp::create(b, loc, fragA, fragB, acc,
+                                   ArrayRef<int64_t>{16, 8, k});
+    }
+    result = vector::InsertOp::create(b, loc, d, result, j);
+  }
+  return result;
+}
+
+/// A wgmma matrix descriptor of a tile: its shared-window address, the
+/// core matrices along K 128 bytes apart (leading byte offset) and 8-row
+/// groups 256 bytes apart (stride byte offset), no swizzle.
+Value descriptor(OpBuilder &b, Location loc, Value tile) {
+  auto i64 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  };
+  Value index =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
+  Value address =
+      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
+  Value field = arith::AndIOp::create(b, loc, address, i64(0x3FFFF));
+  Value start = arith::ShRUIOp::create(b, loc, field, i64(4));
+  constexpr int64_t kLeadingByteOffset = 128, kStrideByteOffset = 256;
+  int64_t offsets =
+      (kLeadingByteOffset >> 4) << 16 | (kStrideByteOffset >> 4) << 32;
+  return arith::OrIOp::create(b, loc, start, i64(offsets));
+}
+
+NVVM::WGMMATypes wgmmaType(Type t) {
+  if (isa<Float8E4M3FNType>(t))
+    return NVVM::WGMMATypes::e4m3;
+  if (isa<Float8E5M2Type>(t))
+    return NVVM::WGMMATypes::e5m2;
+  if (t.isF16())
+    return NVVM::WGMMATypes::f16;
+  return NVVM::WGMMATypes::s8;
+}
+
+/// sm_90a: one wgmma m64nNk{32,16} reading both tiles through descriptors,
+/// waited for before the result is used.
+Value warpgroupByWgmma(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
+  // The tiles were written by ordinary stores (the generic proxy); wgmma
+  // reads shared memory through the async proxy.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(b, loc);
+  auto resultType = cast<VectorType>(op.getResult().getType());
+  Type elt = resultType.getElementType();
+  int64_t count = resultType.getNumElements();
+  auto structType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(count, elt));
+  Value acc = op.getAcc();
+  bool zero = !acc || matchPattern(acc, m_Zero()) ||
+              matchPattern(acc, m_PosZeroFloat());
+  Value inouts = LLVM::PoisonOp::create(b, loc, structType);
+  if (!zero) {
+    auto flat = VectorType::get({count}, elt);
+    Value values = vector::ShapeCastOp::create(b, loc, flat, acc);
+    for (int64_t i = 0; i < count; ++i) {
+      Value v = vector::ExtractOp::create(b, loc, values, i);
+      inouts = LLVM::InsertValueOp::create(b, loc, inouts, v, i);
+    }
+  }
+  Value descA = descriptor(b, loc, op.getA());
+  Value descB = descriptor(b, loc, op.getB());
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  bool integer = elt.isInteger(32);
+  int64_t k = op.getAType().isF16() ? 16 : 32;
+  auto shape = NVVM::MMAShapeAttr::get(
+      b.getContext(), WarpgroupMmaOp::kRows, op.getColumns(), k);
+  auto mma = NVVM::WgmmaMmaAsyncOp::create(
+      b, loc, structType, inouts, descA, descB, shape,
+      wgmmaType(op.getAType()), wgmmaType(op.getBType()),
+      integer ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32,
+      zero ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+      NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+      NVVM::MMALayout::row, NVVM::MMALayout::col,
+      integer ? NVVM::MMAIntOverflowAttr::get(
+                    b.getContext(), NVVM::MMAIntOverflow::satfinite)
+              : NVVM::MMAIntOverflowAttr());
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < count; ++i)
+    elems.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+  return vector::FromElementsOp::create(b, loc, resultType, elems);
+}
+
 struct LowerMmaPass
     : mlir::comfyquant::impl::ComfyQuantGPULowerMmaBase<LowerMmaPass> {
   using Base::Base;
@@ -163,6 +340,26 @@ struct LowerMmaPass
       getOperation().emitError("comfyquant-gpu-lower-mma: unknown arch '")
           << chip << "'";
       return signalPassFailure();
+    }
+    SmallVector<WarpgroupMmaOp> tiles;
+    getOperation().walk([&](WarpgroupMmaOp op) { tiles.push_back(op); });
+    for (WarpgroupMmaOp op : tiles) {
+      // wgmma descriptors address 16-byte units; every tile starts on a
+      // 128-byte line.
+      for (Value tile : {op.getA(), op.getB()})
+        if (auto arg = dyn_cast<BlockArgument>(tile))
+          if (auto func = dyn_cast<gpu::GPUFuncOp>(
+                  arg.getOwner()->getParentOp());
+              func && arg.getArgNumber() >= func.getNumArguments())
+            func.setWorkgroupAttributionAttr(
+                arg.getArgNumber() - func.getNumArguments(),
+                LLVM::LLVMDialect::getAlignAttrName(),
+                OpBuilder(func).getI64IntegerAttr(kTileAlignment));
+      OpBuilder b(op);
+      Value result = arch->wgmma ? warpgroupByWgmma(b, op.getLoc(), op)
+                                 : warpgroupBySync(b, op.getLoc(), op);
+      op.getResult().replaceAllUsesWith(result);
+      op.erase();
     }
     SmallVector<MmaFP8Op> mmas;
     getOperation().walk([&](MmaFP8Op op) { mmas.push_back(op); });

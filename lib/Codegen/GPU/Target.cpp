@@ -18,11 +18,14 @@ using namespace mlir::comfyquant;
 
 const std::vector<CUDAArch> &mlir::comfyquant::getCUDAArchs() {
   // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
-  // needs 8.8.
+  // needs 8.8. wgmma exists on sm_90a alone (Blackwell has tcgen05).
   static const std::vector<CUDAArch> archs = {
-      {"sm_80", 80, 84, false, false},  {"sm_86", 86, 84, false, false},
-      {"sm_89", 89, 84, false, true},   {"sm_90a", 90, 84, true, true},
-      {"sm_100a", 100, 88, true, true}, {"sm_120a", 120, 88, true, true},
+      {"sm_80", 80, 84, false, false, false},
+      {"sm_86", 86, 84, false, false, false},
+      {"sm_89", 89, 84, false, true, false},
+      {"sm_90a", 90, 84, true, true, true},
+      {"sm_100a", 100, 88, true, true, false},
+      {"sm_120a", 120, 88, true, true, false},
   };
   return archs;
 }

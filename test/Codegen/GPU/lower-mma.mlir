@@ -2,6 +2,9 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_120a}))' | FileCheck %s --check-prefix=NATIVE
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefix=F16
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_86}))' | FileCheck %s --check-prefix=F16
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_90a}))' | FileCheck %s --check-prefix=WGMMA
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefix=SYNC
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_120a}))' | FileCheck %s --check-prefix=SYNC
 // RUN: not comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_75}))' 2>&1 | FileCheck %s --check-prefix=BADARCH
 // BADARCH: error: comfyquant-gpu-lower-mma: unknown arch 'sm_75'
 
@@ -124,5 +127,119 @@ module attributes {gpu.container_module} {
       %d = comfyquant.mma_fp8 %a, %b, %zero : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
       gpu.return %d : vector<2x2xf32>
     }
+  }
+}
+
+// -----
+
+// warpgroup_mma on sm_90a: the tiles get 128-byte alignment; a proxy fence
+// (the tiles were written by ordinary stores) and a barrier, one
+// descriptor per tile (shared address bits 17..4, leading byte offset
+// 128 >> 4 at bit 16, stride byte offset 256 >> 4 at bit 32: 68720001024),
+// then wgmma m64n128k32 accumulating onto the 64 values, committed and
+// waited for.
+// WGMMA-LABEL: gpu.func @tile_s8
+// WGMMA-SAME:    workgroup(%[[A:.*]] : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %[[B:.*]] : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64})
+// WGMMA-NEXT:    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// WGMMA-NEXT:    gpu.barrier
+// WGMMA-COUNT-64: llvm.insertvalue
+// WGMMA:         %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// WGMMA-NEXT:    %[[IA:.*]] = arith.index_castui %[[PA]] : index to i64
+// WGMMA-NEXT:    %[[MASK:.*]] = arith.constant 262143 : i64
+// WGMMA-NEXT:    %[[FA:.*]] = arith.andi %[[IA]], %[[MASK]]
+// WGMMA-NEXT:    %[[FOUR:.*]] = arith.constant 4 : i64
+// WGMMA-NEXT:    %[[SA:.*]] = arith.shrui %[[FA]], %[[FOUR]]
+// WGMMA-NEXT:    %[[OFFS:.*]] = arith.constant 68720001024 : i64
+// WGMMA-NEXT:    %[[DA:.*]] = arith.ori %[[SA]], %[[OFFS]]
+// WGMMA-NEXT:    memref.extract_aligned_pointer_as_index %[[B]]
+// WGMMA:         %[[DB:.*]] = arith.ori
+// WGMMA-NEXT:    nvvm.wgmma.fence.aligned
+// WGMMA-NEXT:    %[[D:.*]] = nvvm.wgmma.mma_async %[[DA]], %[[DB]], %{{.*}}, <m = 64, n = 128, k = 32>, D[<s32>, <one>, <satfinite>], A[<s8>, <one>, <row>], B[<s8>, <one>, <col>]
+// WGMMA-NEXT:    nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT:    nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA-COUNT-64: llvm.extractvalue %[[D]]
+// WGMMA:         vector.from_elements {{.*}} : vector<16x2x2xi32>
+// WGMMA-NOT:     comfyquant.warpgroup_mma
+
+// Elsewhere: a barrier, then each warp loads its A fragment (words
+// 128 w + 4 g + t + {0, 64, 32, 96}) and, for each of the 16 column
+// fragments j, B's registers (words 64 j + 4 g + t + {0, 32}), and issues
+// one m16n8k32 onto accumulator fragment j.
+// SYNC-LABEL: gpu.func @tile_s8
+// SYNC:         gpu.barrier
+// SYNC-NEXT:    %[[TID:.*]] = gpu.thread_id x
+// SYNC-COUNT-4: memref.load %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
+// SYNC-COUNT-2: memref.load %{{.*}} : memref<1024xi32, #gpu.address_space<workgroup>>
+// SYNC:         %[[C0:.*]] = vector.extract %arg0[0] : vector<2x2xi32> from vector<16x2x2xi32>
+// SYNC-NEXT:    %[[D0:.*]] = nvgpu.mma.sync(%{{.*}}, %{{.*}}, %[[C0]]) {mmaShape = [16, 8, 32]} : (vector<4x4xi8>, vector<2x4xi8>, vector<2x2xi32>) -> vector<2x2xi32>
+// SYNC-NEXT:    vector.insert %[[D0]], %arg0 [0]
+// SYNC-COUNT-15: nvgpu.mma.sync
+// SYNC-NOT:     nvgpu.mma.sync
+// SYNC-NOT:     comfyquant.warpgroup_mma
+gpu.module @kernels {
+  gpu.func @tile_s8(%acc: vector<16x2x2xi32>, %out: memref<16x2x2xi32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xi32>, vector<16x2x2xi32>
+    gpu.return
+  }
+}
+
+// -----
+
+// No accumulator (a block-scaled K step): wgmma with scale-d 0 on an
+// unset struct; mixed FP8 operand types are kept. Off sm_90a, FP8 tiles go
+// through comfyquant.mma_fp8, lowered in the same pass.
+// WGMMA-LABEL: gpu.func @tile_e5m2_e4m3
+// WGMMA:         %[[U:.*]] = llvm.mlir.poison : !llvm.struct<(f32,
+// WGMMA-NOT:     llvm.insertvalue
+// WGMMA:         nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[U]], <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// SYNC-LABEL: gpu.func @tile_e5m2_e4m3
+// SYNC-NOT:     comfyquant.mma_fp8
+// SYNC-NOT:     comfyquant.warpgroup_mma
+gpu.module @kernels {
+  gpu.func @tile_e5m2_e4m3(%out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b : f8E5M2 x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// f16 tiles: wgmma m64n128k16; elsewhere m16n8k16 on the same words read
+// as f16 pairs.
+// WGMMA-LABEL: gpu.func @tile_f16
+// WGMMA:         nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// SYNC-LABEL: gpu.func @tile_f16
+// SYNC:         vector.bitcast %{{.*}} : vector<1xi32> to vector<2xf16>
+// SYNC-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+gpu.module @kernels {
+  gpu.func @tile_f16(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc : f16 x f16 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// A zero constant accumulator (the K loop of one step folded away) is no
+// accumulator: wgmma with scale-d 0; the FP8 mma.sync gets its own zero
+// register rather than constant operands.
+// WGMMA-LABEL: gpu.func @tile_zero_acc
+// WGMMA:         nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>]
+// NATIVE-LABEL: gpu.func @tile_zero_acc
+// NATIVE-COUNT-16: nvvm.inline_ptx "{\0A.reg .f32 zero;\0Amov.f32 zero, 0f00000000;\0Amma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
+// NATIVE-NOT:   nvvm.inline_ptx
+gpu.module @kernels {
+  gpu.func @tile_zero_acc(%out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
+    %zero = arith.constant dense<0.0> : vector<16x2x2xf32>
+    %d = comfyquant.warpgroup_mma %a, %b, %zero : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
   }
 }

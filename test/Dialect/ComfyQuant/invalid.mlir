@@ -2524,3 +2524,45 @@ func.func @mma_fp8_result(%a: vector<4x4xi8>, %b: vector<2x4xi8>) -> vector<4x2x
   %d = comfyquant.mma_fp8 %a, %b : f8E4M3FN x f8E4M3FN : vector<4x4xi8>, vector<2x4xi8> -> vector<4x2xf32>
   return %d : vector<4x2xf32>
 }
+
+// -----
+
+// The block-level MMA: i8 x i8 -> i32, FP8 x FP8 -> f32 or f16 x f16 -> f32,
+// tiles of 64 and N rows of 32 bytes, N a multiple of 16 up to 256.
+func.func @warpgroup_mma_types(%a: memref<512xi32>, %b: memref<1024xi32>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op operands must be i8 x i8, FP8 x FP8 or f16 x f16, not 'i8' x 'f8E4M3FN'}}
+  %d = comfyquant.warpgroup_mma %a, %b : i8 x f8E4M3FN : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}
+
+// -----
+
+func.func @warpgroup_mma_acc(%a: memref<512xi32>, %b: memref<1024xi32>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op accumulates into i32 for these operands}}
+  %d = comfyquant.warpgroup_mma %a, %b : i8 x i8 : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}
+
+// -----
+
+func.func @warpgroup_mma_n(%a: memref<512xi32>, %b: memref<64xi32>) -> vector<1x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op result must be vector<(N/8)x2x2> with N a multiple of 16 in [16, 256]}}
+  %d = comfyquant.warpgroup_mma %a, %b : f16 x f16 : memref<512xi32>, memref<64xi32> -> vector<1x2x2xf32>
+  return %d : vector<1x2x2xf32>
+}
+
+// -----
+
+func.func @warpgroup_mma_a(%a: memref<256xi32>, %b: memref<1024xi32>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op a must hold 64 rows of 32 bytes}}
+  %d = comfyquant.warpgroup_mma %a, %b : f16 x f16 : memref<256xi32>, memref<1024xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}
+
+// -----
+
+func.func @warpgroup_mma_b(%a: memref<512xi32>, %b: memref<?xi32>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op b must hold N = 128 rows of 32 bytes}}
+  %d = comfyquant.warpgroup_mma %a, %b : f16 x f16 : memref<512xi32>, memref<?xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}

@@ -24,6 +24,7 @@ struct CUDAArch {
   int ptxVersion;         ///< 84 for PTX ISA 8.4
   bool archSpecific;      ///< "a" arch: PTX runs only on this capability
   bool fp8Mma;            ///< mma.sync with e4m3/e5m2 operands (sm_89+)
+  bool wgmma;             ///< warpgroup wgmma.mma_async (sm_90a only)
 };
 
 /// Every supported arch, oldest first.

@@ -63,32 +63,30 @@ def ComfyQuantGPUSinkConstants
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
-def ComfyQuantGPUMmaSyncGemm
-    : Pass<"comfyquant-gpu-mma-sync-gemm", "::mlir::func::FuncOp"> {
-  let summary = "GEMMs on tensor cores with warp-level mma.sync";
+def ComfyQuantGPUTensorCoreGemm
+    : Pass<"comfyquant-gpu-tensor-core-gemm", "::mlir::func::FuncOp"> {
+  let summary = "GEMMs on tensor cores, one 64 x 128 tile per warpgroup";
   let description = [{
     Each top-level `linalg.generic` on buffers that computes
-    `C[m, n] += ext(A[m, k]) * ext(B[n, k])` becomes a `gpu.launch` of 4
-    warps per block, when its operands are one of:
-    * i8 x i8 -> i32 (every integer format after decoding): `nvgpu.mma.sync`
-      m16n8k32 s8;
-    * FP8 codes (i8 widened through f8E4M3FN/f8E5M2 in the body) -> f32:
-      `comfyquant.mma_fp8` m16n8k32, lowered per arch by
-      `comfyquant-gpu-lower-mma`; with block scales of 32 (MXFP8) each K
-      step's MMA starts from zero and its partial sums are multiplied by
-      the body's scale factor of (row, block) and (column, block) before
-      they are added to the f32 accumulators;
-    * f16 x f16 -> f32 (NVFP4 decoded exactly to f16): `nvgpu.mma.sync`
-      m16n8k16 (bf16 stays SIMT: MLIR 22 cannot lower a bf16 mma.sync).
-    A block covers 16 rows and 128 columns, a warp 16 x 32 (four 16 x 8
-    accumulator fragments sharing one A fragment); each K step (32 for
-    8-bit operands, 16 for 16-bit ones) issues four MMAs. Fragments are
-    loaded straight from global memory in the PTX fragment layout; rows,
-    columns and K beyond the operands read zeros, so every shape is
-    computed (integer accumulation is exact: K up to 2^17 cannot reach the
-    s32 saturation). The grid is `(ceildiv(N, 128), ceildiv(M, 16))`.
-    f32 x f32 GEMMs stay SIMT. The function records the instruction
-    families used, e.g. `comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"`.
+    `C[m, n] += ext(A[m, k]) * ext(B[n, k])` becomes a `gpu.launch` of one
+    warpgroup (128 threads) per 64 x 128 tile of C, when its operands are
+    one of:
+    * i8 x i8 -> i32 (every integer format after decoding);
+    * FP8 codes (i8 widened through f8E4M3FN/f8E5M2 in the body) -> f32;
+      with block scales of 32 (MXFP8) each K step's product starts from
+      zero and its partial sums are multiplied by the body's scale factor
+      of (row, block) and (column, block) before they are added to the f32
+      accumulators;
+    * f16 x f16 -> f32 (NVFP4 decoded exactly to f16; bf16 stays SIMT:
+      MLIR 22 cannot lower a bf16 mma.sync).
+    Each K step of 32 bytes (32 8-bit codes, 16 f16), the block copies its
+    slices of A and B into two workgroup buffers in the core-matrix layout
+    (zeros outside the operands, so every shape is computed) and issues one
+    `comfyquant.warpgroup_mma`, which `comfyquant-gpu-lower-mma` lowers per
+    arch; a barrier follows before the next step overwrites the tiles. The
+    grid is `(ceildiv(N, 128), ceildiv(M, 64))` on every arch. f32 x f32
+    GEMMs stay SIMT. The function records the kernel families used, e.g.
+    `comfyquant.gpu.gemm = "tensor_core_s8"`.
 
     When C is a temporary (`memref.alloc`) that nothing else uses, the
     kernel absorbs what surrounds it:
@@ -115,8 +113,19 @@ def ComfyQuantGPUMmaSyncGemm
 
 def ComfyQuantGPULowerMma
     : Pass<"comfyquant-gpu-lower-mma", "::mlir::gpu::GPUModuleOp"> {
-  let summary = "Lower comfyquant.mma_fp8 for one CUDA arch";
+  let summary = "Lower comfyquant.warpgroup_mma and comfyquant.mma_fp8 for "
+                "one CUDA arch";
   let description = [{
+    `comfyquant.warpgroup_mma` on sm_90a becomes `wgmma.mma_async`
+    m64n128k32 (s8, e4m3/e5m2) or m64n128k16 (f16) with both operands read
+    from workgroup memory through matrix descriptors (no swizzle, K-major:
+    leading byte offset 128, stride byte offset 256), after a
+    `fence.proxy.async` that makes the block's ordinary stores visible to
+    the tensor cores and a barrier; it waits for its group, so the result
+    is in registers. Elsewhere each warp loads its fragments from workgroup
+    memory and issues one m16n8 MMA per 8 columns: `nvgpu.mma.sync` s8
+    m16n8k32 or f16 m16n8k16, or `comfyquant.mma_fp8`.
+
     On archs with FP8 `mma.sync` (sm_89 and later) each
     `comfyquant.mma_fp8` becomes `nvvm.inline_ptx` of
     `mma.sync.aligned.m16n8k32.row.col.f32.<a>.<b>.f32` (MLIR 22's
@@ -134,6 +143,9 @@ def ComfyQuantGPULowerMma
   ];
   let dependentDialects = ["::mlir::NVVM::NVVMDialect",
                            "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::memref::MemRefDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect"];
 }

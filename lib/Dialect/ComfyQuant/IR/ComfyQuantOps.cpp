@@ -734,5 +734,44 @@ LogicalResult MmaFP8Op::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// WarpgroupMmaOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WarpgroupMmaOp::verify() {
+  Type a = getAType(), b = getBType();
+  Type acc = cast<VectorType>(getResult().getType()).getElementType();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(a) &&
+             isa<Float8E4M3FNType, Float8E5M2Type>(b);
+  bool s8 = a.isInteger(8) && b.isInteger(8);
+  bool f16 = a.isF16() && b.isF16();
+  if (!fp8 && !s8 && !f16)
+    return emitOpError("operands must be i8 x i8, FP8 x FP8 or f16 x f16, "
+                       "not ")
+           << a << " x " << b;
+  if (acc != (s8 ? Type(IntegerType::get(getContext(), 32))
+                 : Type(Float32Type::get(getContext()))))
+    return emitOpError("accumulates into ") << (s8 ? "i32" : "f32")
+                                            << " for these operands";
+  auto shape = cast<VectorType>(getResult().getType()).getShape();
+  int64_t n = getColumns();
+  if (shape[1] != 2 || shape[2] != 2 || n < 16 || n > 256 || n % 16)
+    return emitOpError("result must be vector<(N/8)x2x2> with N a multiple "
+                       "of 16 in [16, 256]");
+  auto bytes = [](Value v) {
+    auto t = cast<MemRefType>(v.getType());
+    return t.hasStaticShape() && t.getLayout().isIdentity()
+               ? t.getNumElements() * 4
+               : int64_t(-1);
+  };
+  if (bytes(getA()) != kRows * kStepBytes)
+    return emitOpError("a must hold 64 rows of 32 bytes");
+  if (bytes(getB()) != n * kStepBytes)
+    return emitOpError("b must hold N = ") << n << " rows of 32 bytes";
+  if (getAcc() && getAcc().getType() != getResult().getType())
+    return emitOpError("acc must have the result type");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantOps.cpp.inc"

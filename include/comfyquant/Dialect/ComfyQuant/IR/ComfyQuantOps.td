@@ -516,4 +516,61 @@ def ComfyQuant_MmaFP8Op : ComfyQuant_Op<"mma_fp8", [Pure,
   }];
 }
 
+def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
+    OptionalTypesMatchWith<"acc has the result type", "result", "acc",
+                           "$_self">]> {
+  let summary = "Block-level 64 x N multiply-accumulate of one 32-byte K "
+                "step from workgroup memory (CUDA)";
+  let description = [{
+    The 128 threads of a block (one warpgroup) compute `acc + A · Bᵀ` for
+    a 64 x K tile A and an N x K tile B that the block has just written to
+    workgroup memory, K being 32 bytes: 32 codes of i8 (s8 x s8 -> i32) or
+    FP8 (f8E4M3FN/f8E5M2 x f8E4M3FN/f8E5M2 -> f32), or 16 f16 (-> f32).
+    Both tiles are 1-D buffers of 32-bit words stored K-major in 8 x
+    16-byte core matrices: byte (row, k) of a tile is byte
+    `(row / 8) * 256 + (k / 16) * 128 + (row % 8) * 16 + k % 16`.
+    The op first waits for the whole block (a barrier), so the writes of
+    every thread are seen; the block must not overwrite the tiles before
+    another barrier after it.
+
+    Every thread holds 64 x N / 128 accumulators, `vector<(N/8) x 2 x 2>`:
+    element (j, r, e) of warp w, lane `4g + t` is row `16w + g + 8r`,
+    column `8j + 2t + e`, which is both the layout of N / 8 `mma.sync`
+    m16n8 fragments per warp and the accumulator layout of `wgmma`
+    m64nN. Without `acc` the product starts from zero.
+
+    Kernel formation emits it for every arch; `comfyquant-gpu-lower-mma`
+    makes it `wgmma.mma_async` with shared-memory descriptors on sm_90a and
+    per-warp fragment loads plus `mma.sync` elsewhere.
+
+    ```mlir
+    %d = comfyquant.warpgroup_mma %a, %b, %c : i8 x i8
+           : memref<512xi32, #gpu.address_space<workgroup>>,
+             memref<1024xi32, #gpu.address_space<workgroup>>
+             -> vector<16x2x2xi32>
+    ```
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[I32], [1]>, "A tile", [MemRead]>:$a,
+                       Arg<MemRefRankOf<[I32], [1]>, "B tile", [MemRead]>:$b,
+                       Optional<VectorOfRankAndType<[3], [F32, I32]>>:$acc,
+                       TypeAttr:$a_type, TypeAttr:$b_type);
+  let results = (outs VectorOfRankAndType<[3], [F32, I32]>:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $acc^)? `:` $a_type `x` $b_type attr-dict
+    `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Rows of A (the warpgroup's M).
+    static constexpr int64_t kRows = 64;
+    /// Bytes of K per step.
+    static constexpr int64_t kStepBytes = 32;
+    /// Columns of B (N).
+    int64_t getColumns() {
+      return ::llvm::cast<::mlir::VectorType>(getResult().getType())
+                 .getDimSize(0) * 8;
+    }
+  }];
+}
+
 #endif // COMFYQUANT_OPS_TD

@@ -1,24 +1,48 @@
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-mma-sync-gemm))' | FileCheck %s
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-mma-sync-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_80})' | FileCheck %s --check-prefix=PTX80
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-mma-sync-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_120a})' | FileCheck %s --check-prefix=PTX120
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-tensor-core-gemm))' | FileCheck %s
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_80})' | FileCheck %s --check-prefix=PTX80
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_90a})' | FileCheck %s --check-prefix=PTX90
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_120a})' | FileCheck %s --check-prefix=PTX120
 
-// C[m, n] += A[m, k] * B[n, k] in i8 -> i32: 4 warps, a 16 x 128 block
-// tile, four m16n8k32 fragments per warp sharing A, zeros outside M, N, K.
+// C[m, n] += A[m, k] * B[n, k] in i8 -> i32: one warpgroup per 64 x 128
+// tile of C. Each K step of 32 the block copies A's 64 rows and B's 128
+// rows into the two workgroup tiles (thread tid: word tid % 8 of rows
+// tid / 8 + 16i, zeros outside M, N, K), then one warpgroup_mma and a
+// barrier. sm_90a: one wgmma m64n128k32 per step behind a proxy fence;
+// elsewhere 16 mma.sync m16n8k32 per warp reading fragments from the tiles.
 // CHECK-LABEL: func.func @int8_gemm
-// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"
+// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_s8"
 // CHECK-DAG:     %[[M:.*]] = memref.dim %arg0, %c0
 // CHECK-DAG:     %[[GX:.*]] = arith.ceildivui %c40, %c128
-// CHECK-DAG:     %[[GY:.*]] = arith.ceildivui %[[M]], %c16
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[GX]], {{.*}} = %[[GY]], {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{[_0-9]*}},
-// CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c70 step %c32{{[_0-9]*}} iter_args(
-// CHECK-COUNT-4:     nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 32]} : (vector<4x4xi8>, vector<2x4xi8>, vector<2x2xi32>) -> vector<2x2xi32>
+// CHECK-DAG:     %[[GY:.*]] = arith.ceildivui %[[M]], %c64
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[GX]], {{.*}} = %[[GY]], {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c70 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<16x2x2xi32>)
+// CHECK-COUNT-4:     memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-8:     memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:             %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
+// CHECK-NEXT:        gpu.barrier
+// CHECK-NEXT:        scf.yield %[[D]]
 // CHECK:           scf.if
 // CHECK:             memref.store %{{.*}}, %arg2
 // CHECK-NOT:     linalg.generic
+// (The PTX is one escaped line of the gpu.binary.)
 // PTX80:   .target sm_80
-// PTX80-COUNT-4: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX80-SAME: .shared .align 128 .b8 __wg_int8_gemm_kernel_0[2048];{{.*}}.shared .align 128 .b8 __wg_int8_gemm_kernel_1[4096];
+// PTX80-SAME: st.shared.b32
+// PTX80-SAME: bar.sync
+// PTX80-SAME: ld.shared.b32
+// PTX80-COUNT-16: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX80-SAME: bar.sync
+// PTX80-NOT: mma.sync
+// PTX90:   .target sm_90a
+// PTX90-SAME: .shared .align 128 .b8 __wg_int8_gemm_kernel_0[2048];{{.*}}.shared .align 128 .b8 __wg_int8_gemm_kernel_1[4096];
+// PTX90-SAME: st.shared.b32
+// PTX90-SAME: fence.proxy.async.shared::cta;\0A\09bar.sync \090;\0A\09wgmma.fence.sync.aligned;
+// PTX90-SAME: wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8.satfinite
+// PTX90-SAME: wgmma.commit_group.sync.aligned;\0A\09wgmma.wait_group.sync.aligned \090;\0A\09bar.sync
+// PTX90-NOT: mma.sync
 // PTX120:  .target sm_120a
-// PTX120-COUNT-4: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX120-NOT: wgmma
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
@@ -38,19 +62,22 @@ func.func @int8_gemm(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40x
 
 // FP8 codes stored as i8 and widened in the body (the contraction
 // convert-comfyquant-to-linalg{gemm-operands=native} builds): the same
-// 8-bit fragments, comfyquant.mma_fp8 with f32 accumulators; lowered per
-// arch (FP8 mma.sync on sm_89+, two f16 m16n8k16 on sm_80/sm_86).
+// 8-bit tiles, warpgroup_mma on FP8 types with f32 accumulators; per arch:
+// wgmma e4m3 x e5m2 on sm_90a, FP8 mma.sync on the other sm_89+, two f16
+// m16n8k16 per fragment on sm_80/sm_86.
 // CHECK-LABEL: func.func @fp8_gemm
-// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_f8"
+// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f8"
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(
-// CHECK-COUNT-4:     comfyquant.mma_fp8 %{{.*}}, %{{.*}}, %{{.*}} : f8E4M3FN x f8E5M2 : vector<4x4xi8>, vector<2x4xi8> -> vector<2x2xf32>
+// CHECK:             comfyquant.warpgroup_mma %{{.*}}, %{{.*}}, %{{.*}} : f8E4M3FN x f8E5M2 : {{.*}} -> vector<16x2x2xf32>
 // CHECK-NOT:     linalg.generic
 // PTX80:   .target sm_80
-// PTX80-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX80-COUNT-32: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // PTX80-NOT:     e4m3
+// PTX90:   .target sm_90a
+// PTX90:   wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2
 // PTX120:  .target sm_120a
-// PTX120-COUNT-4: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
@@ -71,28 +98,31 @@ func.func @fp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %c: memref<?x24xf
 // -----
 
 // Block-scaled FP8 (MXFP8, scale blocks of 32 = one K step): each step's
-// MMA starts from zero, and every partial sum is multiplied by the body's
-// scale factor for its row's and column's scales of that block (loaded at
-// k / 32, indices clamped) before it is added to the accumulator.
+// product starts from zero (no accumulator operand; wgmma with scale-d 0),
+// and every partial sum is multiplied by the body's scale factor for its
+// row's and column's scales of that block (loaded at k / 32, indices
+// clamped) before it is added to the accumulator.
 // CHECK-LABEL: func.func @mxfp8_gemm
-// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_f8_block_scaled"
-// CHECK:         scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(
-// CHECK:           %[[PART:.*]] = comfyquant.mma_fp8 %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
+// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f8_block_scaled"
+// CHECK:         scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK:           %[[PART:.*]] = comfyquant.warpgroup_mma %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
 // CHECK:           %[[KB:.*]] = arith.divui %[[K]], %c32
 // CHECK:           %[[SA:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
 // CHECK:           %[[SB:.*]] = memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x2xi8>
 // CHECK:           %[[FA:.*]] = arith.uitofp %[[SA]]
 // CHECK:           %[[FB:.*]] = arith.uitofp %[[SB]]
 // CHECK:           %[[S:.*]] = arith.mulf %[[FA]], %[[FB]] : f32
-// CHECK:           %[[P:.*]] = vector.extract %[[PART]][0, 0]
+// CHECK:           %[[P:.*]] = vector.extract %[[PART]][0, 0, 0]
+// CHECK:           %[[O:.*]] = vector.extract %[[ACC]][0, 0, 0]
 // CHECK:           %[[T:.*]] = arith.mulf %[[P]], %[[S]] : f32
-// CHECK:           arith.addf %{{.*}}, %[[T]] : f32
-// CHECK-COUNT-3:   comfyquant.mma_fp8
+// CHECK:           arith.addf %[[O]], %[[T]] : f32
 // CHECK-NOT:     linalg.generic
 // PTX80:   .target sm_80
-// PTX80-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX80-COUNT-32: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX90:   .target sm_90a
+// PTX90-SAME: setp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // PTX120:  .target sm_120a
-// PTX120-COUNT-4: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_sa = affine_map<(m, n, k) -> (m, k floordiv 32)>
@@ -146,15 +176,20 @@ func.func @not_block_scale(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memre
 
 // -----
 
-// f16 operands (NVFP4 decoded exactly): m16n8k16, K steps of 16.
+// f16 operands (NVFP4 decoded exactly): K steps of 16 elements (the same
+// 32 bytes per row), m16n8k16 or wgmma m64n128k16.
 // CHECK-LABEL: func.func @f16_gemm
-// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k16_f16"
+// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f16"
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c48 step %c16{{[_0-9]*}} iter_args(
-// CHECK-COUNT-4:     nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK-COUNT-4:     memref.store %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             comfyquant.warpgroup_mma %{{.*}} : f16 x f16 : {{.*}} -> vector<16x2x2xf32>
 // PTX80:   .target sm_80
-// PTX80-COUNT-4: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX80-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX90:   .target sm_90a
+// PTX90:   wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// PTX90-SAME: wgmma.wait_group.sync.aligned
 // PTX120:  .target sm_120a
-// PTX120-COUNT-4: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
@@ -178,6 +213,7 @@ func.func @f16_gemm(%a: memref<?x48xf16>, %b: memref<8x48xf16>, %c: memref<?x8xf
 // CHECK-NOT:     comfyquant.gpu.gemm
 // CHECK:         linalg.generic
 // PTX80-NOT:     mma.sync
+// PTX90-NOT:     wgmma
 // PTX120-NOT:    mma.sync
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
@@ -198,6 +234,7 @@ func.func @float_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf
 // CHECK-NOT:     comfyquant.gpu.gemm
 // CHECK:         linalg.generic
 // PTX80-NOT:     mma.sync
+// PTX90-NOT:     wgmma
 // PTX120-NOT:    mma.sync
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
@@ -222,12 +259,13 @@ func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4x
 // epilogue is evaluated per accumulator element in registers and stored to
 // its output; the fill, the consumer and the temporary are gone.
 // CHECK-LABEL: func.func @int8_gemm_fused
-// CHECK-SAME:    comfyquant.gpu.gemm = "mma_sync_m16n8k32_s8"
+// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_s8"
 // CHECK-NOT:     memref.alloc
 // CHECK-NOT:     linalg.fill
 // CHECK:         gpu.launch
-// CHECK:           scf.for
-// CHECK-COUNT-4:     nvgpu.mma.sync
+// CHECK:           %[[ZERO:.*]] = arith.constant dense<0> : vector<16x2x2xi32>
+// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]])
+// CHECK:             comfyquant.warpgroup_mma
 // CHECK:           scf.if
 // CHECK-NEXT:        %[[ACC:.*]] = vector.extract
 // CHECK:             %[[RS:.*]] = memref.load %arg2[
@@ -241,10 +279,13 @@ func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4x
 // CHECK-NOT:     linalg.generic
 // CHECK:         return
 // PTX80:   .target sm_80
-// PTX80-COUNT-4: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX80-COUNT-16: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
 // PTX80:   cvt.rn.bf16.f32
+// PTX90:   .target sm_90a
+// PTX90:   wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8.satfinite
+// PTX90:   cvt.rn.bf16.f32
 // PTX120:  .target sm_120a
-// PTX120-COUNT-4: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
@@ -287,7 +328,7 @@ func.func @int8_gemm_fused(%a: memref<?x64xi8>, %b: memref<40x64xi8>, %rs: memre
 // CHECK:         gpu.launch
 // CHECK:           memref.load %[[ACC]][
 // CHECK:           scf.for
-// CHECK:             comfyquant.mma_fp8
+// CHECK:             comfyquant.warpgroup_mma
 // CHECK:           arith.truncf {{.*}} : f32 to f16
 // CHECK-NOT:       memref.store %{{.*}}, %[[ACC]]
 // CHECK-NOT:     linalg.generic
@@ -328,7 +369,7 @@ func.func @nonzero_fill(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %y: memref<?x8
 // CHECK:         %[[S:.*]] = memref.load %arg2[] : memref<f32>
 // CHECK-NOT:     memref.alloc
 // CHECK:         gpu.launch
-// CHECK:           comfyquant.mma_fp8
+// CHECK:           comfyquant.warpgroup_mma
 // CHECK:           scf.if
 // CHECK-NEXT:        %[[V:.*]] = vector.extract
 // CHECK-NEXT:        %[[B:.*]] = memref.load %arg3[

@@ -1,15 +1,17 @@
-//===- MmaSyncGemm.cpp - GEMMs on warp-level mma.sync ---------------------===//
+//===- TensorCoreGemm.cpp - GEMMs on tensor cores, one tile per block -----===//
 //
-// The Ampere-to-Blackwell warp-level tensor-core path: i8 x i8 -> i32
-// (every integer format), FP8 x FP8 -> f32 and bf16/f16 x bf16/f16 -> f32.
-// With g = lane / 4, t = lane % 4 and p = the elements per 32-bit register
-// (4 for 8-bit operands, K tile 32; 2 for 16-bit ones, K tile 16), the PTX
-// ISA's fragment layouts ("Matrix fragments for mma.m16n8k32 / m16n8k16")
-// are:
-//   A (16 x K, row): register r holds row g + 8 * (r % 2), K columns
-//                    p * t + 4p * (r / 2) + [0, p)
-//   B (K x 8, col):  register r holds column g, K rows p * t + 4p * r + [0, p)
-//   C (16 x 8):      register r holds row g + 8r, columns 2t, 2t + 1
+// Every tensor-core GEMM kernel has one shape on every arch: a block of 128
+// threads (one warpgroup) owns a 64 x 128 tile of C; each K step of 32
+// bytes, the block copies its A (64 x 32 bytes) and B (128 x 32 bytes)
+// slices to workgroup memory, zero outside the operands, and issues one
+// comfyquant.warpgroup_mma, which comfyquant-gpu-lower-mma makes wgmma on
+// sm_90a and mma.sync elsewhere. The host launch is then the same for every
+// arch.
+//
+// Thread `tid` copies the 4-byte word `tid % 8` of rows `tid / 8 + 16i` of
+// both tiles (coalesced: 8 threads per row of 32 bytes); rows, columns and
+// K beyond the operands read zeros, so every shape is computed (integer
+// accumulation is exact: K up to 2^17 cannot reach the s32 saturation).
 //
 // When C is a temporary, its zero fill before the GEMM becomes zero
 // registers, and its elementwise consumer (scales, bias, cast) is evaluated
@@ -29,7 +31,7 @@
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::comfyquant {
-#define GEN_PASS_DEF_COMFYQUANTGPUMMASYNCGEMM
+#define GEN_PASS_DEF_COMFYQUANTGPUTENSORCOREGEMM
 #include "comfyquant/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::comfyquant
 
@@ -40,11 +42,15 @@ namespace {
 
 using mlir::comfyquant::detail::GemmMatch;
 
-constexpr int64_t kWarps = 4;
-constexpr int64_t kTileM = 16, kTileN = 8;
-/// Accumulator fragments per warp along N (they share the A fragment).
-constexpr int64_t kFragmentsN = 4;
-constexpr int64_t kBlockN = kWarps * kFragmentsN * kTileN;
+constexpr int64_t kThreads = 128;
+constexpr int64_t kBlockM = WarpgroupMmaOp::kRows;
+constexpr int64_t kBlockN = 128;
+/// Accumulator fragments (8 columns each) per thread.
+constexpr int64_t kFragments = kBlockN / 8;
+/// 32-bit words per row of a K step.
+constexpr int64_t kRowWords = WarpgroupMmaOp::kStepBytes / 4;
+/// Rows one pass of the block's threads copies.
+constexpr int64_t kRowsPerPass = kThreads / kRowWords;
 
 struct Builder {
   OpBuilder &b;
@@ -97,7 +103,15 @@ struct Family {
   int64_t perReg;     ///< elements per 32-bit register
   Type acc;           ///< accumulator element type
   const char *name;   ///< recorded in comfyquant.gpu.gemm
-  int64_t tileK() const { return 8 * perReg; }
+  /// Elements of one K step (32 bytes).
+  int64_t tileK() const { return kRowWords * perReg; }
+  /// The operand types comfyquant.warpgroup_mma is told.
+  Type mmaA() const {
+    return match.kind == GemmMatch::Kind::F8F8F32 ? match.aElt : load;
+  }
+  Type mmaB() const {
+    return match.kind == GemmMatch::Kind::F8F8F32 ? match.bElt : load;
+  }
 };
 
 /// The family covering `m` on buffers, if any.
@@ -107,11 +121,11 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
   Type f32 = Float32Type::get(ctx);
   switch (m.kind) {
   case GemmMatch::Kind::I8I8I32:
-    return Family{m, i8, 4, i32, "mma_sync_m16n8k32_s8"};
+    return Family{m, i8, 4, i32, "tensor_core_s8"};
   case GemmMatch::Kind::F8F8F32:
     return Family{m, i8, 4, f32,
-                  m.block ? "mma_sync_m16n8k32_f8_block_scaled"
-                          : "mma_sync_m16n8k32_f8"};
+                  m.block ? "tensor_core_f8_block_scaled"
+                          : "tensor_core_f8"};
   case GemmMatch::Kind::FloatF32: {
     // f16 operands as stored. f32 ones are not rounded (SIMT); bf16 ones
     // too, as MLIR 22's nvgpu-to-nvvm cannot type a bf16 mma.sync.
@@ -121,7 +135,7 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
     Type t = stored(0);
     if (t != stored(1) || !t.isF16())
       return std::nullopt;
-    return Family{m, t, 2, f32, "mma_sync_m16n8k16_f16"};
+    return Family{m, t, 2, f32, "tensor_core_f16"};
   }
   }
   return std::nullopt;
@@ -241,8 +255,9 @@ Fusion fusionFor(linalg::GenericOp op) {
   return fusion;
 }
 
-struct MmaSyncGemmPass
-    : mlir::comfyquant::impl::ComfyQuantGPUMmaSyncGemmBase<MmaSyncGemmPass> {
+struct TensorCoreGemmPass
+    : mlir::comfyquant::impl::ComfyQuantGPUTensorCoreGemmBase<
+          TensorCoreGemmPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -289,9 +304,20 @@ struct MmaSyncGemmPass
     Value cols = b.createOrFold<memref::DimOp>(loc, bm, 0);
     Value one = h.idx(1);
     Value gridX = arith::CeilDivUIOp::create(b, loc, cols, h.idx(kBlockN));
-    Value gridY = arith::CeilDivUIOp::create(b, loc, rows, h.idx(kTileM));
-    auto launch = gpu::LaunchOp::create(b, loc, gridX, gridY, one,
-                                        h.idx(kWarps * 32), one, one);
+    Value gridY = arith::CeilDivUIOp::create(b, loc, rows, h.idx(kBlockM));
+    MLIRContext *ctx = b.getContext();
+    auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto tileType = [&](int64_t tileRows) {
+      return MemRefType::get({tileRows * kRowWords}, b.getI32Type(),
+                             MemRefLayoutAttrInterface(), workgroup);
+    };
+    auto launch = gpu::LaunchOp::create(
+        b, loc, gridX, gridY, one, h.idx(kThreads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{},
+        TypeRange{tileType(kBlockM), tileType(kBlockN)});
+    Value tileA = launch.getWorkgroupAttributions()[0];
+    Value tileB = launch.getWorkgroupAttributions()[1];
     b.setInsertionPointToStart(&launch.getBody().front());
     gpu::TerminatorOp::create(b, loc);
     b.setInsertionPointToStart(&launch.getBody().front());
@@ -304,29 +330,43 @@ struct MmaSyncGemmPass
     Value warp = arith::DivUIOp::create(b, loc, tid, h.idx(32));
     Value g = arith::DivUIOp::create(b, loc, lane, h.idx(4));
     Value t = arith::RemUIOp::create(b, loc, lane, h.idx(4));
-    Value row0 = h.add(h.mul(launch.getBlockIds().y, kTileM), g);
-    Value row1 = h.add(row0, 8);
+    Value blockM = h.mul(launch.getBlockIds().y, kBlockM);
     Value blockN = h.mul(launch.getBlockIds().x, kBlockN);
-    Value warpOffset = h.mul(warp, kFragmentsN * kTileN);
-    Value warpN = h.add(blockN, warpOffset);
-    Value tp = h.mul(t, p), t2 = h.mul(t, 2);
+    Value row0 = h.add(h.add(blockM, h.mul(warp, 16)), g);
+    Value row1 = h.add(row0, 8);
+    Value t2 = h.mul(t, 2);
 
-    auto accType = VectorType::get({2, 2}, family.acc);
-    auto aType = VectorType::get({4, p}, family.load);
-    auto bType = VectorType::get({2, p}, family.load);
-    // Column of C register element (r, e) of fragment j, and its row.
+    // The words this thread copies: word `copyWord` of tile rows
+    // `copyRow + kRowsPerPass * i`, stored at `copyAt + 128 * i` (the
+    // core-matrix layout, in words: (row / 8) * 64 + (word / 4) * 32 +
+    // (row % 8) * 4 + word % 4).
+    Value copyWord = arith::RemUIOp::create(b, loc, tid, h.idx(kRowWords));
+    Value copyRow = arith::DivUIOp::create(b, loc, tid, h.idx(kRowWords));
+    Value copyAt = h.add(
+        h.add(h.mul(arith::DivUIOp::create(b, loc, copyRow, h.idx(8)), 64),
+              h.mul(arith::DivUIOp::create(b, loc, copyWord, h.idx(4)), 32)),
+        h.add(h.mul(arith::RemUIOp::create(b, loc, copyRow, h.idx(8)), 4),
+              arith::RemUIOp::create(b, loc, copyWord, h.idx(4))));
+    Value copyK = h.mul(copyWord, p);
+
+    auto accType =
+        VectorType::get({kFragments, 2, 2}, family.acc);
+    // Column of accumulator element (j, *, e), and its row.
     auto cCol = [&](int64_t j, int64_t e) {
-      return h.add(h.add(warpN, j * kTileN + e), t2);
+      return h.add(h.add(blockN, j * 8 + e), t2);
     };
-    SmallVector<Value> init;
-    for (int64_t j = 0; j < kFragmentsN; ++j) {
+    Value init;
+    if (fusion.zeroFill) {
+      init = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(accType, b.getZeroAttr(family.acc)));
+    } else {
       SmallVector<Value> elems;
-      for (Value row : {row0, row1})
-        for (int64_t e = 0; e < 2; ++e)
-          elems.push_back(fusion.zeroFill ? zeroAcc
-                                          : h.loadOrZero(c, row, cCol(j, e),
-                                                         rows, cols, zeroAcc));
-      init.push_back(vector::FromElementsOp::create(b, loc, accType, elems));
+      for (int64_t j = 0; j < kFragments; ++j)
+        for (Value row : {row0, row1})
+          for (int64_t e = 0; e < 2; ++e)
+            elems.push_back(
+                h.loadOrZero(c, row, cCol(j, e), rows, cols, zeroAcc));
+      init = vector::FromElementsOp::create(b, loc, accType, elems);
     }
 
     Value kStart = h.idx(0);
@@ -336,64 +376,64 @@ struct MmaSyncGemmPass
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = loop.getInductionVar();
-      SmallVector<Value> aElems;
-      for (int64_t r = 0; r < 4; ++r) {
-        Value row = r % 2 ? row1 : row0;
-        Value kb = h.add(h.add(k0, tp), 4 * p * (r / 2));
-        for (int64_t e = 0; e < p; ++e)
-          aElems.push_back(
-              h.loadOrZero(a, row, h.add(kb, e), rows, depth, zeroIn));
-      }
-      Value fragA = vector::FromElementsOp::create(b, loc, aType, aElems);
-      SmallVector<Value> next;
-      for (int64_t j = 0; j < kFragmentsN; ++j) {
-        Value n = h.add(h.add(warpN, j * kTileN), g);
-        SmallVector<Value> bElems;
-        for (int64_t r = 0; r < 2; ++r) {
-          Value kb = h.add(h.add(k0, tp), 4 * p * r);
+      Value k = h.add(k0, copyK);
+      auto wordType = VectorType::get({p}, family.load);
+      auto copy = [&](Value from, Value fromRows, Value firstRow, Value to,
+                      int64_t tileRows) {
+        for (int64_t i = 0; i < tileRows / kRowsPerPass; ++i) {
+          Value row = h.add(h.add(firstRow, copyRow), kRowsPerPass * i);
+          SmallVector<Value> elems;
           for (int64_t e = 0; e < p; ++e)
-            bElems.push_back(
-                h.loadOrZero(bm, n, h.add(kb, e), cols, depth, zeroIn));
+            elems.push_back(
+                h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+          Value word = vector::FromElementsOp::create(b, loc, wordType, elems);
+          Value bits = vector::BitCastOp::create(
+              b, loc, VectorType::get({1}, b.getI32Type()), word);
+          Value w = vector::ExtractOp::create(b, loc, bits, 0);
+          memref::StoreOp::create(b, loc, w, to,
+                                  ValueRange{h.add(copyAt, 128 * i)});
         }
-        Value fragB = vector::FromElementsOp::create(b, loc, bType, bElems);
-        Value acc = loop.getRegionIterArgs()[j];
-        if (family.match.block) {
-          // One scale block per K step: the block's partial sum, rescaled
-          // in f32 and added to the accumulator.
-          Value partial = MmaFP8Op::create(b, loc, accType, fragA, fragB,
-                                           Value(), family.match.aElt,
-                                           family.match.bElt);
-          Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
-          SmallVector<Value> sums;
+      };
+      copy(a, rows, blockM, tileA, kBlockM);
+      copy(bm, cols, blockN, tileB, kBlockN);
+      Value acc = loop.getRegionIterArgs()[0];
+      Value next;
+      if (family.match.block) {
+        // One scale block per K step: the block's partial sums, rescaled
+        // in f32 and added to the accumulators.
+        Value partial = WarpgroupMmaOp::create(
+            b, loc, accType, tileA, tileB, Value(), family.mmaA(),
+            family.mmaB());
+        Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+        Value rowScales[2] = {h.loadClamped(scalesA, row0, kb),
+                              h.loadClamped(scalesA, row1, kb)};
+        SmallVector<Value> sums;
+        for (int64_t j = 0; j < kFragments; ++j) {
+          Value colScales[2] = {h.loadClamped(scalesB, cCol(j, 0), kb),
+                                h.loadClamped(scalesB, cCol(j, 1), kb)};
           for (int64_t r = 0; r < 2; ++r)
             for (int64_t e = 0; e < 2; ++e) {
-              Value row = r ? row1 : row0;
-              Value rowScale = h.loadClamped(scalesA, row, kb);
-              Value colScale = h.loadClamped(scalesB, cCol(j, e), kb);
-              Value scale = blockScaleAt(b, op, family, rowScale, colScale);
-              Value p = vector::ExtractOp::create(b, loc, partial,
-                                                  ArrayRef<int64_t>{r, e});
-              Value old = vector::ExtractOp::create(b, loc, acc,
-                                                    ArrayRef<int64_t>{r, e});
-              Value term = arith::MulFOp::create(b, loc, p, scale);
+              Value scale =
+                  blockScaleAt(b, op, family, rowScales[r], colScales[e]);
+              SmallVector<int64_t> pos = {j, r, e};
+              Value part = vector::ExtractOp::create(b, loc, partial, pos);
+              Value old = vector::ExtractOp::create(b, loc, acc, pos);
+              Value term = arith::MulFOp::create(b, loc, part, scale);
               sums.push_back(arith::AddFOp::create(b, loc, old, term));
             }
-          next.push_back(
-              vector::FromElementsOp::create(b, loc, accType, sums));
-        } else if (family.match.kind == GemmMatch::Kind::F8F8F32)
-          next.push_back(MmaFP8Op::create(b, loc, accType, fragA, fragB, acc,
-                                          family.match.aElt,
-                                          family.match.bElt));
-        else
-          next.push_back(nvgpu::MmaSyncOp::create(
-              b, loc, fragA, fragB, acc,
-              ArrayRef<int64_t>{kTileM, kTileN, tileK}));
+        }
+        next = vector::FromElementsOp::create(b, loc, accType, sums);
+      } else {
+        next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc,
+                                      family.mmaA(), family.mmaB());
       }
+      // The next step overwrites the tiles the MMA read.
+      gpu::BarrierOp::create(b, loc);
       scf::YieldOp::create(b, loc, next);
     }
 
     // Write back the elements inside C.
-    for (int64_t j = 0; j < kFragmentsN; ++j)
+    for (int64_t j = 0; j < kFragments; ++j)
       for (int64_t r = 0; r < 2; ++r)
         for (int64_t e = 0; e < 2; ++e) {
           Value row = r ? row1 : row0, col = cCol(j, e);
@@ -403,8 +443,8 @@ struct MmaSyncGemmPass
           auto store = scf::IfOp::create(b, loc, inside, false);
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(store.thenBlock()->getTerminator());
-          Value v = vector::ExtractOp::create(b, loc, loop.getResult(j),
-                                              ArrayRef<int64_t>{r, e});
+          Value v = vector::ExtractOp::create(b, loc, loop.getResult(0),
+                                              ArrayRef<int64_t>{j, r, e});
           if (!fusion.epilogue) {
             memref::StoreOp::create(b, loc, v, c, ValueRange{row, col});
             continue;
