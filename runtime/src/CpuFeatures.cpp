@@ -1,5 +1,6 @@
 //===- CpuFeatures.cpp - x86 feature detection ----------------------------===//
 #include "comfyquant/runtime/CpuFeatures.h"
+#include "comfyquant/runtime/Targets.h"
 
 #include <mutex>
 
@@ -134,7 +135,10 @@ bool cpuSupportsVariant(const std::string &variant, std::string *why) {
       missing += ", ";
     missing += name;
   };
-  if (variant != "x86-64-v3" && variant != "avx512-vnni" && variant != "amx") {
+  // What each level of cpuVariants() (x86-64-v3, avx512-vnni, amx) adds
+  // to the one before it.
+  const int level = cpuVariantLevel(variant);
+  if (level < 0) {
     if (why)
       *why = "unknown CPU variant '" + variant + "'";
     return false;
@@ -144,13 +148,13 @@ bool cpuSupportsVariant(const std::string &variant, std::string *why) {
            f.movbe && f.sse41,
        "x86-64-v3 (AVX2, FMA, F16C, BMI, LZCNT, MOVBE)");
   need(f.osAvx, "OS support for AVX state");
-  if (variant == "avx512-vnni" || variant == "amx") {
+  if (level >= 1) {
     need(f.avx512f && f.avx512cd && f.avx512bw && f.avx512dq && f.avx512vl,
          "AVX-512 F/CD/BW/DQ/VL");
     need(f.avx512vnni, "AVX512-VNNI");
     need(f.osAvx512, "OS support for AVX-512 state");
   }
-  if (variant == "amx") {
+  if (level >= 2) {
     need(f.avx512bf16 && f.avx512fp16 && f.avx512vbmi && f.avx512vbmi2 &&
              f.avxvnni,
          "AVX512-BF16/FP16/VBMI/VBMI2 and AVX-VNNI");
@@ -193,16 +197,16 @@ bool enableAmx(std::string *why) {
 }
 
 std::string bestCpuVariant(const std::vector<std::string> &variants) {
-  static const char *order[] = {"amx", "avx512-vnni", "x86-64-v3"};
-  for (const char *v : order) {
+  const std::vector<CpuVariantInfo> &all = cpuVariants();
+  for (auto v = all.rbegin(); v != all.rend(); ++v) {
     bool listed = false;
     for (const std::string &s : variants)
-      listed |= s == v;
-    if (!listed || !cpuSupportsVariant(v))
+      listed |= s == v->name;
+    if (!listed || !cpuSupportsVariant(v->name))
       continue;
-    if (std::string(v) == "amx" && !enableAmx())
+    if (v->amxTiles && !enableAmx())
       continue;
-    return v;
+    return v->name;
   }
   return "";
 }

@@ -2,6 +2,7 @@
 #include "comfyquant/runtime/Session.h"
 
 #include "comfyquant/runtime/CpuFeatures.h"
+#include "comfyquant/runtime/Targets.h"
 #include "comfyquant/runtime/Error.h"
 #include "MemRefDescriptor.h"
 #include "comfyquant/runtime/ThreadPool.h"
@@ -207,7 +208,7 @@ std::unique_ptr<Session> Session::open(const std::string &artifactDir,
     std::string why;
     if (!cpuSupportsVariant(variant, &why))
       throw Error(artifactDir, "", why, ErrorKind::Unsupported);
-    if (variant == "amx" && !enableAmx(&why))
+    if (findCpuVariant(variant)->amxTiles && !enableAmx(&why))
       throw Error(artifactDir, "", why, ErrorKind::Unsupported);
   }
   s->variant_ = variant;

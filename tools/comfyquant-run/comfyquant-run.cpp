@@ -8,6 +8,7 @@
 //                  [--device N]
 //   (both: [--kind NAME=KIND]... [--shape NAME=NxK]... [--overwrite])
 //   comfyquant-run --devices
+//   comfyquant-run --cpu-variants
 //
 // --dequantize writes the reference dequantized weight of one module as
 // tensor `weight` with the module's logical shape ([N, K]; MoE banks
@@ -19,7 +20,10 @@
 // --reference by the runtime's reference path. --backend cuda runs the
 // artifact's CUDA kernels on GPU --device N (--target cuda:ARCH compiles
 // them on the fly); --devices lists the GPUs, or says in one line why there
-// are none (exit 1).
+// are none (exit 1). --cpu-variants prints each CPU kernel variant and
+// whether this CPU and OS run it ("NAME yes", or "NAME no: why"), most
+// portable first, as the runtime decides it (AMX: the tile-data permission
+// is requested).
 //
 // The output is written atomically; it may not be an input (the checkpoint
 // or a shard, x, the artifact's files) and an existing one is replaced only
@@ -27,12 +31,14 @@
 // --opt value); an option that does not apply to the mode or the module is
 // an error. Any error: message on stderr, exit code 1.
 //===----------------------------------------------------------------------===//
+#include "comfyquant/runtime/CpuFeatures.h"
 #include "comfyquant/runtime/Cuda.h"
 #include "comfyquant/runtime/Error.h"
 #include "comfyquant/runtime/Forward.h"
 #include "comfyquant/runtime/OutputFile.h"
 #include "comfyquant/runtime/Reference.h"
 #include "comfyquant/runtime/Session.h"
+#include "comfyquant/runtime/Targets.h"
 #include "comfyquant/version.h"
 
 #include <sys/stat.h>
@@ -88,6 +94,8 @@ const OptionSpec kOptions[] = {
     {"--device", "N", false, "With --backend cuda: the GPU (default 0)"},
     {"--devices", nullptr, false,
      "List the CUDA devices (exit 1, with the reason, when there are none)"},
+    {"--cpu-variants", nullptr, false,
+     "List the CPU kernel variants and whether this CPU runs each"},
     {"--reference", nullptr, false, "Run the reference path"},
     {"--no-cache", nullptr, false,
      "With --target: compile into a temporary directory, bypassing the "
@@ -112,6 +120,7 @@ const char *kUsage =
     "                      --reference] [--expert E] [--threads T] [--no-cache]\n"
     "                      [--backend cpu|cuda] [--device N]\n"
     "       comfyquant-run --devices\n"
+    "       comfyquant-run --cpu-variants\n"
     "       common: [--kind NAME=KIND]... [--shape NAME=NxK]... [--overwrite]\n";
 
 void printHelp() {
@@ -461,6 +470,17 @@ int main(int argc, char **argv) {
   }
   if (cl.has("--version")) {
     std::printf("comfyquant %s\n", CQ_VERSION_STRING);
+    return 0;
+  }
+  if (cl.has("--cpu-variants")) {
+    if (cl.values.size() != 1 || !cl.file.empty())
+      return fail("--cpu-variants takes no other argument");
+    for (const rt::CpuVariantInfo &v : rt::cpuVariants()) {
+      std::string why;
+      bool ok = rt::cpuSupportsVariant(v.name, &why) &&
+                (!v.amxTiles || rt::enableAmx(&why));
+      std::printf("%s %s\n", v.name, ok ? "yes" : ("no: " + why).c_str());
+    }
     return 0;
   }
   if (cl.has("--devices")) {

@@ -18,22 +18,11 @@ using namespace mlir::comfyquant::detail;
 //===----------------------------------------------------------------------===//
 
 const std::vector<CPUVariant> &mlir::comfyquant::getCPUVariants() {
-  // x86-64-v3: AVX2/FMA/F16C/BMI (Haswell and Zen 1 and later).
-  // avx512-vnni: Cascade Lake (AVX-512 F/CD/BW/DQ/VL + VNNI; also Ice Lake,
-  //   Zen 4). sapphirerapids: adds AMX, AVX512-FP16/BF16.
-  static const std::vector<CPUVariant> variants = {
-      {"x86-64-v3", "v3", "x86-64-v3", "", 256},
-      {"avx512-vnni", "vnni", "cascadelake", "", 512},
-      {"amx", "amx", "sapphirerapids", "", 512},
-  };
-  return variants;
+  return ::comfyquant::rt::cpuVariants();
 }
 
 const CPUVariant *mlir::comfyquant::lookupCPUVariant(StringRef name) {
-  for (const CPUVariant &v : getCPUVariants())
-    if (name == v.name)
-      return &v;
-  return nullptr;
+  return ::comfyquant::rt::findCpuVariant(name.str());
 }
 
 //===----------------------------------------------------------------------===//
@@ -100,7 +89,7 @@ struct SelectStrategyPass
     // A B operand decoded per N tile is worth a larger M block.
     bool decoded = op.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
     c.mc = decoded ? 256 : 64;
-    const bool amxVariant = StringRef(v.name) == "amx";
+    const bool amxVariant = v.amxTiles;
     const bool amxShape = m.n % 16 == 0 && m.k % 64 == 0;
     if (m.kind == GemmMatch::Kind::FloatF32) {
       c.ukernel = "f32-fma";

@@ -190,10 +190,12 @@ Value loadFragment(OpBuilder &b, Location loc, Value tile, Value first,
   return fragment;
 }
 
-/// Everywhere but sm_90a: each warp multiplies its 16 rows of A by every
-/// 8 columns of B with m16n8 mma.sync.
-Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
-  gpu::BarrierOp::create(b, loc);
+/// The thread's place in the warpgroup: warp w, lane 4g + t.
+struct LaneIds {
+  Value warp, g, t;
+};
+
+LaneIds laneIds(OpBuilder &b, Location loc) {
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
@@ -202,13 +204,143 @@ Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
   Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
   Value g = arith::DivUIOp::create(b, loc, lane, idx(4));
   Value t = arith::RemUIOp::create(b, loc, lane, idx(4));
+  return {warp, g, t};
+}
+
+/// The f32 value of a UE8M0 byte, as the block-scaled MMAs read it:
+/// 2^(code - 127) (code 0 is the subnormal 2^-127), NaN for 0xFF.
+Value ue8m0ToF32(OpBuilder &b, Location loc, Value code) {
+  auto i32 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+  };
+  Value e = arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
+  Value bits = arith::ShLIOp::create(b, loc, e, i32(23));
+  Value isZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e, i32(0));
+  bits = arith::SelectOp::create(b, loc, isZero, i32(0x00400000), bits);
+  Value isNaN =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, e, i32(255));
+  bits = arith::SelectOp::create(b, loc, isNaN, i32(0x7FC00000), bits);
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
+}
+
+/// Fragment j of `acc` plus `partial` (fragment j of a product that
+/// started from zero) times the factor of its rows (16w + g + 8r) and
+/// columns (8j + 2t + e): UE8M0(a_scales[row]) * UE8M0(b_scales[col]).
+Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+                      const LaneIds &ids, int64_t j, Value partial,
+                      Value acc) {
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value rowBase = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ids.warp, idx(16)), ids.g);
+  Value colBase = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ids.t, idx(2)), idx(8 * j));
+  SmallVector<Value> sums;
+  for (int64_t r = 0; r < 2; ++r) {
+    Value row = arith::AddIOp::create(b, loc, rowBase, idx(8 * r));
+    Value rowCode =
+        memref::LoadOp::create(b, loc, op.getAScales(), ValueRange{row});
+    Value rowFactor = ue8m0ToF32(b, loc, rowCode);
+    for (int64_t e = 0; e < 2; ++e) {
+      Value col = arith::AddIOp::create(b, loc, colBase, idx(e));
+      Value colCode =
+          memref::LoadOp::create(b, loc, op.getBScales(), ValueRange{col});
+      Value factor = arith::MulFOp::create(b, loc, rowFactor,
+                                           ue8m0ToF32(b, loc, colCode));
+      SmallVector<int64_t> pos = {r, e};
+      Value p = vector::ExtractOp::create(b, loc, partial, pos);
+      Value term = arith::MulFOp::create(b, loc, p, factor);
+      if (acc)
+        term = arith::AddFOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, acc, pos), term);
+      sums.push_back(term);
+    }
+  }
+  return vector::FromElementsOp::create(b, loc, partial.getType(), sums);
+}
+
+/// sm_120a: the block-scaled FP8 MMA, m16n8k32 kind::mxf8f6f4 with one
+/// UE8M0 scale per row of A and column of B (scale_vec::1X). With
+/// selectors (byte 0, thread 0) lane 4g + t supplies the scale of A row
+/// g + 8t (t < 2) and lane 4g (t = 0) that of B column g.
+Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+                          const LaneIds &ids, int64_t j, Value fragA,
+                          Value fragB, Value acc) {
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto words = [&](Value fragment) {
+    auto type = cast<VectorType>(fragment.getType());
+    SmallVector<Value> out;
+    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+      Value row = vector::ExtractOp::create(b, loc, fragment, r);
+      Value word = vector::BitCastOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), row);
+      out.push_back(vector::ExtractOp::create(b, loc, word, 0));
+    }
+    return out;
+  };
+  SmallVector<Value> c;
+  Type f32 = b.getF32Type();
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t e = 0; e < 2; ++e)
+      c.push_back(acc ? b.createOrFold<vector::ExtractOp>(
+                            loc, acc, ArrayRef<int64_t>{r, e})
+                      : arith::ConstantOp::create(b, loc, b.getZeroAttr(f32))
+                            .getResult());
+  Value tLow = arith::AndIOp::create(b, loc, ids.t, idx(1));
+  Value aRow = arith::AddIOp::create(
+      b, loc,
+      arith::AddIOp::create(b, loc,
+                            arith::MulIOp::create(b, loc, ids.warp, idx(16)),
+                            ids.g),
+      arith::MulIOp::create(b, loc, tLow, idx(8)));
+  Value bCol = arith::AddIOp::create(b, loc, ids.g, idx(8 * j));
+  auto scaleWord = [&](Value tile, Value at) -> Value {
+    Value code = memref::LoadOp::create(b, loc, tile, ValueRange{at});
+    return arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
+  };
+  Value zero16 = arith::ConstantIntOp::create(b, loc, b.getI16Type(), 0);
+  auto fp8 = [](Type t) {
+    return isa<Float8E5M2Type>(t) ? NVVM::MMATypes::e5m2
+                                  : NVVM::MMATypes::e4m3;
+  };
+  auto structType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(4, f32));
+  auto mma = NVVM::MmaBlockScaleOp::create(
+      b, loc, structType, words(fragA), words(fragB), c,
+      scaleWord(op.getAScales(), aRow), zero16, zero16,
+      scaleWord(op.getBScales(), bCol), zero16, zero16,
+      ArrayRef<int64_t>{16, 8, 32},
+      std::array<NVVM::MMATypes, 2>{fp8(op.getAType()), fp8(op.getBType())},
+      NVVM::ScaleVecSize::X1, NVVM::BlockScaleFormat::UE8M0,
+      NVVM::MMABlockScaleKind::MXF8F6F4);
+  SmallVector<Value> d;
+  for (int64_t i = 0; i < 4; ++i)
+    d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+  return vector::FromElementsOp::create(
+      b, loc, VectorType::get({2, 2}, f32), d);
+}
+
+/// Everywhere but sm_90a: each warp multiplies its 16 rows of A by every
+/// 8 columns of B with m16n8 mma.sync (block-scaled on sm_120a).
+Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+                      const CUDAArch &arch) {
+  gpu::BarrierOp::create(b, loc);
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  LaneIds ids = laneIds(b, loc);
   Value laneWord = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, g, idx(4)), t);
-  Value warpRows = arith::MulIOp::create(b, loc, warp, idx(128));
+      b, loc, arith::MulIOp::create(b, loc, ids.g, idx(4)), ids.t);
+  Value warpRows = arith::MulIOp::create(b, loc, ids.warp, idx(128));
   Value aFirst = arith::AddIOp::create(b, loc, warpRows, laneWord);
 
   Type a = op.getAType();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(a);
+  bool scaled = static_cast<bool>(op.getAScales());
   Type elt = fp8 ? Type(b.getI8Type()) : a;
   int64_t perReg = 32 / elt.getIntOrFloatBitWidth();
   auto aType = VectorType::get({4, perReg}, elt);
@@ -235,10 +367,16 @@ Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
     Value acc = accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j)
                       : Value();
     Value d;
-    if (fp8)
+    if (scaled && arch.blockScaledMma) {
+      d = blockScaledFragment(b, loc, op, ids, j, fragA, fragB, acc);
+    } else if (scaled) {
+      Value partial = MmaFP8Op::create(b, loc, fragType, fragA, fragB,
+                                       Value(), a, op.getBType());
+      d = rescaleFragment(b, loc, op, ids, j, partial, acc);
+    } else if (fp8) {
       d = MmaFP8Op::create(b, loc, fragType, fragA, fragB, acc, a,
                            op.getBType());
-    else {
+    } else {
       if (!acc)
         acc = arith::ConstantOp::create(
             b, loc, DenseElementsAttr::get(
@@ -294,7 +432,8 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
   int64_t count = resultType.getNumElements();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(count, elt));
-  Value acc = op.getAcc();
+  // With scales the product starts from zero and is rescaled below.
+  Value acc = op.getAScales() ? Value() : op.getAcc();
   bool zero = !acc || matchPattern(acc, m_Zero()) ||
               matchPattern(acc, m_PosZeroFloat());
   Value inouts = LLVM::PoisonOp::create(b, loc, structType);
@@ -328,7 +467,24 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
   SmallVector<Value> elems;
   for (int64_t i = 0; i < count; ++i)
     elems.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
-  return vector::FromElementsOp::create(b, loc, resultType, elems);
+  Value product = vector::FromElementsOp::create(b, loc, resultType, elems);
+  if (!op.getAScales())
+    return product;
+  // No block-scaled wgmma: each 8-column fragment of the product is
+  // rescaled in f32 and added to the accumulator.
+  LaneIds ids = laneIds(b, loc);
+  Value accIn = op.getAcc();
+  if (accIn && matchPattern(accIn, m_PosZeroFloat()))
+    accIn = Value();
+  Value result = product;
+  for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
+    Value partial = vector::ExtractOp::create(b, loc, product, j);
+    Value fragAcc = accIn ? vector::ExtractOp::create(b, loc, accIn, j)
+                          : Value();
+    Value d = rescaleFragment(b, loc, op, ids, j, partial, fragAcc);
+    result = vector::InsertOp::create(b, loc, d, result, j);
+  }
+  return result;
 }
 
 struct LowerMmaPass
@@ -346,8 +502,9 @@ struct LowerMmaPass
     for (WarpgroupMmaOp op : tiles) {
       // wgmma descriptors address 16-byte units; every tile starts on a
       // 128-byte line.
-      for (Value tile : {op.getA(), op.getB()})
-        if (auto arg = dyn_cast<BlockArgument>(tile))
+      for (Value tile :
+           {op.getA(), op.getB(), op.getAScales(), op.getBScales()})
+        if (auto arg = tile ? dyn_cast<BlockArgument>(tile) : BlockArgument())
           if (auto func = dyn_cast<gpu::GPUFuncOp>(
                   arg.getOwner()->getParentOp());
               func && arg.getArgNumber() >= func.getNumArguments())
@@ -357,7 +514,7 @@ struct LowerMmaPass
                 OpBuilder(func).getI64IntegerAttr(kTileAlignment));
       OpBuilder b(op);
       Value result = arch->wgmma ? warpgroupByWgmma(b, op.getLoc(), op)
-                                 : warpgroupBySync(b, op.getLoc(), op);
+                                 : warpgroupBySync(b, op.getLoc(), op, *arch);
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }

@@ -17,24 +17,11 @@ using namespace mlir;
 using namespace mlir::comfyquant;
 
 const std::vector<CUDAArch> &mlir::comfyquant::getCUDAArchs() {
-  // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
-  // needs 8.8. wgmma exists on sm_90a alone (Blackwell has tcgen05).
-  static const std::vector<CUDAArch> archs = {
-      {"sm_80", 80, 84, false, false, false},
-      {"sm_86", 86, 84, false, false, false},
-      {"sm_89", 89, 84, false, true, false},
-      {"sm_90a", 90, 84, true, true, true},
-      {"sm_100a", 100, 88, true, true, false},
-      {"sm_120a", 120, 88, true, true, false},
-  };
-  return archs;
+  return ::comfyquant::rt::cudaArchs();
 }
 
 const CUDAArch *mlir::comfyquant::lookupCUDAArch(llvm::StringRef name) {
-  for (const CUDAArch &a : getCUDAArchs())
-    if (name == a.name)
-      return &a;
-  return nullptr;
+  return ::comfyquant::rt::findCudaArch(name.str());
 }
 
 void mlir::comfyquant::registerComfyQuantGPUTranslations(

@@ -30,6 +30,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <cmath>
+
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTGPUTENSORCOREGEMM
 #include "comfyquant/Codegen/GPU/Passes.h.inc"
@@ -103,6 +105,10 @@ struct Family {
   int64_t perReg;     ///< elements per 32-bit register
   Type acc;           ///< accumulator element type
   const char *name;   ///< recorded in comfyquant.gpu.gemm
+  /// Block-scaled FP8 whose scale factor is UE8M0(row) * UE8M0(column):
+  /// the raw scales reach comfyquant.warpgroup_mma (a block-scaled MMA
+  /// where the arch has one) instead of being applied here.
+  bool ue8m0Scales = false;
   /// Elements of one K step (32 bytes).
   int64_t tileK() const { return kRowWords * perReg; }
   /// The operand types comfyquant.warpgroup_mma is told.
@@ -114,6 +120,97 @@ struct Family {
   }
 };
 
+/// The ops of `op`'s body that `v` depends on.
+llvm::SmallPtrSet<Operation *, 16> bodySlice(linalg::GenericOp op, Value v) {
+  Block &body = op.getRegion().front();
+  llvm::SmallPtrSet<Operation *, 16> slice;
+  SmallVector<Value> work = {v};
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != &body || !slice.insert(def).second)
+      continue;
+    for (Value operand : def->getOperands())
+      work.push_back(operand);
+  }
+  return slice;
+}
+
+/// The value of `v`, a function of body argument `arg` (an i8 scale) alone,
+/// at `code`, folded op by op; null when some op does not fold.
+Attribute evaluateAt(linalg::GenericOp op, Value v, unsigned arg,
+                     uint8_t code) {
+  Block &body = op.getRegion().front();
+  llvm::SmallPtrSet<Operation *, 16> slice = bodySlice(op, v);
+  llvm::DenseMap<Value, Attribute> known;
+  mlir::Builder b(op.getContext());
+  known[body.getArgument(arg)] = b.getIntegerAttr(b.getI8Type(), code);
+  // A value's constant: computed here, or defined outside the body.
+  auto valueOf = [&](Value v) {
+    Attribute a = known.lookup(v);
+    if (!a)
+      matchPattern(v, m_Constant(&a));
+    return a;
+  };
+  for (Operation &o : body.without_terminator()) {
+    if (!slice.contains(&o))
+      continue;
+    SmallVector<Attribute> operands;
+    for (Value operand : o.getOperands()) {
+      Attribute a = valueOf(operand);
+      if (!a)
+        return {};
+      operands.push_back(a);
+    }
+    SmallVector<OpFoldResult> results;
+    if (o.getNumResults() != 1 || failed(o.fold(operands, results)) ||
+        results.size() != 1)
+      return {};
+    Attribute a = isa<Attribute>(results[0]) ? cast<Attribute>(results[0])
+                                             : valueOf(cast<Value>(results[0]));
+    if (!a)
+      return {};
+    known[o.getResult(0)] = a;
+  }
+  return known.lookup(v);
+}
+
+/// Whether `v` (f32, a function of body argument `arg` alone) is the UE8M0
+/// value of that byte for every code: 2^(code - 127), NaN for 0xFF.
+bool isUE8M0Decode(linalg::GenericOp op, Value v, unsigned arg) {
+  for (Operation *o : bodySlice(op, v))
+    for (Value operand : o->getOperands())
+      if (auto a = dyn_cast<BlockArgument>(operand);
+          a && a.getOwner() == &op.getRegion().front() &&
+          a.getArgNumber() != arg)
+        return false;
+  for (unsigned code = 0; code < 256; ++code) {
+    auto f = dyn_cast_or_null<FloatAttr>(evaluateAt(op, v, arg, code));
+    if (!f || !f.getType().isF32())
+      return false;
+    APFloat value = f.getValue();
+    if (code == 255) {
+      if (!value.isNaN())
+        return false;
+      continue;
+    }
+    APFloat expected(std::ldexp(1.0f, static_cast<int>(code) - 127));
+    if (value.bitcastToAPInt() != expected.bitcastToAPInt())
+      return false;
+  }
+  return true;
+}
+
+/// Whether the block scale of `m` is UE8M0(scale_a) * UE8M0(scale_b).
+bool isUE8M0Product(linalg::GenericOp op, const GemmMatch &m) {
+  auto mul = m.blockScale.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  auto pair = [&](Value x, Value y) {
+    return isUE8M0Decode(op, x, 2) && isUE8M0Decode(op, y, 3);
+  };
+  return pair(mul.getLhs(), mul.getRhs()) || pair(mul.getRhs(), mul.getLhs());
+}
+
 /// The family covering `m` on buffers, if any.
 std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
   MLIRContext *ctx = op.getContext();
@@ -122,10 +219,13 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
   switch (m.kind) {
   case GemmMatch::Kind::I8I8I32:
     return Family{m, i8, 4, i32, "tensor_core_s8"};
-  case GemmMatch::Kind::F8F8F32:
-    return Family{m, i8, 4, f32,
-                  m.block ? "tensor_core_f8_block_scaled"
-                          : "tensor_core_f8"};
+  case GemmMatch::Kind::F8F8F32: {
+    if (!m.block)
+      return Family{m, i8, 4, f32, "tensor_core_f8"};
+    if (isUE8M0Product(op, m))
+      return Family{m, i8, 4, f32, "tensor_core_f8_ue8m0_scaled", true};
+    return Family{m, i8, 4, f32, "tensor_core_f8_block_scaled"};
+  }
   case GemmMatch::Kind::FloatF32: {
     // f16 operands as stored. f32 ones are not rounded (SIMT); bf16 ones
     // too, as MLIR 22's nvgpu-to-nvvm cannot type a bf16 mma.sync.
@@ -146,15 +246,8 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
 Value blockScaleAt(OpBuilder &b, linalg::GenericOp op, const Family &family,
                    Value rowScale, Value colScale) {
   Block &body = op.getRegion().front();
-  llvm::SmallPtrSet<Operation *, 16> slice;
-  SmallVector<Value> work = {family.match.blockScale};
-  while (!work.empty()) {
-    Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || def->getBlock() != &body || !slice.insert(def).second)
-      continue;
-    for (Value v : def->getOperands())
-      work.push_back(v);
-  }
+  llvm::SmallPtrSet<Operation *, 16> slice =
+      bodySlice(op, family.match.blockScale);
   IRMapping map;
   map.map(body.getArgument(2), rowScale);
   map.map(body.getArgument(3), colScale);
@@ -311,13 +404,24 @@ struct TensorCoreGemmPass
       return MemRefType::get({tileRows * kRowWords}, b.getI32Type(),
                              MemRefLayoutAttrInterface(), workgroup);
     };
+    SmallVector<Type> tiles = {tileType(kBlockM), tileType(kBlockN)};
+    auto scaleTileType = [&](int64_t count) {
+      return MemRefType::get({count}, b.getI8Type(),
+                             MemRefLayoutAttrInterface(), workgroup);
+    };
+    if (family.ue8m0Scales)
+      tiles.append({scaleTileType(kBlockM), scaleTileType(kBlockN)});
     auto launch = gpu::LaunchOp::create(
         b, loc, gridX, gridY, one, h.idx(kThreads), one, one,
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
-        /*asyncDependencies=*/{},
-        TypeRange{tileType(kBlockM), tileType(kBlockN)});
+        /*asyncDependencies=*/{}, tiles);
     Value tileA = launch.getWorkgroupAttributions()[0];
     Value tileB = launch.getWorkgroupAttributions()[1];
+    Value scaleTileA, scaleTileB;
+    if (family.ue8m0Scales) {
+      scaleTileA = launch.getWorkgroupAttributions()[2];
+      scaleTileB = launch.getWorkgroupAttributions()[3];
+    }
     b.setInsertionPointToStart(&launch.getBody().front());
     gpu::TerminatorOp::create(b, loc);
     b.setInsertionPointToStart(&launch.getBody().front());
@@ -398,12 +502,28 @@ struct TensorCoreGemmPass
       copy(bm, cols, blockN, tileB, kBlockN);
       Value acc = loop.getRegionIterArgs()[0];
       Value next;
-      if (family.match.block) {
+      if (family.ue8m0Scales) {
+        // This K step's scale byte of every tile row and column; outside
+        // the operands 127 (a factor of 1 on zero products, never NaN).
+        Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+        Value neutral = arith::ConstantIntOp::create(b, loc, b.getI8Type(), 127);
+        Value numBlocks = b.createOrFold<memref::DimOp>(loc, scalesA, 1);
+        Value aRow = arith::RemUIOp::create(b, loc, tid, h.idx(kBlockM));
+        Value sa = h.loadOrZero(scalesA, h.add(blockM, aRow), kb, rows,
+                                numBlocks, neutral);
+        memref::StoreOp::create(b, loc, sa, scaleTileA, ValueRange{aRow});
+        Value sb = h.loadOrZero(scalesB, h.add(blockN, tid), kb, cols,
+                                numBlocks, neutral);
+        memref::StoreOp::create(b, loc, sb, scaleTileB, ValueRange{tid});
+        next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc,
+                                      scaleTileA, scaleTileB, family.mmaA(),
+                                      family.mmaB());
+      } else if (family.match.block) {
         // One scale block per K step: the block's partial sums, rescaled
         // in f32 and added to the accumulators.
         Value partial = WarpgroupMmaOp::create(
-            b, loc, accType, tileA, tileB, Value(), family.mmaA(),
-            family.mmaB());
+            b, loc, accType, tileA, tileB, Value(), Value(), Value(),
+            family.mmaA(), family.mmaB());
         Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
         Value rowScales[2] = {h.loadClamped(scalesA, row0, kb),
                               h.loadClamped(scalesA, row1, kb)};
@@ -425,7 +545,8 @@ struct TensorCoreGemmPass
         next = vector::FromElementsOp::create(b, loc, accType, sums);
       } else {
         next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc,
-                                      family.mmaA(), family.mmaB());
+                                      Value(), Value(), family.mmaA(),
+                                      family.mmaB());
       }
       // The next step overwrites the tiles the MMA read.
       gpu::BarrierOp::create(b, loc);

@@ -3,8 +3,8 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefix=F16
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_86}))' | FileCheck %s --check-prefix=F16
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_90a}))' | FileCheck %s --check-prefix=WGMMA
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefix=SYNC
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_120a}))' | FileCheck %s --check-prefix=SYNC
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefixes=SYNC,RESCALE
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_120a}))' | FileCheck %s --check-prefixes=SYNC,BLOCKSCALE
 // RUN: not comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_75}))' 2>&1 | FileCheck %s --check-prefix=BADARCH
 // BADARCH: error: comfyquant-gpu-lower-mma: unknown arch 'sm_75'
 
@@ -238,6 +238,64 @@ gpu.module @kernels {
   gpu.func @tile_zero_acc(%out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
     %zero = arith.constant dense<0.0> : vector<16x2x2xf32>
     %d = comfyquant.warpgroup_mma %a, %b, %zero : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// UE8M0 block scales (MXFP8). sm_120a: per 8 columns one block-scaled
+// m16n8k32 (kind::mxf8f6f4, scale_vec x1, ue8m0) onto the accumulator;
+// lane 4g + t passes the scale byte of A row 16w + g + 8 (t & 1) and of B
+// column 8j + g, selectors (0, 0).
+// NATIVE-LABEL: gpu.func @tile_ue8m0
+// BLOCKSCALE-LABEL: gpu.func @tile_ue8m0
+// BLOCKSCALE:         %[[TID:.*]] = gpu.thread_id x
+// BLOCKSCALE:         %[[TLOW:.*]] = arith.andi %{{.*}}, %c1
+// BLOCKSCALE:         %[[EIGHT:.*]] = arith.muli %[[TLOW]], %c8
+// BLOCKSCALE:         %[[AROW:.*]] = arith.addi %{{.*}}, %[[EIGHT]]
+// BLOCKSCALE:         %[[SAB:.*]] = memref.load %arg4[%[[AROW]]] : memref<64xi8, #gpu.address_space<workgroup>>
+// BLOCKSCALE-NEXT:    %[[SA:.*]] = arith.extui %[[SAB]] : i8 to i32
+// BLOCKSCALE-NEXT:    %[[SBB:.*]] = memref.load %arg5[%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
+// BLOCKSCALE-NEXT:    %[[SB:.*]] = arith.extui %[[SBB]] : i8 to i32
+// BLOCKSCALE:         nvvm.mma.block_scale A[{{.*}}] B[{{.*}}] C[{{.*}}] scaleA[%[[SA]], %{{.*}}, %{{.*}}] scaleB[%[[SB]], %{{.*}}, %{{.*}}] {blockScaleFormat = #nvvm.block_scale_format<ue8m0>, kind = #nvvm.block_scale_kind<mxf8f6f4>, multiplicandAPtxType = #nvvm.mma_type<e4m3>, multiplicandBPtxType = #nvvm.mma_type<e4m3>, scaleVecSize = #nvvm.scale_vec_size<x1>, shape = #nvvm.shape<m = 16, n = 8, k = 32>}
+// BLOCKSCALE-COUNT-15: nvvm.mma.block_scale
+// BLOCKSCALE-NOT:     comfyquant.mma_fp8
+//
+// Without a block-scaled MMA (sm_80 here; sm_89, sm_90a, sm_100a alike):
+// the fragment's product from zero, then per element acc + p * (UE8M0(row)
+// * UE8M0(col)), the decode being 2^(s - 127) with 0 -> 2^-127 and
+// 0xFF -> NaN.
+// RESCALE-LABEL: gpu.func @tile_ue8m0
+// RESCALE:         %[[P:.*]] = nvgpu.mma.sync
+// RESCALE:         %[[Q:.*]] = nvgpu.mma.sync(%{{.*}}, %{{.*}}, %[[P]])
+// RESCALE:         %[[RC:.*]] = memref.load %arg4[%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
+// RESCALE-NEXT:    %[[RE:.*]] = arith.extui %[[RC]] : i8 to i32
+// RESCALE-NEXT:    %[[C23:.*]] = arith.constant 23 : i32
+// RESCALE-NEXT:    %[[RBITS:.*]] = arith.shli %[[RE]], %[[C23]]
+// RESCALE:         arith.constant 4194304 : i32
+// RESCALE:         arith.constant 2143289344 : i32
+// RESCALE:         %[[RF:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// RESCALE:         memref.load %arg5[%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
+// RESCALE:         %[[CF:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// RESCALE-NEXT:    %[[F:.*]] = arith.mulf %[[RF]], %[[CF]] : f32
+// RESCALE-NEXT:    %[[PV:.*]] = vector.extract %[[Q]][0, 0]
+// RESCALE-NEXT:    %[[T:.*]] = arith.mulf %[[PV]], %[[F]] : f32
+// RESCALE-NEXT:    %[[OLD:.*]] = vector.extract %{{.*}}[0, 0]
+// RESCALE-NEXT:    arith.addf %[[OLD]], %[[T]] : f32
+// RESCALE-NOT:     nvvm.mma.block_scale
+//
+// sm_90a: one wgmma from zero, then the same rescale per fragment.
+// WGMMA-LABEL: gpu.func @tile_ue8m0
+// WGMMA:         nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// WGMMA:         nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA-COUNT-64: arith.mulf %{{.*}}, %{{.*}} : f32
+// WGMMA-NOT:     nvvm.mma.block_scale
+gpu.module @kernels {
+  gpu.func @tile_ue8m0(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<64xi8, #gpu.address_space<workgroup>>, %sb : memref<128xi8, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
     %c0 = arith.constant 0 : index
     vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
     gpu.return

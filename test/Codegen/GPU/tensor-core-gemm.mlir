@@ -148,6 +148,125 @@ func.func @mxfp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2
 
 // -----
 
+// MXFP8 as the conversion builds it: the scale factor is the product of
+// two UE8M0 decodes (2^(s - 127), 2^-127 for 0, NaN for 0xFF), checked by
+// evaluating each decode for all 256 codes. The raw scale bytes of the K
+// step go to two more workgroup tiles (127, a factor of 1, outside the
+// operands) and reach warpgroup_mma, which takes the block-scaled MMA on
+// sm_120a and rescales the step's partial sums elsewhere.
+// CHECK-LABEL: func.func @mxfp8_ue8m0
+// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f8_ue8m0_scaled"
+// CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<64xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<128xi8, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK:             %[[KB:.*]] = arith.divui %[[K]], %c32
+// CHECK:             %[[C127:.*]] = arith.constant 127 : i8
+// CHECK:             %[[RAW:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
+// CHECK:             arith.select %{{.*}}, %[[RAW]], %[[C127]] : i8
+// CHECK:             memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
+// CHECK:             memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x2xi8>
+// CHECK:             memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
+// CHECK:             %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] scales(%[[SA]], %[[SB]] : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E5M2
+// CHECK-NEXT:        gpu.barrier
+// CHECK-NEXT:        scf.yield %[[D]]
+// PTX80:   .target sm_80
+// PTX80-COUNT-32: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX90:   .target sm_90a
+// PTX90-SAME: setp.ne.b32 p, 0, 0;\0Awgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2
+// PTX90-SAME: wgmma.wait_group.sync.aligned
+// PTX120:  .target sm_120a
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e5m2.f32.ue8m0
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 32)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 32)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @mxfp8_ue8m0(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2xi8>, %sb: memref<24x2xi8>, %c: memref<?x24xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c23 = arith.constant 23 : i32
+  %c255 = arith.constant 255 : i32
+  %sub = arith.constant 4194304 : i32
+  %nan = arith.constant 2143289344 : i32
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x64xi8>, memref<24x64xi8>, memref<?x2xi8>, memref<24x2xi8>) outs(%c : memref<?x24xf32>) {
+  ^bb0(%x: i8, %w: i8, %xs: i8, %ws: i8, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.extf %0 : f8E4M3FN to f32
+    %2 = arith.bitcast %w : i8 to f8E5M2
+    %3 = arith.extf %2 : f8E5M2 to f32
+    %4 = arith.mulf %1, %3 : f32
+    %5 = arith.extui %xs : i8 to i32
+    %6 = arith.shli %5, %c23 : i32
+    %7 = arith.cmpi eq, %5, %c0 : i32
+    %8 = arith.select %7, %sub, %6 : i32
+    %9 = arith.cmpi eq, %5, %c255 : i32
+    %10 = arith.select %9, %nan, %8 : i32
+    %11 = arith.bitcast %10 : i32 to f32
+    %12 = arith.extui %ws : i8 to i32
+    %13 = arith.shli %12, %c23 : i32
+    %14 = arith.cmpi eq, %12, %c0 : i32
+    %15 = arith.select %14, %sub, %13 : i32
+    %16 = arith.cmpi eq, %12, %c255 : i32
+    %17 = arith.select %16, %nan, %15 : i32
+    %18 = arith.bitcast %17 : i32 to f32
+    %19 = arith.mulf %11, %18 : f32
+    %20 = arith.mulf %4, %19 : f32
+    %21 = arith.addf %acc, %20 : f32
+    linalg.yield %21 : f32
+  }
+  return
+}
+
+// -----
+
+// Almost UE8M0: code 0xFF decodes to +inf, not NaN. The scale stays the
+// body's own, applied in f32 at formation (no scale tiles, no
+// block-scaled MMA).
+// CHECK-LABEL: func.func @mxfp8_not_ue8m0
+// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f8_block_scaled"
+// CHECK-NOT:     memref<64xi8, #gpu.address_space<workgroup>>
+// CHECK:         comfyquant.warpgroup_mma %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
+// PTX80:   .target sm_80
+// PTX80-COUNT-32: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX90:   .target sm_90a
+// PTX90-SAME: wgmma.wait_group.sync.aligned
+// PTX120:  .target sm_120a
+// PTX120-NOT: block_scale
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 32)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 32)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @mxfp8_not_ue8m0(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2xi8>, %sb: memref<24x2xi8>, %c: memref<?x24xf32>) {
+  %c0 = arith.constant 0 : i32
+  %c23 = arith.constant 23 : i32
+  %sub = arith.constant 4194304 : i32
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x64xi8>, memref<24x64xi8>, memref<?x2xi8>, memref<24x2xi8>) outs(%c : memref<?x24xf32>) {
+  ^bb0(%x: i8, %w: i8, %xs: i8, %ws: i8, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.extf %0 : f8E4M3FN to f32
+    %2 = arith.bitcast %w : i8 to f8E4M3FN
+    %3 = arith.extf %2 : f8E4M3FN to f32
+    %4 = arith.mulf %1, %3 : f32
+    %5 = arith.extui %xs : i8 to i32
+    %6 = arith.shli %5, %c23 : i32
+    %7 = arith.cmpi eq, %5, %c0 : i32
+    %8 = arith.select %7, %sub, %6 : i32
+    %11 = arith.bitcast %8 : i32 to f32
+    %12 = arith.extui %ws : i8 to i32
+    %13 = arith.shli %12, %c23 : i32
+    %14 = arith.cmpi eq, %12, %c0 : i32
+    %15 = arith.select %14, %sub, %13 : i32
+    %18 = arith.bitcast %15 : i32 to f32
+    %19 = arith.mulf %11, %18 : f32
+    %20 = arith.mulf %4, %19 : f32
+    %21 = arith.addf %acc, %20 : f32
+    linalg.yield %21 : f32
+  }
+  return
+}
+
+// -----
+
 // A scale that reads the accumulator is not a block scale.
 // CHECK-LABEL: func.func @not_block_scale
 // CHECK-NOT:     comfyquant.gpu.gemm

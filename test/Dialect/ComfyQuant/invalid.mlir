@@ -2566,3 +2566,19 @@ func.func @warpgroup_mma_b(%a: memref<512xi32>, %b: memref<?xi32>) -> vector<16x
   %d = comfyquant.warpgroup_mma %a, %b : f16 x f16 : memref<512xi32>, memref<?xi32> -> vector<16x2x2xf32>
   return %d : vector<16x2x2xf32>
 }
+
+// -----
+
+func.func @warpgroup_mma_scales_not_fp8(%a: memref<512xi32>, %b: memref<1024xi32>, %sa: memref<64xi8>, %sb: memref<128xi8>) -> vector<16x2x2xi32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op scales apply to FP8 operands only}}
+  %d = comfyquant.warpgroup_mma %a, %b scales(%sa, %sb : memref<64xi8>, memref<128xi8>) : i8 x i8 : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xi32>
+  return %d : vector<16x2x2xi32>
+}
+
+// -----
+
+func.func @warpgroup_mma_scales_count(%a: memref<512xi32>, %b: memref<1024xi32>, %sa: memref<64xi8>, %sb: memref<64xi8>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op scales must be one byte per row of A (64) and per column of B (128)}}
+  %d = comfyquant.warpgroup_mma %a, %b scales(%sa, %sb : memref<64xi8>, memref<64xi8>) : f8E4M3FN x f8E4M3FN : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}

@@ -697,9 +697,11 @@ func.func @mma_fp8(%a: vector<4x4xi8>, %b: vector<2x4xi8>, %c: vector<2x2xf32>) 
 // CHECK:         comfyquant.warpgroup_mma %arg0, %arg1, %arg2 : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
 // CHECK:         comfyquant.warpgroup_mma %arg0, %arg1 : f8E5M2 x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
 // CHECK:         comfyquant.warpgroup_mma %arg0, %arg3 : f16 x f16 : memref<512xi32, #gpu.address_space<workgroup>>, memref<512xi32, #gpu.address_space<workgroup>> -> vector<8x2x2xf32>
-func.func @warpgroup_mma(%a: memref<512xi32, #gpu.address_space<workgroup>>, %b: memref<1024xi32, #gpu.address_space<workgroup>>, %c: vector<16x2x2xi32>, %b64: memref<512xi32, #gpu.address_space<workgroup>>) -> (vector<16x2x2xi32>, vector<16x2x2xf32>, vector<8x2x2xf32>) {
+// CHECK:         comfyquant.warpgroup_mma %arg0, %arg1, %{{.*}} scales(%arg4, %arg5 : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+func.func @warpgroup_mma(%a: memref<512xi32, #gpu.address_space<workgroup>>, %b: memref<1024xi32, #gpu.address_space<workgroup>>, %c: vector<16x2x2xi32>, %b64: memref<512xi32, #gpu.address_space<workgroup>>, %sa: memref<64xi8, #gpu.address_space<workgroup>>, %sb: memref<128xi8, #gpu.address_space<workgroup>>) -> (vector<16x2x2xi32>, vector<16x2x2xf32>, vector<8x2x2xf32>, vector<16x2x2xf32>) {
   %d = comfyquant.warpgroup_mma %a, %b, %c : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
   %e = comfyquant.warpgroup_mma %a, %b : f8E5M2 x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
   %f = comfyquant.warpgroup_mma %a, %b64 : f16 x f16 : memref<512xi32, #gpu.address_space<workgroup>>, memref<512xi32, #gpu.address_space<workgroup>> -> vector<8x2x2xf32>
-  return %d, %e, %f : vector<16x2x2xi32>, vector<16x2x2xf32>, vector<8x2x2xf32>
+  %g = comfyquant.warpgroup_mma %a, %b, %e scales(%sa, %sb : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+  return %d, %e, %f, %g : vector<16x2x2xi32>, vector<16x2x2xf32>, vector<8x2x2xf32>, vector<16x2x2xf32>
 }

@@ -9,6 +9,8 @@
 #ifndef COMFYQUANT_CODEGEN_CPU_CPUCODEGEN_H
 #define COMFYQUANT_CODEGEN_CPU_CPUCODEGEN_H
 
+#include "comfyquant/runtime/Targets.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -17,14 +19,9 @@
 namespace mlir {
 namespace comfyquant {
 
-/// A CPU the artifact has kernels for.
-struct CPUVariant {
-  const char *name;      ///< manifest name: "x86-64-v3", "avx512-vnni", "amx"
-  const char *shortName; ///< entry-symbol suffix: "v3", "vnni", "amx"
-  const char *cpu;       ///< LLVM -mcpu
-  const char *features;  ///< extra LLVM target features
-  int vectorBits;        ///< widest vector the micro-kernels use
-};
+/// A CPU kernel variant: the runtime's table (comfyquant/runtime/Targets.h)
+/// is the one list the compiler, the runtime and lit read.
+using CPUVariant = ::comfyquant::rt::CpuVariantInfo;
 
 /// All variants, from the most portable to the most specific.
 const std::vector<CPUVariant> &getCPUVariants();

@@ -8,6 +8,8 @@
 #ifndef COMFYQUANT_CODEGEN_GPU_GPUCODEGEN_H
 #define COMFYQUANT_CODEGEN_GPU_GPUCODEGEN_H
 
+#include "comfyquant/runtime/Targets.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -17,15 +19,9 @@ namespace mlir {
 class DialectRegistry;
 namespace comfyquant {
 
-/// An NVIDIA architecture the artifact has kernels for.
-struct CUDAArch {
-  const char *name;       ///< "sm_90a": manifest name and ptxas -arch
-  int computeCapability;  ///< 90 (major * 10 + minor)
-  int ptxVersion;         ///< 84 for PTX ISA 8.4
-  bool archSpecific;      ///< "a" arch: PTX runs only on this capability
-  bool fp8Mma;            ///< mma.sync with e4m3/e5m2 operands (sm_89+)
-  bool wgmma;             ///< warpgroup wgmma.mma_async (sm_90a only)
-};
+/// An NVIDIA architecture the artifact has kernels for: the runtime's table
+/// (comfyquant/runtime/Targets.h).
+using CUDAArch = ::comfyquant::rt::CudaArchInfo;
 
 /// Every supported arch, oldest first.
 const std::vector<CUDAArch> &getCUDAArchs();

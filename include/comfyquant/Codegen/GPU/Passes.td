@@ -73,10 +73,14 @@ def ComfyQuantGPUTensorCoreGemm
     one of:
     * i8 x i8 -> i32 (every integer format after decoding);
     * FP8 codes (i8 widened through f8E4M3FN/f8E5M2 in the body) -> f32;
-      with block scales of 32 (MXFP8) each K step's product starts from
-      zero and its partial sums are multiplied by the body's scale factor
-      of (row, block) and (column, block) before they are added to the f32
-      accumulators;
+      with block scales of 32 (MXFP8): when the body's scale factor is
+      UE8M0(row scale) * UE8M0(column scale) (each decode is folded for all
+      256 codes and compared), the step's raw scale bytes are copied to two
+      more workgroup tiles and given to `comfyquant.warpgroup_mma`, a
+      block-scaled MMA where the arch has one; for any other scale function
+      each K step's product starts from zero and its partial sums are
+      multiplied by the body's factor of (row, block) and (column, block)
+      before they are added to the f32 accumulators;
     * f16 x f16 -> f32 (NVFP4 decoded exactly to f16; bf16 stays SIMT:
       MLIR 22 cannot lower a bf16 mma.sync).
     Each K step of 32 bytes (32 8-bit codes, 16 f16), the block copies its
@@ -124,7 +128,10 @@ def ComfyQuantGPULowerMma
     the tensor cores and a barrier; it waits for its group, so the result
     is in registers. Elsewhere each warp loads its fragments from workgroup
     memory and issues one m16n8 MMA per 8 columns: `nvgpu.mma.sync` s8
-    m16n8k32 or f16 m16n8k16, or `comfyquant.mma_fp8`.
+    m16n8k32 or f16 m16n8k16, or `comfyquant.mma_fp8`. With UE8M0 scale
+    tiles, sm_120a issues `nvvm.mma.block_scale` m16n8k32 kind::mxf8f6f4
+    (scale_vec x1); elsewhere the product starts from zero and each element
+    is added to the accumulator times UE8M0(row) * UE8M0(column) in f32.
 
     On archs with FP8 `mma.sync` (sm_89 and later) each
     `comfyquant.mma_fp8` becomes `nvvm.inline_ptx` of

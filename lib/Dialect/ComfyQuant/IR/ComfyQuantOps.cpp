@@ -770,6 +770,20 @@ LogicalResult WarpgroupMmaOp::verify() {
     return emitOpError("b must hold N = ") << n << " rows of 32 bytes";
   if (getAcc() && getAcc().getType() != getResult().getType())
     return emitOpError("acc must have the result type");
+  if (!getAScales() != !getBScales())
+    return emitOpError("takes both scale tiles or neither");
+  if (getAScales()) {
+    if (!fp8)
+      return emitOpError("scales apply to FP8 operands only");
+    auto count = [](Value v) {
+      auto t = cast<MemRefType>(v.getType());
+      return t.hasStaticShape() ? t.getNumElements() : int64_t(-1);
+    };
+    if (count(getAScales()) != kRows || count(getBScales()) != n)
+      return emitOpError("scales must be one byte per row of A (64) and "
+                         "per column of B (")
+             << n << ")";
+  }
   return success();
 }
 

@@ -517,6 +517,7 @@ def ComfyQuant_MmaFP8Op : ComfyQuant_Op<"mma_fp8", [Pure,
 }
 
 def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
+    AttrSizedOperandSegments,
     OptionalTypesMatchWith<"acc has the result type", "result", "acc",
                            "$_self">]> {
   let summary = "Block-level 64 x N multiply-accumulate of one 32-byte K "
@@ -539,6 +540,14 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
     m16n8 fragments per warp and the accumulator layout of `wgmma`
     m64nN. Without `acc` the product starts from zero.
 
+    With `scales` (FP8 operands only: MXFP8, whose scale block is the K
+    step), `a_scales[row]` and `b_scales[col]` are UE8M0 bytes in
+    workgroup memory (2^(s - 127); 0xFF is NaN), one per row of A and
+    column of B for this K step, and the result is
+    `acc + (A · Bᵀ)[m, n] · (2^(a_scales[m] - 127) · 2^(b_scales[n] - 127))`:
+    the block-scaled MMA where the arch has one (sm_120a), elsewhere the
+    step's f32 partial sums times the f32 product of the two factors.
+
     Kernel formation emits it for every arch; `comfyquant-gpu-lower-mma`
     makes it `wgmma.mma_async` with shared-memory descriptors on sm_90a and
     per-warp fragment loads plus `mma.sync` elsewhere.
@@ -553,10 +562,17 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
   let arguments = (ins Arg<MemRefRankOf<[I32], [1]>, "A tile", [MemRead]>:$a,
                        Arg<MemRefRankOf<[I32], [1]>, "B tile", [MemRead]>:$b,
                        Optional<VectorOfRankAndType<[3], [F32, I32]>>:$acc,
+                       Arg<Optional<MemRefRankOf<[I8], [1]>>, "A scales",
+                           [MemRead]>:$a_scales,
+                       Arg<Optional<MemRefRankOf<[I8], [1]>>, "B scales",
+                           [MemRead]>:$b_scales,
                        TypeAttr:$a_type, TypeAttr:$b_type);
   let results = (outs VectorOfRankAndType<[3], [F32, I32]>:$result);
   let assemblyFormat = [{
-    $a `,` $b (`,` $acc^)? `:` $a_type `x` $b_type attr-dict
+    $a `,` $b (`,` $acc^)?
+    (`scales` `(` $a_scales^ `,` $b_scales `:` type($a_scales) `,`
+     type($b_scales) `)`)?
+    `:` $a_type `x` $b_type attr-dict
     `:` type($a) `,` type($b) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -1,0 +1,56 @@
+//===- Targets.h - the CPU variants and CUDA archs kernels exist for -*- C++ -*-===//
+//
+// One table of what comfyquant compiles for, read by the compiler (LLVM CPU
+// and features, vector width; PTX version and tensor-core instructions per
+// arch), by the runtime (which CPU features a variant needs, the order in
+// which variants are preferred) and by the test configuration (through
+// `comfyquant-run --cpu-variants`). A name here is the name in a manifest.
+//===----------------------------------------------------------------------===//
+#ifndef COMFYQUANT_RUNTIME_TARGETS_H
+#define COMFYQUANT_RUNTIME_TARGETS_H
+
+#include <string>
+#include <vector>
+
+namespace comfyquant::rt {
+
+/// An x86-64 kernel variant. Each variant needs everything the one before
+/// it in cpuVariants() needs, and more.
+struct CpuVariantInfo {
+  const char *name;      ///< manifest name: "x86-64-v3", "avx512-vnni", "amx"
+  const char *shortName; ///< entry-symbol suffix: "v3", "vnni", "amx"
+  const char *cpu;       ///< LLVM -mcpu
+  const char *features;  ///< extra LLVM target features
+  int vectorBits;        ///< widest vector the micro-kernels use
+  /// Uses AMX tiles: Linux grants the tile data per process on request.
+  bool amxTiles;
+};
+
+/// Every CPU variant, from the most portable to the most specific.
+const std::vector<CpuVariantInfo> &cpuVariants();
+/// nullptr for an unknown name.
+const CpuVariantInfo *findCpuVariant(const std::string &name);
+/// Its position in cpuVariants() (-1 for an unknown name).
+int cpuVariantLevel(const std::string &name);
+
+/// An NVIDIA architecture kernels are compiled for.
+struct CudaArchInfo {
+  const char *name;      ///< "sm_90a": manifest name and ptxas -arch
+  int computeCapability; ///< 90 (major * 10 + minor)
+  int ptxVersion;        ///< 84 for PTX ISA 8.4
+  bool archSpecific;     ///< "a" arch: its code runs on this capability only
+  bool fp8Mma;           ///< mma.sync with e4m3/e5m2 operands (sm_89+)
+  bool wgmma;            ///< warpgroup wgmma.mma_async (sm_90a only)
+  /// Warp-level block-scaled MMA (mma.sync kind::mxf8f6f4 .block_scale):
+  /// sm_120a only (sm_100a has block scaling in tcgen05 alone).
+  bool blockScaledMma;
+};
+
+/// Every CUDA arch, oldest first.
+const std::vector<CudaArchInfo> &cudaArchs();
+/// nullptr for an unknown name.
+const CudaArchInfo *findCudaArch(const std::string &name);
+
+} // namespace comfyquant::rt
+
+#endif // COMFYQUANT_RUNTIME_TARGETS_H

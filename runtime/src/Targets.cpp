@@ -1,0 +1,51 @@
+//===- Targets.cpp - the CPU variants and CUDA archs kernels exist for ---===//
+#include "comfyquant/runtime/Targets.h"
+
+namespace comfyquant::rt {
+
+const std::vector<CpuVariantInfo> &cpuVariants() {
+  // x86-64-v3: Haswell, Zen 1 and later. avx512-vnni: Cascade Lake, Ice
+  // Lake, Zen 4. amx: Sapphire Rapids and later.
+  static const std::vector<CpuVariantInfo> variants = {
+      {"x86-64-v3", "v3", "x86-64-v3", "", 256, false},
+      {"avx512-vnni", "vnni", "cascadelake", "", 512, false},
+      {"amx", "amx", "sapphirerapids", "", 512, true},
+  };
+  return variants;
+}
+
+const CpuVariantInfo *findCpuVariant(const std::string &name) {
+  int level = cpuVariantLevel(name);
+  return level < 0 ? nullptr : &cpuVariants()[level];
+}
+
+int cpuVariantLevel(const std::string &name) {
+  const std::vector<CpuVariantInfo> &all = cpuVariants();
+  for (size_t i = 0; i < all.size(); ++i)
+    if (name == all[i].name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+const std::vector<CudaArchInfo> &cudaArchs() {
+  // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
+  // needs 8.8. wgmma exists on sm_90a alone (Blackwell has tcgen05).
+  static const std::vector<CudaArchInfo> archs = {
+      {"sm_80", 80, 84, false, false, false, false},
+      {"sm_86", 86, 84, false, false, false, false},
+      {"sm_89", 89, 84, false, true, false, false},
+      {"sm_90a", 90, 84, true, true, true, false},
+      {"sm_100a", 100, 88, true, true, false, false},
+      {"sm_120a", 120, 88, true, true, false, true},
+  };
+  return archs;
+}
+
+const CudaArchInfo *findCudaArch(const std::string &name) {
+  for (const CudaArchInfo &a : cudaArchs())
+    if (name == a.name)
+      return &a;
+  return nullptr;
+}
+
+} // namespace comfyquant::rt
