@@ -1,10 +1,10 @@
 //===- Session.cpp - run compiled modules on a mapped checkpoint ----------===//
 #include "comfyquant/runtime/Session.h"
 
-#include "comfyquant/runtime/CpuFeatures.h"
-#include "comfyquant/runtime/Targets.h"
-#include "comfyquant/runtime/Error.h"
 #include "MemRefDescriptor.h"
+#include "comfyquant/runtime/CpuFeatures.h"
+#include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/Targets.h"
 #include "comfyquant/runtime/ThreadPool.h"
 #include "cuda/CudaExecutor.h"
 

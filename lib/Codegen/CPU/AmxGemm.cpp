@@ -612,8 +612,8 @@ struct AmxGemmPass
     EmulationPlan plan;
     getOperation().walk([&](linalg::GenericOp op) {
       std::optional<GemmConfig> c = readGemmConfig(op);
-      if (c && (c->ukernel == "i8-amx" || c->ukernel == "i8-amx-emulated"))
-        todo.push_back({op, c->ukernel == "i8-amx-emulated"});
+      if (c && c->isAmx())
+        todo.push_back({op, c->ukernel == CpuMicroKernel::i8_amx_emulated});
     });
     for (auto [op, emulate] : todo)
       if (failed(rewrite(op, emulate ? &plan : nullptr)))

@@ -3,21 +3,32 @@
 #define COMFYQUANT_LIB_CODEGEN_CPU_GEMMCONFIG_H
 
 #include "comfyquant/Codegen/Common/Gemm.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include <optional>
 #include <string>
 
 namespace mlir::comfyquant::detail {
 
-/// The `comfyquant.gemm` decision.
+/// The `comfyquant.gemm` decision (a #comfyquant.cpu_gemm) as plain values.
 struct GemmConfig {
-  std::string ukernel;
+  CpuMicroKernel ukernel = CpuMicroKernel::f32_fma;
   int64_t mr = 1, nr = 1, kv = 1, mc = 64;
+
+  bool isAmx() const {
+    return ukernel == CpuMicroKernel::i8_amx ||
+           ukernel == CpuMicroKernel::i8_amx_emulated;
+  }
 };
 
+/// The op's `comfyquant.gemm` config, if it has a CPU one.
 std::optional<GemmConfig> readGemmConfig(Operation *op);
 
-DictionaryAttr gemmConfigAttr(MLIRContext *ctx, const GemmConfig &c);
+CpuGemmAttr gemmConfigAttr(MLIRContext *ctx, const GemmConfig &c);
+
+/// A micro-kernel named as on the command line ("i8-amx-emulated") or as in
+/// IR ("i8_amx_emulated").
+std::optional<CpuMicroKernel> parseMicroKernel(llvm::StringRef name);
 
 } // namespace mlir::comfyquant::detail
 

@@ -27,7 +27,8 @@ struct PrepareABIPass
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.isPublic())
         continue;
-      FailureOr<bool> addedY = comfyquant::detail::makeDestinationPassing(func);
+      FailureOr<bool> addedY =
+          mlir::comfyquant::detail::makeDestinationPassing(func);
       if (failed(addedY))
         return signalPassFailure();
       // Columns [begin, end) of y to compute: the runtime may split N

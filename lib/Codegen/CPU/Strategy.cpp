@@ -9,6 +9,8 @@ namespace mlir::comfyquant {
 #include "comfyquant/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::comfyquant
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::comfyquant;
 using namespace mlir::comfyquant::detail;
@@ -31,37 +33,28 @@ const CPUVariant *mlir::comfyquant::lookupCPUVariant(StringRef name) {
 
 std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
     Operation *op) {
-  auto d = op->getAttrOfType<DictionaryAttr>("comfyquant.gemm");
-  if (!d)
+  auto attr = op->getAttrOfType<CpuGemmAttr>("comfyquant.gemm");
+  if (!attr)
     return std::nullopt;
   GemmConfig c;
-  auto uk = d.getAs<StringAttr>("ukernel");
-  auto get = [&](StringRef n) -> std::optional<int64_t> {
-    if (auto a = d.getAs<IntegerAttr>(n))
-      return a.getInt();
-    return std::nullopt;
-  };
-  auto mr = get("mr"), nr = get("nr"), kv = get("kv"), mc = get("mc");
-  if (!uk || !mr || !nr || !kv || !mc)
-    return std::nullopt;
-  c.ukernel = uk.str();
-  c.mr = *mr;
-  c.nr = *nr;
-  c.kv = *kv;
-  c.mc = *mc;
+  c.ukernel = attr.getUkernel();
+  c.mr = attr.getMr();
+  c.nr = attr.getNr();
+  c.kv = attr.getKv();
+  c.mc = attr.getMc();
   return c;
 }
 
-DictionaryAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
-                                                        const GemmConfig &c) {
-  Builder b(ctx);
-  return b.getDictionaryAttr({
-      b.getNamedAttr("ukernel", b.getStringAttr(c.ukernel)),
-      b.getNamedAttr("mr", b.getI64IntegerAttr(c.mr)),
-      b.getNamedAttr("nr", b.getI64IntegerAttr(c.nr)),
-      b.getNamedAttr("kv", b.getI64IntegerAttr(c.kv)),
-      b.getNamedAttr("mc", b.getI64IntegerAttr(c.mc)),
-  });
+CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
+                                                     const GemmConfig &c) {
+  return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc);
+}
+
+std::optional<CpuMicroKernel>
+mlir::comfyquant::detail::parseMicroKernel(StringRef name) {
+  std::string spelling = name.str();
+  std::replace(spelling.begin(), spelling.end(), '-', '_');
+  return symbolizeCpuMicroKernel(spelling);
 }
 
 //===----------------------------------------------------------------------===//
@@ -92,44 +85,62 @@ struct SelectStrategyPass
     const bool amxVariant = v.amxTiles;
     const bool amxShape = m.n % 16 == 0 && m.k % 64 == 0;
     if (m.kind == GemmMatch::Kind::FloatF32) {
-      c.ukernel = "f32-fma";
+      c.ukernel = CpuMicroKernel::f32_fma;
       c.kv = v.vectorBits / 32;
     } else if (amxVariant && amxShape) {
       // 16 x 16 i32 tiles of C, 64-byte K steps (tdpbssd).
-      c.ukernel = "i8-amx";
+      c.ukernel = CpuMicroKernel::i8_amx;
       c.mr = 16;
       c.nr = 16;
       c.kv = 64;
     } else if (wide) {
-      c.ukernel = "i8-vnni";
+      c.ukernel = CpuMicroKernel::i8_vnni;
       c.kv = 64;
     } else {
-      c.ukernel = "i8-pmaddwd";
+      c.ukernel = CpuMicroKernel::i8_pmaddwd;
       c.kv = 16;
     }
     if (!ukernel.empty()) {
-      c.ukernel = ukernel;
+      std::optional<CpuMicroKernel> k = parseMicroKernel(ukernel);
+      if (!k)
+        return op.emitError("unknown micro-kernel '") << ukernel << "'";
+      c.ukernel = *k;
       bool f = m.kind == GemmMatch::Kind::FloatF32;
-      if (ukernel == "f32-fma" && f)
+      switch (*k) {
+      case CpuMicroKernel::f32_fma:
+        if (!f)
+          return op.emitError("micro-kernel '")
+                 << ukernel << "' does not apply to this GEMM";
         c.kv = v.vectorBits / 32;
-      else if (ukernel == "i8-generic" && !f)
+        break;
+      case CpuMicroKernel::i8_generic:
+      case CpuMicroKernel::i8_pmaddwd:
+        if (f)
+          return op.emitError("micro-kernel '")
+                 << ukernel << "' does not apply to this GEMM";
         c.kv = v.vectorBits / 16;
-      else if (ukernel == "i8-pmaddwd" && !f)
-        c.kv = v.vectorBits / 16;
-      else if ((ukernel == "i8-vnni" || ukernel == "i8-vnni-emulated") && !f)
+        break;
+      case CpuMicroKernel::i8_vnni:
+      case CpuMicroKernel::i8_vnni_emulated:
+        if (f)
+          return op.emitError("micro-kernel '")
+                 << ukernel << "' does not apply to this GEMM";
         c.kv = 64;
-      else if ((ukernel == "i8-amx" || ukernel == "i8-amx-emulated") && !f &&
-               amxShape)
+        break;
+      case CpuMicroKernel::i8_amx:
+      case CpuMicroKernel::i8_amx_emulated:
+        if (f || !amxShape)
+          return op.emitError("micro-kernel '")
+                 << ukernel << "' does not apply to this GEMM";
         c.mr = c.nr = 16, c.kv = 64;
-      else
-        return op.emitError("micro-kernel '")
-               << ukernel << "' does not apply to this GEMM";
-      if (ukernel == "i8-vnni" && !wide)
+        break;
+      }
+      if (*k == CpuMicroKernel::i8_vnni && !wide)
         return op.emitError("micro-kernel 'i8-vnni' needs a 512-bit variant");
-      if (ukernel == "i8-amx" && !amxVariant)
+      if (*k == CpuMicroKernel::i8_amx && !amxVariant)
         return op.emitError("micro-kernel 'i8-amx' needs the amx variant");
     }
-    const bool amxKernel = StringRef(c.ukernel).starts_with("i8-amx");
+    const bool amxKernel = c.isAmx();
     if (mr > 0 && !amxKernel)
       c.mr = mr;
     if (nr > 0 && !amxKernel)
@@ -142,17 +153,25 @@ struct SelectStrategyPass
   }
 
   void runOnOperation() override {
-    const CPUVariant *v = lookupCPUVariant(variant);
+    auto pinned =
+        getOperation()->getAttrOfType<TargetAttr>("comfyquant.target");
+    if (variant.empty() && pinned && pinned.getKind() != TargetKind::cpu) {
+      getOperation().emitError("the module's target ")
+          << pinned << " is not a CPU variant";
+      return signalPassFailure();
+    }
+    std::string name = !variant.empty() ? variant
+                       : pinned         ? pinned.getName().str()
+                                        : std::string("x86-64-v3");
+    const CPUVariant *v = lookupCPUVariant(name);
     if (!v) {
-      getOperation().emitError("unknown CPU variant '") << variant << "'";
+      getOperation().emitError("unknown CPU variant '") << name << "'";
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
-    Builder b(ctx);
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      SmallVector<Attribute> gemms;
       WalkResult r = func.walk([&](linalg::GenericOp op) {
         std::optional<GemmMatch> m = matchGemm(op);
         if (!m)
@@ -166,22 +185,13 @@ struct SelectStrategyPass
         GemmConfig c;
         if (failed(choose(*v, *m, op, c)))
           return WalkResult::interrupt();
-        DictionaryAttr d = gemmConfigAttr(ctx, c);
-        op->setAttr("comfyquant.gemm", d);
-        gemms.push_back(d);
+        op->setAttr("comfyquant.gemm", gemmConfigAttr(ctx, c));
         return WalkResult::advance();
       });
       if (r.wasInterrupted())
         return signalPassFailure();
-      func->setAttr(
-          "comfyquant.strategy",
-          b.getDictionaryAttr({
-              b.getNamedAttr("variant", b.getStringAttr(v->name)),
-              b.getNamedAttr("cpu", b.getStringAttr(v->cpu)),
-              b.getNamedAttr("features", b.getStringAttr(v->features)),
-              b.getNamedAttr("vector_bits", b.getI64IntegerAttr(v->vectorBits)),
-              b.getNamedAttr("gemms", b.getArrayAttr(gemms)),
-          }));
+      func->setAttr("comfyquant.target",
+                    TargetAttr::get(ctx, TargetKind::cpu, v->name));
     }
   }
 };

@@ -31,28 +31,25 @@ using namespace mlir::comfyquant;
 
 namespace {
 
-/// The lane count recorded by comfyquant-cpu-select-strategy (f32 lanes of
-/// the variant's vector registers).
+/// The lane count of the function's target (f32 lanes of the variant's
+/// vector registers), recorded by comfyquant-cpu-select-strategy.
 int64_t strategyLanes(func::FuncOp func) {
-  auto s = func->getAttrOfType<DictionaryAttr>("comfyquant.strategy");
-  if (!s)
-    return 0;
-  auto bits = s.getAs<IntegerAttr>("vector_bits");
-  return bits ? bits.getInt() / 32 : 0;
+  auto target = func->getAttrOfType<TargetAttr>("comfyquant.target");
+  const ::comfyquant::rt::CpuVariantInfo *v =
+      target ? target.getCpuVariant() : nullptr;
+  return v ? v->vectorBits / 32 : 0;
 }
 
-/// Records in the function's strategy which path the elementwise ops took:
-/// `elementwise = "vector"`, or `"vector+scalar"` when some tiles (short
-/// remainders, ops the vectorizer rejects) stay scalar loops.
+/// Records on a function with a target which path its elementwise ops
+/// took: `comfyquant.elementwise = "vector"`, or `"vector+scalar"` when
+/// some tiles (short remainders, ops the vectorizer rejects) stay scalar
+/// loops.
 void recordElementwisePath(func::FuncOp func, int64_t scalarTiles) {
-  auto s = func->getAttrOfType<DictionaryAttr>("comfyquant.strategy");
-  if (!s)
+  if (!func->hasAttr("comfyquant.target"))
     return;
-  NamedAttrList attrs(s);
-  attrs.set("elementwise",
-            StringAttr::get(func.getContext(),
-                            scalarTiles ? "vector+scalar" : "vector"));
-  func->setAttr("comfyquant.strategy", attrs.getDictionary(func.getContext()));
+  func->setAttr("comfyquant.elementwise",
+                StringAttr::get(func.getContext(),
+                                scalarTiles ? "vector+scalar" : "vector"));
 }
 
 /// An AMX GEMM's elementwise consumer stays a linalg.generic: the AMX pass
@@ -60,9 +57,9 @@ void recordElementwisePath(func::FuncOp func, int64_t scalarTiles) {
 bool consumesAmxGemm(linalg::GenericOp op) {
   for (Value in : op.getDpsInputs())
     if (auto g = in.getDefiningOp<linalg::GenericOp>())
-      if (std::optional<comfyquant::detail::GemmConfig> c =
-              comfyquant::detail::readGemmConfig(g))
-        if (StringRef(c->ukernel).starts_with("i8-amx"))
+      if (std::optional<mlir::comfyquant::detail::GemmConfig> c =
+              mlir::comfyquant::detail::readGemmConfig(g))
+        if (c->isAmx())
           return true;
   return false;
 }
@@ -346,7 +343,7 @@ struct VectorizeElementwisePass
       }
     }
     recordElementwisePath(func, scalarTiles);
-    comfyquant::detail::foldLaneAffineIndices(func);
+    mlir::comfyquant::detail::foldLaneAffineIndices(func);
     lowerTableLookups(func, width);
     // Canonical form (one-iteration tile loops and full-size slices gone),
     // with work on uniform values (a block scale, a per-row scale) done once

@@ -89,7 +89,8 @@ private:
   std::pair<Value, Value> columnRange(Operation *producerOfY) const;
   bool ints() const { return m.kind == GemmMatch::Kind::I8I8I32; }
   bool vnni() const {
-    return c.ukernel == "i8-vnni" || c.ukernel == "i8-vnni-emulated";
+    return c.ukernel == CpuMicroKernel::i8_vnni ||
+           c.ukernel == CpuMicroKernel::i8_vnni_emulated;
   }
 
   Type accElt(ImplicitLocOpBuilder &b) const {
@@ -97,7 +98,7 @@ private:
   }
   VectorType accType(ImplicitLocOpBuilder &b) const {
     int64_t lanes = c.kv;
-    if (c.ukernel == "i8-pmaddwd")
+    if (c.ukernel == CpuMicroKernel::i8_pmaddwd)
       lanes = c.kv / 2;
     else if (vnni())
       lanes = c.kv / 4;
@@ -125,7 +126,7 @@ private:
 
   /// vpdpbusd semantics: acc[i] += Σ_{j<4} zext(u[4i+j]) · sext(s[4i+j]).
   Value dpbusd(ImplicitLocOpBuilder &b, Value acc, Value u, Value s) const {
-    if (c.ukernel == "i8-vnni")
+    if (c.ukernel == CpuMicroKernel::i8_vnni)
       return intrinsic(b, "llvm.x86.avx512.vpdpbusd.512", acc.getType(),
                        ValueRange{acc, u, s});
     auto wide = VectorType::get({c.kv}, b.getI32Type());
@@ -150,14 +151,14 @@ private:
   /// a + 128). Done once per loaded vector, not per accumulator.
   Value prepare(ImplicitLocOpBuilder &b, Value v, bool isA) const {
     auto type = cast<VectorType>(v.getType());
-    if (c.ukernel == "f32-fma") {
+    if (c.ukernel == CpuMicroKernel::f32_fma) {
       if (type.getElementType().isF32())
         return v;
       return arith::ExtFOp::create(b, type.clone(b.getF32Type()), v);
     }
-    if (c.ukernel == "i8-pmaddwd")
+    if (c.ukernel == CpuMicroKernel::i8_pmaddwd)
       return arith::ExtSIOp::create(b, type.clone(b.getI16Type()), v);
-    if (c.ukernel == "i8-generic")
+    if (c.ukernel == CpuMicroKernel::i8_generic)
       return arith::ExtSIOp::create(b, type.clone(b.getI32Type()), v);
     if (!isA)
       return v;
@@ -170,11 +171,11 @@ private:
 
   /// One micro-kernel step on prepared A and B vectors.
   Value dot(ImplicitLocOpBuilder &b, Value acc, Value a, Value bv) const {
-    if (c.ukernel == "f32-fma")
+    if (c.ukernel == CpuMicroKernel::f32_fma)
       return vector::FMAOp::create(b, a, bv, acc);
-    if (c.ukernel == "i8-generic")
+    if (c.ukernel == CpuMicroKernel::i8_generic)
       return arith::AddIOp::create(b, acc, arith::MulIOp::create(b, a, bv));
-    if (c.ukernel == "i8-pmaddwd") {
+    if (c.ukernel == CpuMicroKernel::i8_pmaddwd) {
       StringRef name = c.kv == 32 ? "llvm.x86.avx512.pmaddw.d.512"
                                   : "llvm.x86.avx2.pmadd.wd";
       Value p = intrinsic(b, name, acc.getType(), ValueRange{a, bv});
@@ -588,7 +589,7 @@ struct VectorizeGemmPass
     getOperation().walk([&](linalg::GenericOp op) {
       // AMX GEMMs are tiled after bufferization (comfyquant-cpu-amx-gemm).
       if (std::optional<GemmConfig> c = readGemmConfig(op))
-        if (!StringRef(c->ukernel).starts_with("i8-amx"))
+        if (!c->isAmx())
           gemms.push_back(op);
     });
     IRRewriter rw(&getContext());

@@ -177,10 +177,11 @@ Value loadFragment(OpBuilder &b, Location loc, Value tile, Value first,
   auto rowType = VectorType::get({type.getDimSize(1)}, type.getElementType());
   auto wordType = VectorType::get({1}, b.getI32Type());
   Value fragment = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+      b, loc,
+      DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
   for (auto [r, o] : llvm::enumerate(offsets)) {
-    Value at = arith::AddIOp::create(
-        b, loc, first, arith::ConstantIndexOp::create(b, loc, o));
+    Value at = arith::AddIOp::create(b, loc, first,
+                                     arith::ConstantIndexOp::create(b, loc, o));
     Value word = memref::LoadOp::create(b, loc, tile, ValueRange{at});
     Value wordVec = vector::FromElementsOp::create(b, loc, wordType, word);
     Value row = vector::BitCastOp::create(b, loc, rowType, wordVec);
@@ -228,8 +229,7 @@ Value ue8m0ToF32(OpBuilder &b, Location loc, Value code) {
 /// started from zero) times the factor of its rows (16w + g + 8r) and
 /// columns (8j + 2t + e): UE8M0(a_scales[row]) * UE8M0(b_scales[col]).
 Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
-                      const LaneIds &ids, int64_t j, Value partial,
-                      Value acc) {
+                      const LaneIds &ids, int64_t j, Value partial, Value acc) {
   auto idx = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
@@ -247,8 +247,8 @@ Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
       Value col = arith::AddIOp::create(b, loc, colBase, idx(e));
       Value colCode =
           memref::LoadOp::create(b, loc, op.getBScales(), ValueRange{col});
-      Value factor = arith::MulFOp::create(b, loc, rowFactor,
-                                           ue8m0ToF32(b, loc, colCode));
+      Value factor =
+          arith::MulFOp::create(b, loc, rowFactor, ue8m0ToF32(b, loc, colCode));
       SmallVector<int64_t> pos = {r, e};
       Value p = vector::ExtractOp::create(b, loc, partial, pos);
       Value term = arith::MulFOp::create(b, loc, p, factor);
@@ -293,9 +293,8 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   Value tLow = arith::AndIOp::create(b, loc, ids.t, idx(1));
   Value aRow = arith::AddIOp::create(
       b, loc,
-      arith::AddIOp::create(b, loc,
-                            arith::MulIOp::create(b, loc, ids.warp, idx(16)),
-                            ids.g),
+      arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, ids.warp, idx(16)), ids.g),
       arith::MulIOp::create(b, loc, tLow, idx(8)));
   Value bCol = arith::AddIOp::create(b, loc, ids.g, idx(8 * j));
   auto scaleWord = [&](Value tile, Value at) -> Value {
@@ -304,11 +303,10 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   };
   Value zero16 = arith::ConstantIntOp::create(b, loc, b.getI16Type(), 0);
   auto fp8 = [](Type t) {
-    return isa<Float8E5M2Type>(t) ? NVVM::MMATypes::e5m2
-                                  : NVVM::MMATypes::e4m3;
+    return isa<Float8E5M2Type>(t) ? NVVM::MMATypes::e5m2 : NVVM::MMATypes::e4m3;
   };
-  auto structType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(4, f32));
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                     SmallVector<Type>(4, f32));
   auto mma = NVVM::MmaBlockScaleOp::create(
       b, loc, structType, words(fragA), words(fragB), c,
       scaleWord(op.getAScales(), aRow), zero16, zero16,
@@ -320,8 +318,8 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   SmallVector<Value> d;
   for (int64_t i = 0; i < 4; ++i)
     d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
-  return vector::FromElementsOp::create(
-      b, loc, VectorType::get({2, 2}, f32), d);
+  return vector::FromElementsOp::create(b, loc, VectorType::get({2, 2}, f32),
+                                        d);
 }
 
 /// Everywhere but sm_90a: each warp multiplies its 16 rows of A by every
@@ -353,25 +351,26 @@ Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   // A zero accumulator (a one-step K loop folded away) is no accumulator:
   // the FP8 inline asm takes a zero register of its own.
   Value accIn = op.getAcc();
-  if (accIn && (matchPattern(accIn, m_Zero()) ||
-                matchPattern(accIn, m_PosZeroFloat())))
+  if (accIn &&
+      (matchPattern(accIn, m_Zero()) || matchPattern(accIn, m_PosZeroFloat())))
     accIn = Value();
   Value result = accIn;
   if (!result)
     result = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(
-                    resultType, b.getZeroAttr(resultType.getElementType())));
+        b, loc,
+        DenseElementsAttr::get(resultType,
+                               b.getZeroAttr(resultType.getElementType())));
   for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
     Value bFirst = arith::AddIOp::create(b, loc, laneWord, idx(64 * j));
     Value fragB = loadFragment(b, loc, op.getB(), bFirst, {0, 32}, bType);
-    Value acc = accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j)
-                      : Value();
+    Value acc =
+        accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j) : Value();
     Value d;
     if (scaled && arch.blockScaledMma) {
       d = blockScaledFragment(b, loc, op, ids, j, fragA, fragB, acc);
     } else if (scaled) {
-      Value partial = MmaFP8Op::create(b, loc, fragType, fragA, fragB,
-                                       Value(), a, op.getBType());
+      Value partial = MmaFP8Op::create(b, loc, fragType, fragA, fragB, Value(),
+                                       a, op.getBType());
       d = rescaleFragment(b, loc, op, ids, j, partial, acc);
     } else if (fp8) {
       d = MmaFP8Op::create(b, loc, fragType, fragA, fragB, acc, a,
@@ -379,8 +378,9 @@ Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op,
     } else {
       if (!acc)
         acc = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(
-                        fragType, b.getZeroAttr(fragType.getElementType())));
+            b, loc,
+            DenseElementsAttr::get(fragType,
+                                   b.getZeroAttr(fragType.getElementType())));
       d = nvgpu::MmaSyncOp::create(b, loc, fragA, fragB, acc,
                                    ArrayRef<int64_t>{16, 8, k});
     }
@@ -396,15 +396,13 @@ Value descriptor(OpBuilder &b, Location loc, Value tile) {
   auto i64 = [&](int64_t v) -> Value {
     return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
   };
-  Value index =
-      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
-  Value address =
-      arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
+  Value address = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
   Value field = arith::AndIOp::create(b, loc, address, i64(0x3FFFF));
   Value start = arith::ShRUIOp::create(b, loc, field, i64(4));
   constexpr int64_t kLeadingByteOffset = 128, kStrideByteOffset = 256;
-  int64_t offsets =
-      (kLeadingByteOffset >> 4) << 16 | (kStrideByteOffset >> 4) << 32;
+  int64_t offsets = (kLeadingByteOffset >> 4) << 16 | (kStrideByteOffset >> 4)
+                                                          << 32;
   return arith::OrIOp::create(b, loc, start, i64(offsets));
 }
 
@@ -425,7 +423,8 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
   // reads shared memory through the async proxy.
   NVVM::FenceProxyOp::create(
       b, loc, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
   gpu::BarrierOp::create(b, loc);
   auto resultType = cast<VectorType>(op.getResult().getType());
   Type elt = resultType.getElementType();
@@ -450,17 +449,17 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   bool integer = elt.isInteger(32);
   int64_t k = op.getAType().isF16() ? 16 : 32;
-  auto shape = NVVM::MMAShapeAttr::get(
-      b.getContext(), WarpgroupMmaOp::kRows, op.getColumns(), k);
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), WarpgroupMmaOp::kRows,
+                                       op.getColumns(), k);
   auto mma = NVVM::WgmmaMmaAsyncOp::create(
-      b, loc, structType, inouts, descA, descB, shape,
-      wgmmaType(op.getAType()), wgmmaType(op.getBType()),
+      b, loc, structType, inouts, descA, descB, shape, wgmmaType(op.getAType()),
+      wgmmaType(op.getBType()),
       integer ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32,
       zero ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-      NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-      NVVM::MMALayout::row, NVVM::MMALayout::col,
-      integer ? NVVM::MMAIntOverflowAttr::get(
-                    b.getContext(), NVVM::MMAIntOverflow::satfinite)
+      NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+      NVVM::MMALayout::col,
+      integer ? NVVM::MMAIntOverflowAttr::get(b.getContext(),
+                                              NVVM::MMAIntOverflow::satfinite)
               : NVVM::MMAIntOverflowAttr());
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
@@ -479,8 +478,8 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
   Value result = product;
   for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
     Value partial = vector::ExtractOp::create(b, loc, product, j);
-    Value fragAcc = accIn ? vector::ExtractOp::create(b, loc, accIn, j)
-                          : Value();
+    Value fragAcc =
+        accIn ? vector::ExtractOp::create(b, loc, accIn, j) : Value();
     Value d = rescaleFragment(b, loc, op, ids, j, partial, fragAcc);
     result = vector::InsertOp::create(b, loc, d, result, j);
   }
@@ -491,12 +490,25 @@ struct LowerMmaPass
     : mlir::comfyquant::impl::ComfyQuantGPULowerMmaBase<LowerMmaPass> {
   using Base::Base;
   void runOnOperation() override {
-    const CUDAArch *arch = lookupCUDAArch(chip);
-    if (!arch) {
-      getOperation().emitError("comfyquant-gpu-lower-mma: unknown arch '")
-          << chip << "'";
+    gpu::GPUModuleOp module = getOperation();
+    auto pinned = module->getAttrOfType<TargetAttr>("comfyquant.target");
+    if (chip.empty() && pinned && pinned.getKind() != TargetKind::cuda) {
+      module.emitError("comfyquant-gpu-lower-mma: the gpu.module's target ")
+          << pinned << " is not a CUDA arch";
       return signalPassFailure();
     }
+    std::string name = !chip.empty() ? chip
+                       : pinned      ? pinned.getName().str()
+                                     : std::string("sm_90a");
+    const CUDAArch *arch = lookupCUDAArch(name);
+    if (!arch) {
+      module.emitError("comfyquant-gpu-lower-mma: unknown arch '")
+          << name << "'";
+      return signalPassFailure();
+    }
+    module->setAttr(
+        "comfyquant.target",
+        TargetAttr::get(module.getContext(), TargetKind::cuda, arch->name));
     SmallVector<WarpgroupMmaOp> tiles;
     getOperation().walk([&](WarpgroupMmaOp op) { tiles.push_back(op); });
     for (WarpgroupMmaOp op : tiles) {
@@ -505,8 +517,8 @@ struct LowerMmaPass
       for (Value tile :
            {op.getA(), op.getB(), op.getAScales(), op.getBScales()})
         if (auto arg = tile ? dyn_cast<BlockArgument>(tile) : BlockArgument())
-          if (auto func = dyn_cast<gpu::GPUFuncOp>(
-                  arg.getOwner()->getParentOp());
+          if (auto func =
+                  dyn_cast<gpu::GPUFuncOp>(arg.getOwner()->getParentOp());
               func && arg.getArgNumber() >= func.getNumArguments())
             func.setWorkgroupAttributionAttr(
                 arg.getArgNumber() - func.getNumArguments(),

@@ -101,10 +101,10 @@ struct Builder {
 /// The instruction shape and operand form of one kind of GEMM.
 struct Family {
   GemmMatch match;
-  Type load;          ///< element type read from the operands
-  int64_t perReg;     ///< elements per 32-bit register
-  Type acc;           ///< accumulator element type
-  const char *name;   ///< recorded in comfyquant.gpu.gemm
+  Type load;       ///< element type read from the operands
+  int64_t perReg;  ///< elements per 32-bit register
+  Type acc;        ///< accumulator element type
+  GpuMmaKind kind; ///< recorded in the function's comfyquant.gemms
   /// Block-scaled FP8 whose scale factor is UE8M0(row) * UE8M0(column):
   /// the raw scales reach comfyquant.warpgroup_mma (a block-scaled MMA
   /// where the arch has one) instead of being applied here.
@@ -218,13 +218,13 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
   Type f32 = Float32Type::get(ctx);
   switch (m.kind) {
   case GemmMatch::Kind::I8I8I32:
-    return Family{m, i8, 4, i32, "tensor_core_s8"};
+    return Family{m, i8, 4, i32, GpuMmaKind::s8};
   case GemmMatch::Kind::F8F8F32: {
     if (!m.block)
-      return Family{m, i8, 4, f32, "tensor_core_f8"};
+      return Family{m, i8, 4, f32, GpuMmaKind::fp8};
     if (isUE8M0Product(op, m))
-      return Family{m, i8, 4, f32, "tensor_core_f8_ue8m0_scaled", true};
-    return Family{m, i8, 4, f32, "tensor_core_f8_block_scaled"};
+      return Family{m, i8, 4, f32, GpuMmaKind::fp8_ue8m0_scaled, true};
+    return Family{m, i8, 4, f32, GpuMmaKind::fp8_block_scaled};
   }
   case GemmMatch::Kind::FloatF32: {
     // f16 operands as stored. f32 ones are not rounded (SIMT); bf16 ones
@@ -235,7 +235,7 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
     Type t = stored(0);
     if (t != stored(1) || !t.isF16())
       return std::nullopt;
-    return Family{m, t, 2, f32, "tensor_core_f16"};
+    return Family{m, t, 2, f32, GpuMmaKind::f16};
   }
   }
   return std::nullopt;
@@ -322,8 +322,9 @@ Fusion fusionFor(linalg::GenericOp op) {
     else
       return fusion;
   }
-  if (fill && (matchPattern(fill.getInputs()[0], m_Zero()) ||
-               matchPattern(fill.getInputs()[0], m_PosZeroFloat())) &&
+  if (fill &&
+      (matchPattern(fill.getInputs()[0], m_Zero()) ||
+       matchPattern(fill.getInputs()[0], m_PosZeroFloat())) &&
       !memoryOpsBetween(fill, op))
     fusion.zeroFill = fill;
   if (!epi || !epi.hasPureBufferSemantics())
@@ -367,15 +368,15 @@ struct TensorCoreGemmPass
       if (f && (!m->block || m->block == f->tileK()))
         gemms.push_back({op, *f});
     }
-    llvm::SetVector<StringRef> names;
+    SmallVector<Attribute> configs;
     for (auto &[op, family] : gemms) {
       rewrite(op, family);
-      names.insert(family.name);
+      configs.push_back(GpuGemmAttr::get(
+          &getContext(), family.kind, {kBlockM, kBlockN}, {16, kBlockN},
+          WarpgroupMmaOp::kStepBytes, /*stages=*/1));
     }
-    if (!names.empty())
-      func->setAttr("comfyquant.gpu.gemm",
-                    StringAttr::get(&getContext(),
-                                    llvm::join(names.getArrayRef(), ",")));
+    if (!configs.empty())
+      func->setAttr("comfyquant.gemms", ArrayAttr::get(&getContext(), configs));
   }
 
   void rewrite(linalg::GenericOp op, const Family &family) {
@@ -389,8 +390,10 @@ struct TensorCoreGemmPass
     Builder h{b, loc};
     Value a = op.getDpsInputOperand(0)->get();
     Value bm = op.getDpsInputOperand(1)->get();
-    Value scalesA = family.match.block ? op.getDpsInputOperand(2)->get() : Value();
-    Value scalesB = family.match.block ? op.getDpsInputOperand(3)->get() : Value();
+    Value scalesA =
+        family.match.block ? op.getDpsInputOperand(2)->get() : Value();
+    Value scalesB =
+        family.match.block ? op.getDpsInputOperand(3)->get() : Value();
     Value c = op.getDpsInitOperand(0)->get();
     Value rows = b.createOrFold<memref::DimOp>(loc, a, 0);
     Value depth = b.createOrFold<memref::DimOp>(loc, a, 1);
@@ -399,7 +402,8 @@ struct TensorCoreGemmPass
     Value gridX = arith::CeilDivUIOp::create(b, loc, cols, h.idx(kBlockN));
     Value gridY = arith::CeilDivUIOp::create(b, loc, rows, h.idx(kBlockM));
     MLIRContext *ctx = b.getContext();
-    auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto workgroup =
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
     auto tileType = [&](int64_t tileRows) {
       return MemRefType::get({tileRows * kRowWords}, b.getI32Type(),
                              MemRefLayoutAttrInterface(), workgroup);
@@ -427,8 +431,10 @@ struct TensorCoreGemmPass
     b.setInsertionPointToStart(&launch.getBody().front());
 
     const int64_t p = family.perReg, tileK = family.tileK();
-    Value zeroIn = arith::ConstantOp::create(b, loc, b.getZeroAttr(family.load));
-    Value zeroAcc = arith::ConstantOp::create(b, loc, b.getZeroAttr(family.acc));
+    Value zeroIn =
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(family.load));
+    Value zeroAcc =
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(family.acc));
     Value tid = launch.getThreadIds().x;
     Value lane = arith::RemUIOp::create(b, loc, tid, h.idx(32));
     Value warp = arith::DivUIOp::create(b, loc, tid, h.idx(32));
@@ -453,8 +459,7 @@ struct TensorCoreGemmPass
               arith::RemUIOp::create(b, loc, copyWord, h.idx(4))));
     Value copyK = h.mul(copyWord, p);
 
-    auto accType =
-        VectorType::get({kFragments, 2, 2}, family.acc);
+    auto accType = VectorType::get({kFragments, 2, 2}, family.acc);
     // Column of accumulator element (j, *, e), and its row.
     auto cCol = [&](int64_t j, int64_t e) {
       return h.add(h.add(blockN, j * 8 + e), t2);
@@ -506,7 +511,8 @@ struct TensorCoreGemmPass
         // This K step's scale byte of every tile row and column; outside
         // the operands 127 (a factor of 1 on zero products, never NaN).
         Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
-        Value neutral = arith::ConstantIntOp::create(b, loc, b.getI8Type(), 127);
+        Value neutral =
+            arith::ConstantIntOp::create(b, loc, b.getI8Type(), 127);
         Value numBlocks = b.createOrFold<memref::DimOp>(loc, scalesA, 1);
         Value aRow = arith::RemUIOp::create(b, loc, tid, h.idx(kBlockM));
         Value sa = h.loadOrZero(scalesA, h.add(blockM, aRow), kb, rows,
@@ -521,9 +527,9 @@ struct TensorCoreGemmPass
       } else if (family.match.block) {
         // One scale block per K step: the block's partial sums, rescaled
         // in f32 and added to the accumulators.
-        Value partial = WarpgroupMmaOp::create(
-            b, loc, accType, tileA, tileB, Value(), Value(), Value(),
-            family.mmaA(), family.mmaB());
+        Value partial = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB,
+                                               Value(), Value(), Value(),
+                                               family.mmaA(), family.mmaB());
         Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
         Value rowScales[2] = {h.loadClamped(scalesA, row0, kb),
                               h.loadClamped(scalesA, row1, kb)};
@@ -544,9 +550,9 @@ struct TensorCoreGemmPass
         }
         next = vector::FromElementsOp::create(b, loc, accType, sums);
       } else {
-        next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc,
-                                      Value(), Value(), family.mmaA(),
-                                      family.mmaB());
+        next =
+            WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc, Value(),
+                                   Value(), family.mmaA(), family.mmaB());
       }
       // The next step overwrites the tiles the MMA read.
       gpu::BarrierOp::create(b, loc);
@@ -572,9 +578,9 @@ struct TensorCoreGemmPass
           }
           Value y = mlir::comfyquant::detail::emitEpilogueAt(
               b, loc, fusion.epilogue, fusion.accOperand, v, row, col);
-          memref::StoreOp::create(
-              b, loc, y, fusion.epilogue.getDpsInitOperand(0)->get(),
-              ValueRange{row, col});
+          memref::StoreOp::create(b, loc, y,
+                                  fusion.epilogue.getDpsInitOperand(0)->get(),
+                                  ValueRange{row, col});
         }
     op.erase();
     if (fusion.epilogue)

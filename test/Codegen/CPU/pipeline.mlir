@@ -21,7 +21,7 @@ comfyquant.checkpoint @checkpoint path "m.safetensors" size 4096 hash "fnv1a64:0
 // TENSOR-SAME:    %arg2: tensor<32x64xi8> {bufferization.writable = false, comfyquant.dtype = "I8"
 // TENSOR-SAME:    %arg4: index {comfyquant.column_begin}, %arg5: index {comfyquant.column_end})
 // TENSOR-SAME:    comfyquant.column_range
-// TENSOR-SAME:    comfyquant.strategy = {cpu = "x86-64-v3"
+// TENSOR-SAME:    comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">
 // TENSOR-SAME:    llvm.emit_c_interface
 // TENSOR:         scf.for %{{.*}} = %arg4 to %{{.*}} step %c2
 // TENSOR:         comfyquant.intrinsic = "llvm.x86.avx2.pmadd.wd"

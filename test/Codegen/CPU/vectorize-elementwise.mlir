@@ -12,12 +12,12 @@
 // CHECK:           arith.mulf %{{.*}} : vector<8xf32>
 // CHECK:           vector.transfer_write %{{.*}} : vector<8xf32>, tensor<8xf32>
 // CHECK-NOT:   linalg.generic
-// The lane count comes from comfyquant.strategy when not given.
+// The lane count comes from the function's target when not given.
 // STRATEGY-LABEL: func.func @decode_rows
 // STRATEGY:       scf.for %{{.*}} = %c0 to %c32 step %c16
 // STRATEGY:         arith.sitofp %{{.*}} : vector<16xi8> to vector<16xf32>
 func.func @decode_rows(%w: tensor<4x32xi8>, %s: tensor<f32>) -> tensor<4x32xf32>
-    attributes {comfyquant.strategy = {vector_bits = 512 : i64}} {
+    attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
   %e = tensor.empty() : tensor<4x32xf32>
   %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> ()>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
       ins(%w, %s : tensor<4x32xi8>, tensor<f32>) outs(%e : tensor<4x32xf32>) {
@@ -206,7 +206,7 @@ func.func @untouched(%x: tensor<4x16xf32>, %y: tensor<?xf32>, %w: tensor<3x16xf3
   %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<4x3xf32>) -> tensor<4x3xf32>
   %g = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%x, %w : tensor<4x16xf32>, tensor<3x16xf32>) outs(%f3 : tensor<4x3xf32>)
-      attrs = {comfyquant.gemm = {ukernel = "f32-fma", mr = 1 : i64, nr = 1 : i64, kv = 8 : i64, mc = 4 : i64}} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 1, kv = 8, mc = 4>} {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %p = arith.mulf %a, %b : f32
     %s = arith.addf %acc, %p : f32
@@ -219,14 +219,14 @@ func.func @untouched(%x: tensor<4x16xf32>, %y: tensor<?xf32>, %w: tensor<3x16xf3
 
 // K = 17: two vectors of 8 and a one-element remainder, which has no loop
 // left once its unit dimensions are dropped: it stays a scalar generic
-// (lowered to loops later), and the strategy records the scalar path.
+// (lowered to loops later), and the function records the scalar path.
 // CHECK-LABEL: func.func @scalar_tail
-// CHECK-SAME:    elementwise = "vector+scalar"
+// CHECK-SAME:    comfyquant.elementwise = "vector+scalar"
 // CHECK:         arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
 // CHECK:         linalg.generic
 // CHECK:           arith.truncf %{{.*}} : f32 to bf16
 func.func @scalar_tail(%x: tensor<3x17xf32>) -> tensor<3x17xbf16>
-    attributes {comfyquant.strategy = {vector_bits = 256 : i64}} {
+    attributes {comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">} {
   %e = tensor.empty() : tensor<3x17xbf16>
   %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
       ins(%x : tensor<3x17xf32>) outs(%e : tensor<3x17xbf16>) {
@@ -239,11 +239,11 @@ func.func @scalar_tail(%x: tensor<3x17xf32>) -> tensor<3x17xbf16>
 
 // -----
 
-// Every tile vectorizes: the strategy says so.
+// Every tile vectorizes: the function records that.
 // CHECK-LABEL: func.func @vector_only
-// CHECK-SAME:    elementwise = "vector"
+// CHECK-SAME:    comfyquant.elementwise = "vector"
 func.func @vector_only(%x: tensor<2x16xf32>) -> tensor<2x16xbf16>
-    attributes {comfyquant.strategy = {vector_bits = 256 : i64}} {
+    attributes {comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">} {
   %e = tensor.empty() : tensor<2x16xbf16>
   %d = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
       ins(%x : tensor<2x16xf32>) outs(%e : tensor<2x16xbf16>) {

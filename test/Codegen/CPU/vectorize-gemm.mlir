@@ -35,7 +35,7 @@ func.func @i8_pmaddwd(%a: tensor<?x40xi8>, %b: tensor<7x40xi8>) -> tensor<?x7xi3
   %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x7xi32>) -> tensor<?x7xi32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x40xi8>, tensor<7x40xi8>) outs(%f : tensor<?x7xi32>)
-      attrs = {comfyquant.gemm = {ukernel = "i8-pmaddwd", mr = 2 : i64, nr = 3 : i64, kv = 16 : i64, mc = 4 : i64}} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 2, nr = 3, kv = 16, mc = 4>} {
   ^bb0(%x: i8, %y: i8, %acc: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -72,7 +72,7 @@ func.func @i8_vnni(%a: tensor<?x128xi8>, %b: tensor<1x128xi8>) -> tensor<?x1xi32
   %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x1xi32>) -> tensor<?x1xi32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x128xi8>, tensor<1x128xi8>) outs(%f : tensor<?x1xi32>)
-      attrs = {comfyquant.gemm = {ukernel = "i8-vnni", mr = 1 : i64, nr = 1 : i64, kv = 64 : i64, mc = 8 : i64}} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 1, nr = 1, kv = 64, mc = 8>} {
   ^bb0(%x: i8, %y: i8, %acc: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -128,7 +128,7 @@ func.func @f32_fused_b(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
   } -> tensor<8x16xf32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x16xbf16>, tensor<8x16xf32>) outs(%c : tensor<?x8xf32>)
-      attrs = {comfyquant.gemm = {ukernel = "f32-fma", mr = 1 : i64, nr = 4 : i64, kv = 8 : i64, mc = 16 : i64}} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 4, kv = 8, mc = 16>} {
   ^bb0(%x: bf16, %y: f32, %acc: f32):
     %x32 = arith.extf %x : bf16 to f32
     %p = arith.mulf %x32, %y : f32
@@ -168,7 +168,7 @@ func.func @fused_epilogue(%a: tensor<?x32xi8>, %b: tensor<5x32xi8>, %rs: tensor<
   %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x5xi32>) -> tensor<?x5xi32>
   %acc = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x32xi8>, tensor<5x32xi8>) outs(%f : tensor<?x5xi32>)
-      attrs = {comfyquant.gemm = {ukernel = "i8-pmaddwd", mr = 1 : i64, nr = 2 : i64, kv = 16 : i64, mc = 8 : i64}} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 1, nr = 2, kv = 16, mc = 8>} {
   ^bb0(%x: i8, %y: i8, %o: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -205,7 +205,7 @@ func.func @shared_accumulator(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) -> (tens
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
   %acc = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<4x8xf32>, tensor<3x8xf32>) outs(%f : tensor<4x3xf32>)
-      attrs = {comfyquant.gemm = {ukernel = "f32-fma", mr = 1 : i64, nr = 1 : i64, kv = 8 : i64, mc = 4 : i64}} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 1, kv = 8, mc = 4>} {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %o, %p : f32

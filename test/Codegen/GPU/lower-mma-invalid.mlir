@@ -1,4 +1,4 @@
-// RUN: comfyquant-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_90a}))'
+// RUN: comfyquant-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma))'
 
 // A constant accumulator other than zero has no inline-PTX form (constant
 // asm operands become immediates, which f32 values cannot be).
@@ -11,4 +11,11 @@ module attributes {gpu.container_module} {
       gpu.return %d : vector<2x2xf32>
     }
   }
+}
+
+// -----
+
+// A gpu.module pinned to a CPU variant.
+// expected-error @+1 {{comfyquant-gpu-lower-mma: the gpu.module's target #comfyquant.target<cpu, "amx"> is not a CUDA arch}}
+gpu.module @kernels attributes {comfyquant.target = #comfyquant.target<cpu, "amx">} {
 }

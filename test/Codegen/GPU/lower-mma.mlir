@@ -3,6 +3,7 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefix=F16
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_86}))' | FileCheck %s --check-prefix=F16
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_90a}))' | FileCheck %s --check-prefix=WGMMA
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma))' | FileCheck %s --check-prefix=PINNED
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefixes=SYNC,RESCALE
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_120a}))' | FileCheck %s --check-prefixes=SYNC,BLOCKSCALE
 // RUN: not comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_75}))' 2>&1 | FileCheck %s --check-prefix=BADARCH
@@ -294,6 +295,25 @@ gpu.module @kernels {
 // WGMMA-COUNT-64: arith.mulf %{{.*}}, %{{.*}} : f32
 // WGMMA-NOT:     nvvm.mma.block_scale
 gpu.module @kernels {
+  gpu.func @tile_ue8m0(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<64xi8, #gpu.address_space<workgroup>>, %sb : memref<128xi8, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// Without a chip option the gpu.module's own target is the arch (test IR
+// pins it); the pass records the arch it lowered for.
+// PINNED-LABEL: gpu.module @pinned
+// PINNED-SAME:    comfyquant.target = #comfyquant.target<cuda, "sm_120a">
+// PINNED:         nvvm.mma.block_scale
+// WGMMA-LABEL: gpu.module @pinned
+// WGMMA-SAME:    comfyquant.target = #comfyquant.target<cuda, "sm_90a">
+// WGMMA:         nvvm.wgmma.mma_async
+gpu.module @pinned attributes {comfyquant.target = #comfyquant.target<cuda, "sm_120a">} {
   gpu.func @tile_ue8m0(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<64xi8, #gpu.address_space<workgroup>>, %sb : memref<128xi8, #gpu.address_space<workgroup>>) kernel {
     %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
     %c0 = arith.constant 0 : index

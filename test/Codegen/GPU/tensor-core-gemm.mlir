@@ -10,7 +10,7 @@
 // barrier. sm_90a: one wgmma m64n128k32 per step behind a proxy fence;
 // elsewhere 16 mma.sync m16n8k32 per warp reading fragments from the tiles.
 // CHECK-LABEL: func.func @int8_gemm
-// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_s8"
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK-DAG:     %[[M:.*]] = memref.dim %arg0, %c0
 // CHECK-DAG:     %[[GX:.*]] = arith.ceildivui %c40, %c128
 // CHECK-DAG:     %[[GY:.*]] = arith.ceildivui %[[M]], %c64
@@ -66,7 +66,7 @@ func.func @int8_gemm(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40x
 // wgmma e4m3 x e5m2 on sm_90a, FP8 mma.sync on the other sm_89+, two f16
 // m16n8k16 per fragment on sm_80/sm_86.
 // CHECK-LABEL: func.func @fp8_gemm
-// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f8"
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(
 // CHECK:             comfyquant.warpgroup_mma %{{.*}}, %{{.*}}, %{{.*}} : f8E4M3FN x f8E5M2 : {{.*}} -> vector<16x2x2xf32>
@@ -103,7 +103,7 @@ func.func @fp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %c: memref<?x24xf
 // row's and column's scales of that block (loaded at k / 32, indices
 // clamped) before it is added to the accumulator.
 // CHECK-LABEL: func.func @mxfp8_gemm
-// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f8_block_scaled"
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_block_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:         scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}})
 // CHECK:           %[[PART:.*]] = comfyquant.warpgroup_mma %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
 // CHECK:           %[[KB:.*]] = arith.divui %[[K]], %c32
@@ -155,7 +155,7 @@ func.func @mxfp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2
 // operands) and reach warpgroup_mma, which takes the block-scaled MMA on
 // sm_120a and rescales the step's partial sums elsewhere.
 // CHECK-LABEL: func.func @mxfp8_ue8m0
-// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f8_ue8m0_scaled"
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<64xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<128xi8, #gpu.address_space<workgroup>>)
 // CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}})
 // CHECK:             %[[KB:.*]] = arith.divui %[[K]], %c32
@@ -221,7 +221,7 @@ func.func @mxfp8_ue8m0(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x
 // body's own, applied in f32 at formation (no scale tiles, no
 // block-scaled MMA).
 // CHECK-LABEL: func.func @mxfp8_not_ue8m0
-// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f8_block_scaled"
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_block_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK-NOT:     memref<64xi8, #gpu.address_space<workgroup>>
 // CHECK:         comfyquant.warpgroup_mma %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
 // PTX80:   .target sm_80
@@ -269,7 +269,7 @@ func.func @mxfp8_not_ue8m0(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memre
 
 // A scale that reads the accumulator is not a block scale.
 // CHECK-LABEL: func.func @not_block_scale
-// CHECK-NOT:     comfyquant.gpu.gemm
+// CHECK-NOT:     comfyquant.gemms
 // CHECK:         linalg.generic
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
@@ -298,7 +298,7 @@ func.func @not_block_scale(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memre
 // f16 operands (NVFP4 decoded exactly): K steps of 16 elements (the same
 // 32 bytes per row), m16n8k16 or wgmma m64n128k16.
 // CHECK-LABEL: func.func @f16_gemm
-// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_f16"
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<f16, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c48 step %c16{{[_0-9]*}} iter_args(
 // CHECK-COUNT-4:     memref.store %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
 // CHECK:             comfyquant.warpgroup_mma %{{.*}} : f16 x f16 : {{.*}} -> vector<16x2x2xf32>
@@ -329,7 +329,7 @@ func.func @f16_gemm(%a: memref<?x48xf16>, %b: memref<8x48xf16>, %c: memref<?x8xf
 // f32 operands (not rounded) and bf16 ones (MLIR 22 cannot lower a bf16
 // mma.sync) are not this kernel family's.
 // CHECK-LABEL: func.func @float_gemm
-// CHECK-NOT:     comfyquant.gpu.gemm
+// CHECK-NOT:     comfyquant.gemms
 // CHECK:         linalg.generic
 // PTX80-NOT:     mma.sync
 // PTX90-NOT:     wgmma
@@ -350,7 +350,7 @@ func.func @float_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf
 // -----
 
 // CHECK-LABEL: func.func @bf16_gemm
-// CHECK-NOT:     comfyquant.gpu.gemm
+// CHECK-NOT:     comfyquant.gemms
 // CHECK:         linalg.generic
 // PTX80-NOT:     mma.sync
 // PTX90-NOT:     wgmma
@@ -378,7 +378,7 @@ func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4x
 // epilogue is evaluated per accumulator element in registers and stored to
 // its output; the fill, the consumer and the temporary are gone.
 // CHECK-LABEL: func.func @int8_gemm_fused
-// CHECK-SAME:    comfyquant.gpu.gemm = "tensor_core_s8"
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK-NOT:     memref.alloc
 // CHECK-NOT:     linalg.fill
 // CHECK:         gpu.launch

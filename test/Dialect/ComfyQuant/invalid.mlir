@@ -2582,3 +2582,73 @@ func.func @warpgroup_mma_scales_count(%a: memref<512xi32>, %b: memref<1024xi32>,
   %d = comfyquant.warpgroup_mma %a, %b scales(%sa, %sb : memref<64xi8>, memref<64xi8>) : f8E4M3FN x f8E4M3FN : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
   return %d : vector<16x2x2xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// #comfyquant.target / #comfyquant.cpu_gemm / #comfyquant.gpu_gemm and the
+// code generators' records
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{unknown cpu target 'haswell' (known: x86-64-v3 avx512-vnni amx)}}
+func.func private @f() attributes {t = #comfyquant.target<cpu, "haswell">}
+
+// -----
+
+// expected-error @+1 {{unknown cuda target 'sm_75' (known: sm_80 sm_86 sm_89 sm_90a sm_100a sm_120a)}}
+func.func private @f() attributes {t = #comfyquant.target<cuda, "sm_75">}
+
+// -----
+
+// expected-error @+1 {{i8_amx computes 16 x 16 tiles with K steps of 64}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 4, nr = 4, kv = 64, mc = 64>}
+
+// -----
+
+// expected-error @+1 {{i8_vnni takes K steps of 64}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 16, mc = 64>}
+
+// -----
+
+// expected-error @+1 {{mc = 30 must be a multiple of mr = 4}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 30>}
+
+// -----
+
+// expected-error @+1 {{mr, nr, kv and mc must be positive}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 0, nr = 3, kv = 8, mc = 64>}
+
+// -----
+
+// expected-error @+1 {{the block tile [64, 128] must be a positive multiple of the warp tile [48, 128]}}
+func.func private @f() attributes {g = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [48, 128], k_bytes = 32, stages = 1>}
+
+// -----
+
+// expected-error @+1 {{a warp tile is made of 16 x 8 MMA fragments}}
+func.func private @f() attributes {g = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [64, 4], k_bytes = 32, stages = 1>}
+
+// -----
+
+// expected-error @+1 {{a K step is 32 bytes (one 8-bit MMA K)}}
+func.func private @f() attributes {g = #comfyquant.gpu_gemm<f16, block = [64, 128], warp = [16, 128], k_bytes = 64, stages = 1>}
+
+// -----
+
+// expected-error @+1 {{block and warp are [rows, columns]}}
+func.func private @f() attributes {g = #comfyquant.gpu_gemm<f16, block = [64], warp = [16, 128], k_bytes = 32, stages = 1>}
+
+// -----
+
+// expected-error @+1 {{'comfyquant.target' must be a #comfyquant.target}}
+func.func private @f() attributes {comfyquant.target = "x86-64-v3"}
+
+// -----
+
+// expected-error @+1 {{'comfyquant.gemm' must be a GEMM config (#comfyquant.cpu_gemm, #comfyquant.gpu_gemm)}}
+func.func private @f() attributes {comfyquant.gemm = {ukernel = "i8-vnni"}}
+
+// -----
+
+// expected-error @+1 {{'comfyquant.gemms' must be an array of GEMM configs}}
+func.func private @f() attributes {comfyquant.gemms = [#comfyquant.target<cpu, "amx">]}

@@ -705,3 +705,9 @@ func.func @warpgroup_mma(%a: memref<512xi32, #gpu.address_space<workgroup>>, %b:
   %g = comfyquant.warpgroup_mma %a, %b, %e scales(%sa, %sb : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
   return %d, %e, %f, %g : vector<16x2x2xi32>, vector<16x2x2xf32>, vector<8x2x2xf32>, vector<16x2x2xf32>
 }
+
+// The code generators' typed records round-trip.
+// CHECK-LABEL: func.func private @codegen_records()
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>, #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 256>]
+// CHECK-SAME:    comfyquant.target = #comfyquant.target<cuda, "sm_120a">
+func.func private @codegen_records() attributes {comfyquant.target = #comfyquant.target<cuda, "sm_120a">, comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>, #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 256>]}

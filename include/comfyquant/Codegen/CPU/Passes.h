@@ -2,6 +2,8 @@
 #ifndef COMFYQUANT_CODEGEN_CPU_PASSES_H
 #define COMFYQUANT_CODEGEN_CPU_PASSES_H
 
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

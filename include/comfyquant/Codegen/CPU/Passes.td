@@ -28,12 +28,14 @@ def ComfyQuantCPUSelectStrategy
     : Pass<"comfyquant-cpu-select-strategy", "::mlir::ModuleOp"> {
   let summary = "Choose the CPU variant and the GEMM micro-kernels";
   let description = [{
-    Records the decision as IR attributes: on every function
-    `comfyquant.strategy = {variant, cpu, features, vector_bits, gemms}` and
-    on every matmul-like `linalg.generic` (`C[m,n] += A[m,k]·B[n,k]`, i8·i8
-    -> i32 or f32/bf16/f16 -> f32) `comfyquant.gemm = {ukernel, mr, nr, kv,
-    mc}`: the micro-kernel, the register tile (mr rows x nr columns of
-    accumulators of kv K-elements each) and the M block.
+    Records the decision as typed IR attributes: on every function
+    `comfyquant.target = #comfyquant.target<cpu, "VARIANT">` (an entry of
+    the runtime's target table: LLVM cpu, features, vector width) and on
+    every matmul-like `linalg.generic` (`C[m,n] += A[m,k]·B[n,k]`, i8·i8
+    -> i32 or f32/bf16/f16 -> f32) `comfyquant.gemm =
+    #comfyquant.cpu_gemm<ukernel, mr, nr, kv, mc>`: the micro-kernel, the
+    register tile (mr rows x nr columns of accumulators of kv K-elements
+    each) and the M block; both are verified.
 
     | variant (LLVM cpu)           | f32 GEMM              | i8 GEMM                      |
     |------------------------------|-----------------------|------------------------------|
@@ -42,10 +44,15 @@ def ComfyQuantCPUSelectStrategy
     | amx (sapphirerapids)         | f32-fma, 4x4, kv 16   | i8-amx (16x16 tiles) when N % 16 == 0 and K % 64 == 0, else i8-vnni |
 
     mc is 64 rows, 256 when B is decoded per N tile.
+
+    The variant is the `variant` option, else the module's
+    `comfyquant.target` (so test IR can pin it), else x86-64-v3.
   }];
+  let dependentDialects = ["::mlir::comfyquant::ComfyQuantDialect"];
   let options = [
-    Option<"variant", "variant", "std::string", "\"x86-64-v3\"",
-           "CPU variant: x86-64-v3, avx512-vnni or amx">,
+    Option<"variant", "variant", "std::string", "\"\"",
+           "CPU variant: x86-64-v3, avx512-vnni or amx; empty: the module's "
+           "comfyquant.target, else x86-64-v3">,
     Option<"ukernel", "ukernel", "std::string", "\"\"",
            "Force a micro-kernel (f32-fma, i8-generic, i8-pmaddwd, i8-vnni, "
            "i8-vnni-emulated, i8-amx, i8-amx-emulated)">,
@@ -96,14 +103,15 @@ def ComfyQuantCPUVectorizeElementwise
     `tensor.extract` support: contiguous reads become vector loads, uniform
     ones broadcasts, the rest (nibble, codebook and block-scale lookups)
     `vector.gather`. The lane count is the function's
-    `comfyquant.strategy.vector_bits` / 32 unless `lanes` is set. An op the
+    target's vector width / 32 (`comfyquant.target`) unless `lanes` is
+    set. An op the
     vectorizer rejects is left as it is. Elementwise arithmetic is the same
     per element, so results are bit-identical to the scalar loops.
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", "0",
-           "Vector length along the innermost dimension (0: from "
-           "comfyquant.strategy)">
+           "Vector length along the innermost dimension (0: from the "
+           "function's comfyquant.target)">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",

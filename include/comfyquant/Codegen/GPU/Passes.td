@@ -89,8 +89,9 @@ def ComfyQuantGPUTensorCoreGemm
     `comfyquant.warpgroup_mma`, which `comfyquant-gpu-lower-mma` lowers per
     arch; a barrier follows before the next step overwrites the tiles. The
     grid is `(ceildiv(N, 128), ceildiv(M, 64))` on every arch. f32 x f32
-    GEMMs stay SIMT. The function records the kernel families used, e.g.
-    `comfyquant.gpu.gemm = "tensor_core_s8"`.
+    GEMMs stay SIMT. The function records each GEMM's config, e.g.
+    `comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128],
+    warp = [16, 128], k_bytes = 32, stages = 1>]`.
 
     When C is a temporary (`memref.alloc`) that nothing else uses, the
     kernel absorbs what surrounds it:
@@ -143,12 +144,18 @@ def ComfyQuantGPULowerMma
     step becomes two `nvgpu.mma.sync` m16n8k16 with f32 accumulation. The
     two halves take the K columns in another order than the 8-bit layout,
     the same order for A and B, so the sum is the same products.
+
+    The arch is the `chip` option, else the gpu.module's `comfyquant.target`
+    (`#comfyquant.target<cuda, "sm_120a">`, so test IR can pin it), else
+    sm_90a; the pass records it there.
   }];
   let options = [
-    Option<"chip", "chip", "std::string", "\"sm_90a\"",
-           "CUDA arch (sm_80 ... sm_120a)">
+    Option<"chip", "chip", "std::string", "\"\"",
+           "CUDA arch (sm_80 ... sm_120a); empty: the gpu.module's "
+           "comfyquant.target, else sm_90a">
   ];
-  let dependentDialects = ["::mlir::NVVM::NVVMDialect",
+  let dependentDialects = ["::mlir::comfyquant::ComfyQuantDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::nvgpu::NVGPUDialect",
                            "::mlir::LLVM::LLVMDialect",
                            "::mlir::gpu::GPUDialect",

@@ -11,6 +11,7 @@ using namespace mlir;
 using namespace mlir::comfyquant;
 namespace rt = ::comfyquant::rt;
 
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantAttrInterfaces.cpp.inc"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantEnums.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
@@ -132,4 +133,96 @@ ModuleInfoAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "experts must be > 0 exactly for moe, got "
                        << experts;
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// TargetAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 TargetKind kind, StringRef name) {
+  if (kind == TargetKind::cpu ? !rt::findCpuVariant(name.str())
+                              : !rt::findCudaArch(name.str())) {
+    InFlightDiagnostic d = emitError();
+    d << "unknown " << stringifyTargetKind(kind) << " target '" << name
+      << "' (known:";
+    if (kind == TargetKind::cpu)
+      for (const rt::CpuVariantInfo &v : rt::cpuVariants())
+        d << " " << v.name;
+    else
+      for (const rt::CudaArchInfo &a : rt::cudaArchs())
+        d << " " << a.name;
+    return d << ")";
+  }
+  return success();
+}
+
+const rt::CpuVariantInfo *TargetAttr::getCpuVariant() const {
+  return getKind() == TargetKind::cpu ? rt::findCpuVariant(getName().str())
+                                      : nullptr;
+}
+
+const rt::CudaArchInfo *TargetAttr::getCudaArch() const {
+  return getKind() == TargetKind::cuda ? rt::findCudaArch(getName().str())
+                                       : nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// CpuGemmAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  CpuMicroKernel ukernel, int64_t mr,
+                                  int64_t nr, int64_t kv, int64_t mc) {
+  if (mr <= 0 || nr <= 0 || kv <= 0 || mc <= 0)
+    return emitError() << "mr, nr, kv and mc must be positive";
+  if (mc % mr)
+    return emitError() << "mc = " << mc << " must be a multiple of mr = " << mr;
+  bool amx = ukernel == CpuMicroKernel::i8_amx ||
+             ukernel == CpuMicroKernel::i8_amx_emulated;
+  if (amx && (mr != 16 || nr != 16 || kv != 64))
+    return emitError() << stringifyCpuMicroKernel(ukernel)
+                       << " computes 16 x 16 tiles with K steps of 64";
+  bool vnni = ukernel == CpuMicroKernel::i8_vnni ||
+              ukernel == CpuMicroKernel::i8_vnni_emulated;
+  if (vnni && kv != 64)
+    return emitError() << stringifyCpuMicroKernel(ukernel)
+                       << " takes K steps of 64";
+  return success();
+}
+
+TargetKind CpuGemmAttr::getBackend() const { return TargetKind::cpu; }
+int64_t CpuGemmAttr::getTileRows() const { return getMr(); }
+int64_t CpuGemmAttr::getTileCols() const { return getNr(); }
+int64_t CpuGemmAttr::getStepK() const { return getKv(); }
+
+//===----------------------------------------------------------------------===//
+// GpuGemmAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult GpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  GpuMmaKind kind, ArrayRef<int64_t> block,
+                                  ArrayRef<int64_t> warp, int64_t kBytes,
+                                  int64_t stages) {
+  if (block.size() != 2 || warp.size() != 2)
+    return emitError() << "block and warp are [rows, columns]";
+  if (block[0] <= 0 || block[1] <= 0 || warp[0] <= 0 || warp[1] <= 0 ||
+      block[0] % warp[0] || block[1] % warp[1])
+    return emitError() << "the block tile [" << block[0] << ", " << block[1]
+                       << "] must be a positive multiple of the warp tile ["
+                       << warp[0] << ", " << warp[1] << "]";
+  if (warp[0] % 16 || warp[1] % 8)
+    return emitError() << "a warp tile is made of 16 x 8 MMA fragments";
+  if (kBytes != 32)
+    return emitError() << "a K step is 32 bytes (one 8-bit MMA K)";
+  if (stages < 1)
+    return emitError() << "stages must be at least 1";
+  return success();
+}
+
+TargetKind GpuGemmAttr::getBackend() const { return TargetKind::cuda; }
+int64_t GpuGemmAttr::getTileRows() const { return getBlock()[0]; }
+int64_t GpuGemmAttr::getTileCols() const { return getBlock()[1]; }
+int64_t GpuGemmAttr::getStepK() const {
+  return getKind() == GpuMmaKind::f16 ? getKBytes() / 2 : getKBytes();
 }

@@ -23,8 +23,32 @@ void ComfyQuantDialect::initialize() {
 LogicalResult
 ComfyQuantDialect::verifyOperationAttribute(Operation *op,
                                             NamedAttribute attribute) {
-  if (attribute.getName() != getModuleAttrName())
-    return success(); // other comfyquant.* records (e.g. codegen strategy)
+  StringRef name = attribute.getName().strref();
+  Attribute value = attribute.getValue();
+  // The code generators' records: typed, whatever op carries them.
+  if (name == "comfyquant.target") {
+    if (!llvm::isa<TargetAttr>(value))
+      return op->emitOpError("'comfyquant.target' must be a "
+                             "#comfyquant.target");
+    return success();
+  }
+  if (name == "comfyquant.gemm") {
+    if (!llvm::isa<GemmConfigAttrInterface>(value))
+      return op->emitOpError("'comfyquant.gemm' must be a GEMM config "
+                             "(#comfyquant.cpu_gemm, #comfyquant.gpu_gemm)");
+    return success();
+  }
+  if (name == "comfyquant.gemms") {
+    auto array = llvm::dyn_cast<ArrayAttr>(value);
+    if (!array || !llvm::all_of(array, [](Attribute a) {
+          return llvm::isa<GemmConfigAttrInterface>(a);
+        }))
+      return op->emitOpError("'comfyquant.gemms' must be an array of GEMM "
+                             "configs");
+    return success();
+  }
+  if (name != getModuleAttrName())
+    return success(); // other comfyquant.* records
   auto info = llvm::dyn_cast<ModuleInfoAttr>(attribute.getValue());
   if (!info)
     return op->emitOpError("'")

@@ -751,8 +751,8 @@ LogicalResult WarpgroupMmaOp::verify() {
            << a << " x " << b;
   if (acc != (s8 ? Type(IntegerType::get(getContext(), 32))
                  : Type(Float32Type::get(getContext()))))
-    return emitOpError("accumulates into ") << (s8 ? "i32" : "f32")
-                                            << " for these operands";
+    return emitOpError("accumulates into ")
+           << (s8 ? "i32" : "f32") << " for these operands";
   auto shape = cast<VectorType>(getResult().getType()).getShape();
   int64_t n = getColumns();
   if (shape[1] != 2 || shape[2] != 2 || n < 16 || n > 256 || n % 16)

@@ -1,4 +1,4 @@
-//===- Targets.h - the CPU variants and CUDA archs kernels exist for -*- C++ -*-===//
+//===- Targets.h - the CPU variants and CUDA archs of kernels --*- C++ -*-===//
 //
 // One table of what comfyquant compiles for, read by the compiler (LLVM CPU
 // and features, vector width; PTX version and tensor-core instructions per

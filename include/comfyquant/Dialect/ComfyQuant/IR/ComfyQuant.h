@@ -3,6 +3,7 @@
 #define COMFYQUANT_DIALECT_COMFYQUANT_IR_COMFYQUANT_H
 
 #include "comfyquant/runtime/FormatRegistry.h"
+#include "comfyquant/runtime/Targets.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -14,6 +15,7 @@
 
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantOpsDialect.h.inc"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantEnums.h.inc"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantAttrInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuantAttrs.h.inc"

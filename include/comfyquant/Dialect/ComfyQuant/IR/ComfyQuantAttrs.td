@@ -67,6 +67,62 @@ def ComfyQuant_ActScheme : I32EnumAttr<"ActScheme",
   let genSpecializedAttr = 0;
 }
 
+
+def ComfyQuant_TargetKind : I32EnumAttr<"TargetKind",
+    "the back end kernels are compiled by", [
+    I32EnumAttrCase<"cpu", 0>,
+    I32EnumAttrCase<"cuda", 1>]> {
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
+def ComfyQuant_CpuMicroKernel : I32EnumAttr<"CpuMicroKernel",
+    "the register-blocked inner loop of a CPU GEMM", [
+    I32EnumAttrCase<"f32_fma", 0>,          // f32 broadcast-FMA
+    I32EnumAttrCase<"i8_generic", 1>,       // widen to i16/i32, multiply-add
+    I32EnumAttrCase<"i8_pmaddwd", 2>,       // i16 pairs (AVX2 vpmaddwd)
+    I32EnumAttrCase<"i8_vnni", 3>,          // AVX-512 VNNI vpdpbusd
+    I32EnumAttrCase<"i8_vnni_emulated", 4>, // the same data flow, AVX2 ops
+    I32EnumAttrCase<"i8_amx", 5>,           // AMX tdpbssd tiles
+    I32EnumAttrCase<"i8_amx_emulated", 6>]> { // AMX tile semantics, vector ops
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
+def ComfyQuant_GpuMmaKind : I32EnumAttr<"GpuMmaKind",
+    "the operands a tensor-core GEMM kernel multiplies", [
+    I32EnumAttrCase<"s8", 0>,                // i8 x i8 -> i32
+    I32EnumAttrCase<"fp8", 1>,               // e4m3/e5m2 -> f32
+    I32EnumAttrCase<"fp8_ue8m0_scaled", 2>,  // MXFP8, UE8M0 scales per step
+    I32EnumAttrCase<"fp8_block_scaled", 3>,  // FP8, another scale function
+    I32EnumAttrCase<"f16", 4>]> {            // f16 -> f32
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Attribute interfaces
+//===----------------------------------------------------------------------===//
+
+def ComfyQuant_GemmConfigAttrInterface
+    : AttrInterface<"GemmConfigAttrInterface"> {
+  let cppNamespace = "::mlir::comfyquant";
+  let description = [{
+    How one back end computes one GEMM: the tile of C each unit of work
+    (a CPU micro-kernel call, a GPU block) produces and the K step it
+    consumes at a time. Every back end's config implements it, so that
+    reports and tests read GEMM plans alike.
+  }];
+  let methods = [
+    InterfaceMethod<"The back end the config is for.",
+                    "::mlir::comfyquant::TargetKind", "getBackend">,
+    InterfaceMethod<"Rows of C per unit of work.", "int64_t", "getTileRows">,
+    InterfaceMethod<"Columns of C per unit of work.", "int64_t",
+                    "getTileCols">,
+    InterfaceMethod<"Elements of K per step.", "int64_t", "getStepK">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -205,6 +261,76 @@ def ComfyQuant_ModuleInfoAttr : ComfyQuant_Attr<"ModuleInfo", "module"> {
   let assemblyFormat = [{
     `<` $kind `,` struct($format, $out_features, $in_features, $experts,
                          $rotation, $options) `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+def ComfyQuant_TargetAttr : ComfyQuant_Attr<"Target", "target"> {
+  let summary = "What kernels are compiled for: a CPU variant or a CUDA arch";
+  let description = [{
+    One entry of the runtime's target table (comfyquant/runtime/Targets.h):
+    a CPU kernel variant or a CUDA arch. The LLVM CPU and features, the
+    vector width, the PTX version and the tensor-core instructions of the
+    target come from that table, so IR that pins a target means the same
+    thing to every tool.
+
+    ```mlir
+    #comfyquant.target<cpu, "avx512-vnni">
+    #comfyquant.target<cuda, "sm_90a">
+    ```
+  }];
+  let parameters = (ins EnumParameter<ComfyQuant_TargetKind>:$kind,
+                        StringRefParameter<"variant or arch name">:$name);
+  let assemblyFormat = "`<` $kind `,` $name `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The CPU variant (null for a CUDA target).
+    const ::comfyquant::rt::CpuVariantInfo *getCpuVariant() const;
+    /// The CUDA arch (null for a CPU target).
+    const ::comfyquant::rt::CudaArchInfo *getCudaArch() const;
+  }];
+}
+
+def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
+    DeclareAttrInterfaceMethods<ComfyQuant_GemmConfigAttrInterface>]> {
+  let summary = "How the CPU back end computes one GEMM";
+  let description = [{
+    The micro-kernel and its tiles: `mr` x `nr` vector registers of
+    accumulators (rows of C x vectors of columns; AMX: one 16 x 16 i32
+    tile), `kv` elements of K per step, and `mc` rows of A per block that
+    a packed panel of B is reused across (a multiple of `mr`).
+
+    ```mlir
+    #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64>
+    ```
+  }];
+  let parameters = (ins EnumParameter<ComfyQuant_CpuMicroKernel>:$ukernel,
+                        "int64_t":$mr, "int64_t":$nr, "int64_t":$kv,
+                        "int64_t":$mc);
+  let assemblyFormat = "`<` $ukernel `,` struct($mr, $nr, $kv, $mc) `>`";
+  let genVerifyDecl = 1;
+}
+
+def ComfyQuant_GpuGemmAttr : ComfyQuant_Attr<"GpuGemm", "gpu_gemm", [
+    DeclareAttrInterfaceMethods<ComfyQuant_GemmConfigAttrInterface>]> {
+  let summary = "How the CUDA back end computes one GEMM";
+  let description = [{
+    The operand kind of a tensor-core GEMM kernel, the block's tile of C,
+    each warp's tile, the bytes of K per step and the shared-memory stages.
+    The instruction follows from the kind and the arch (wgmma on sm_90a,
+    mma.sync elsewhere, block-scaled on sm_120a).
+
+    ```mlir
+    #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+    ```
+  }];
+  let parameters = (ins EnumParameter<ComfyQuant_GpuMmaKind>:$kind,
+                        ArrayRefParameter<"int64_t">:$block,
+                        ArrayRefParameter<"int64_t">:$warp,
+                        "int64_t":$k_bytes, "int64_t":$stages);
+  let assemblyFormat = [{
+    `<` $kind `,` `block` `=` `[` $block `]` `,` `warp` `=` `[` $warp `]` `,`
+    `k_bytes` `=` $k_bytes `,` `stages` `=` $stages `>`
   }];
   let genVerifyDecl = 1;
 }
