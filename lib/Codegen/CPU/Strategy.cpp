@@ -105,36 +105,30 @@ struct SelectStrategyPass
       if (!k)
         return op.emitError("unknown micro-kernel '") << ukernel << "'";
       c.ukernel = *k;
-      bool f = m.kind == GemmMatch::Kind::FloatF32;
+      const bool f = m.kind == GemmMatch::Kind::FloatF32;
+      bool applies = !f;
       switch (*k) {
       case CpuMicroKernel::f32_fma:
-        if (!f)
-          return op.emitError("micro-kernel '")
-                 << ukernel << "' does not apply to this GEMM";
+        applies = f;
         c.kv = v.vectorBits / 32;
         break;
       case CpuMicroKernel::i8_generic:
       case CpuMicroKernel::i8_pmaddwd:
-        if (f)
-          return op.emitError("micro-kernel '")
-                 << ukernel << "' does not apply to this GEMM";
         c.kv = v.vectorBits / 16;
         break;
       case CpuMicroKernel::i8_vnni:
       case CpuMicroKernel::i8_vnni_emulated:
-        if (f)
-          return op.emitError("micro-kernel '")
-                 << ukernel << "' does not apply to this GEMM";
         c.kv = 64;
         break;
       case CpuMicroKernel::i8_amx:
       case CpuMicroKernel::i8_amx_emulated:
-        if (f || !amxShape)
-          return op.emitError("micro-kernel '")
-                 << ukernel << "' does not apply to this GEMM";
+        applies = !f && amxShape;
         c.mr = c.nr = 16, c.kv = 64;
         break;
       }
+      if (!applies)
+        return op.emitError("micro-kernel '")
+               << ukernel << "' does not apply to this GEMM";
       if (*k == CpuMicroKernel::i8_vnni && !wide)
         return op.emitError("micro-kernel 'i8-vnni' needs a 512-bit variant");
       if (*k == CpuMicroKernel::i8_amx && !amxVariant)
