@@ -148,13 +148,13 @@ bool cpuSupportsVariant(const std::string &variant, std::string *why) {
            f.movbe && f.sse41,
        "x86-64-v3 (AVX2, FMA, F16C, BMI, LZCNT, MOVBE)");
   need(f.osAvx, "OS support for AVX state");
-  if (level >= 1) {
+  if (level >= cpuVariantLevel("avx512-vnni")) {
     need(f.avx512f && f.avx512cd && f.avx512bw && f.avx512dq && f.avx512vl,
          "AVX-512 F/CD/BW/DQ/VL");
     need(f.avx512vnni, "AVX512-VNNI");
     need(f.osAvx512, "OS support for AVX-512 state");
   }
-  if (level >= 2) {
+  if (level >= cpuVariantLevel("amx")) {
     need(f.avx512bf16 && f.avx512fp16 && f.avx512vbmi && f.avx512vbmi2 &&
              f.avxvnni,
          "AVX512-BF16/FP16/VBMI/VBMI2 and AVX-VNNI");

@@ -32,9 +32,13 @@ using namespace mlir::comfyquant;
 namespace {
 
 /// The lane count of the function's target (f32 lanes of the variant's
-/// vector registers), recorded by comfyquant-cpu-select-strategy.
+/// vector registers), recorded by comfyquant-cpu-select-strategy, or of
+/// the target its module pins.
 int64_t strategyLanes(func::FuncOp func) {
   auto target = func->getAttrOfType<TargetAttr>("comfyquant.target");
+  if (!target)
+    if (auto module = func->getParentOfType<ModuleOp>())
+      target = module->getAttrOfType<TargetAttr>("comfyquant.target");
   const ::comfyquant::rt::CpuVariantInfo *v =
       target ? target.getCpuVariant() : nullptr;
   return v ? v->vectorBits / 32 : 0;

@@ -235,8 +235,10 @@ Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   };
   Value rowBase = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, ids.warp, idx(16)), ids.g);
-  Value colBase = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, ids.t, idx(2)), idx(8 * j));
+  // One op per statement: argument evaluation order is the host
+  // compiler's.
+  Value t2 = arith::MulIOp::create(b, loc, ids.t, idx(2));
+  Value colBase = arith::AddIOp::create(b, loc, t2, idx(8 * j));
   SmallVector<Value> sums;
   for (int64_t r = 0; r < 2; ++r) {
     Value row = arith::AddIOp::create(b, loc, rowBase, idx(8 * r));
@@ -252,9 +254,13 @@ Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
       SmallVector<int64_t> pos = {r, e};
       Value p = vector::ExtractOp::create(b, loc, partial, pos);
       Value term = arith::MulFOp::create(b, loc, p, factor);
-      if (acc)
-        term = arith::AddFOp::create(
-            b, loc, vector::ExtractOp::create(b, loc, acc, pos), term);
+      // Without an accumulator the body's start is +0.0: adding it keeps a
+      // -0.0 product +0.0, as the body computes it.
+      Value old = acc ? vector::ExtractOp::create(b, loc, acc, pos).getResult()
+                      : arith::ConstantOp::create(
+                            b, loc, b.getZeroAttr(b.getF32Type()))
+                            .getResult();
+      term = arith::AddFOp::create(b, loc, old, term);
       sums.push_back(term);
     }
   }
@@ -291,11 +297,10 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
                       : arith::ConstantOp::create(b, loc, b.getZeroAttr(f32))
                             .getResult());
   Value tLow = arith::AndIOp::create(b, loc, ids.t, idx(1));
-  Value aRow = arith::AddIOp::create(
-      b, loc,
-      arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, ids.warp, idx(16)), ids.g),
-      arith::MulIOp::create(b, loc, tLow, idx(8)));
+  Value warpRow = arith::MulIOp::create(b, loc, ids.warp, idx(16));
+  Value groupRow = arith::AddIOp::create(b, loc, warpRow, ids.g);
+  Value half = arith::MulIOp::create(b, loc, tLow, idx(8));
+  Value aRow = arith::AddIOp::create(b, loc, groupRow, half);
   Value bCol = arith::AddIOp::create(b, loc, ids.g, idx(8 * j));
   auto scaleWord = [&](Value tile, Value at) -> Value {
     Value code = memref::LoadOp::create(b, loc, tile, ValueRange{at});
@@ -307,10 +312,13 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   };
   auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(),
                                                      SmallVector<Type>(4, f32));
+  SmallVector<Value> aWords = words(fragA);
+  SmallVector<Value> bWords = words(fragB);
+  Value aScale = scaleWord(op.getAScales(), aRow);
+  Value bScale = scaleWord(op.getBScales(), bCol);
   auto mma = NVVM::MmaBlockScaleOp::create(
-      b, loc, structType, words(fragA), words(fragB), c,
-      scaleWord(op.getAScales(), aRow), zero16, zero16,
-      scaleWord(op.getBScales(), bCol), zero16, zero16,
+      b, loc, structType, aWords, bWords, c, aScale, zero16, zero16, bScale,
+      zero16, zero16,
       ArrayRef<int64_t>{16, 8, 32},
       std::array<NVVM::MMATypes, 2>{fp8(op.getAType()), fp8(op.getBType())},
       NVVM::ScaleVecSize::X1, NVVM::BlockScaleFormat::UE8M0,
@@ -513,17 +521,29 @@ struct LowerMmaPass
     getOperation().walk([&](WarpgroupMmaOp op) { tiles.push_back(op); });
     for (WarpgroupMmaOp op : tiles) {
       // wgmma descriptors address 16-byte units; every tile starts on a
-      // 128-byte line.
+      // 128-byte line, which only a workgroup attribution of the kernel
+      // can be given.
       for (Value tile :
-           {op.getA(), op.getB(), op.getAScales(), op.getBScales()})
-        if (auto arg = tile ? dyn_cast<BlockArgument>(tile) : BlockArgument())
-          if (auto func =
-                  dyn_cast<gpu::GPUFuncOp>(arg.getOwner()->getParentOp());
-              func && arg.getArgNumber() >= func.getNumArguments())
-            func.setWorkgroupAttributionAttr(
-                arg.getArgNumber() - func.getNumArguments(),
-                LLVM::LLVMDialect::getAlignAttrName(),
-                OpBuilder(func).getI64IntegerAttr(kTileAlignment));
+           {op.getA(), op.getB(), op.getAScales(), op.getBScales()}) {
+        if (!tile)
+          continue;
+        auto arg = dyn_cast<BlockArgument>(tile);
+        auto func = arg ? dyn_cast<gpu::GPUFuncOp>(arg.getOwner()->getParentOp())
+                        : gpu::GPUFuncOp();
+        unsigned index = arg ? arg.getArgNumber() : 0;
+        if (!func || !arg.getOwner()->isEntryBlock() ||
+            index < func.getNumArguments() ||
+            index - func.getNumArguments() >=
+                func.getNumWorkgroupAttributions()) {
+          op.emitOpError("tiles must be workgroup attributions of the "
+                         "kernel (their alignment is set here)");
+          return signalPassFailure();
+        }
+        func.setWorkgroupAttributionAttr(
+            index - func.getNumArguments(),
+            LLVM::LLVMDialect::getAlignAttrName(),
+            OpBuilder(func).getI64IntegerAttr(kTileAlignment));
+      }
       OpBuilder b(op);
       Value result = arch->wgmma ? warpgroupByWgmma(b, op.getLoc(), op)
                                  : warpgroupBySync(b, op.getLoc(), op, *arch);

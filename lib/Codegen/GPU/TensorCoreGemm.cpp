@@ -11,7 +11,8 @@
 // Thread `tid` copies the 4-byte word `tid % 8` of rows `tid / 8 + 16i` of
 // both tiles (coalesced: 8 threads per row of 32 bytes); rows, columns and
 // K beyond the operands read zeros, so every shape is computed (integer
-// accumulation is exact: K up to 2^17 cannot reach the s32 saturation).
+// accumulation is exact from a zero start: K below 2^17 cannot reach the
+// s32 saturation).
 //
 // When C is a temporary, its zero fill before the GEMM becomes zero
 // registers, and its elementwise consumer (scales, bias, cast) is evaluated
@@ -25,9 +26,9 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
@@ -135,43 +136,51 @@ llvm::SmallPtrSet<Operation *, 16> bodySlice(linalg::GenericOp op, Value v) {
   return slice;
 }
 
-/// The value of `v`, a function of body argument `arg` (an i8 scale) alone,
-/// at `code`, folded op by op; null when some op does not fold.
-Attribute evaluateAt(linalg::GenericOp op, Value v, unsigned arg,
-                     uint8_t code) {
+/// The values of `v`, a function of the i8 body argument `arg` alone, at
+/// every code 0..255: the slice is cloned into a scratch function with the
+/// argument a constant and folded there (folding the body itself could
+/// rewrite it in place). Empty when some value does not fold.
+SmallVector<Attribute> evaluateAtEveryCode(linalg::GenericOp op, Value v,
+                                           unsigned arg) {
   Block &body = op.getRegion().front();
   llvm::SmallPtrSet<Operation *, 16> slice = bodySlice(op, v);
-  llvm::DenseMap<Value, Attribute> known;
-  mlir::Builder b(op.getContext());
-  known[body.getArgument(arg)] = b.getIntegerAttr(b.getI8Type(), code);
-  // A value's constant: computed here, or defined outside the body.
-  auto valueOf = [&](Value v) {
-    Attribute a = known.lookup(v);
-    if (!a)
-      matchPattern(v, m_Constant(&a));
-    return a;
-  };
-  for (Operation &o : body.without_terminator()) {
-    if (!slice.contains(&o))
-      continue;
-    SmallVector<Attribute> operands;
-    for (Value operand : o.getOperands()) {
-      Attribute a = valueOf(operand);
-      if (!a)
-        return {};
-      operands.push_back(a);
+  Location loc = op.getLoc();
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
+  OpBuilder b = OpBuilder::atBlockEnd(scratch->getBody());
+  SmallVector<Attribute> values;
+  for (unsigned code = 0; code < 256; ++code) {
+    auto fn = func::FuncOp::create(b, loc, "evaluate",
+                                   b.getFunctionType({}, {v.getType()}));
+    OpBuilder fb = OpBuilder::atBlockEnd(fn.addEntryBlock());
+    IRMapping map;
+    map.map(body.getArgument(arg),
+            arith::ConstantOp::create(
+                fb, loc, fb.getIntegerAttr(fb.getI8Type(), code))
+                .getResult());
+    for (Operation &o : body.without_terminator()) {
+      if (!slice.contains(&o))
+        continue;
+      for (Value operand : o.getOperands()) {
+        if (map.contains(operand))
+          continue;
+        // Only constants captured from outside the body may remain.
+        Operation *def = operand.getDefiningOp();
+        if (!def || !matchPattern(operand, m_Constant()))
+          return {};
+        fb.clone(*def, map);
+      }
+      fb.clone(o, map);
     }
-    SmallVector<OpFoldResult> results;
-    if (o.getNumResults() != 1 || failed(o.fold(operands, results)) ||
-        results.size() != 1)
+    func::ReturnOp::create(fb, loc, map.lookup(v));
+    (void)applyPatternsGreedily(fn, FrozenRewritePatternSet());
+    Attribute value;
+    if (!matchPattern(fn.getBody().front().getTerminator()->getOperand(0),
+                      m_Constant(&value)))
       return {};
-    Attribute a = isa<Attribute>(results[0]) ? cast<Attribute>(results[0])
-                                             : valueOf(cast<Value>(results[0]));
-    if (!a)
-      return {};
-    known[o.getResult(0)] = a;
+    values.push_back(value);
+    fn.erase();
   }
-  return known.lookup(v);
+  return values;
 }
 
 /// Whether `v` (f32, a function of body argument `arg` alone) is the UE8M0
@@ -183,8 +192,11 @@ bool isUE8M0Decode(linalg::GenericOp op, Value v, unsigned arg) {
           a && a.getOwner() == &op.getRegion().front() &&
           a.getArgNumber() != arg)
         return false;
+  SmallVector<Attribute> values = evaluateAtEveryCode(op, v, arg);
+  if (values.size() != 256)
+    return false;
   for (unsigned code = 0; code < 256; ++code) {
-    auto f = dyn_cast_or_null<FloatAttr>(evaluateAt(op, v, arg, code));
+    auto f = dyn_cast<FloatAttr>(values[code]);
     if (!f || !f.getType().isF32())
       return false;
     APFloat value = f.getValue();
@@ -202,6 +214,12 @@ bool isUE8M0Decode(linalg::GenericOp op, Value v, unsigned arg) {
 
 /// Whether the block scale of `m` is UE8M0(scale_a) * UE8M0(scale_b).
 bool isUE8M0Product(linalg::GenericOp op, const GemmMatch &m) {
+  // The scales must be bytes: they are staged as bytes and the hardware
+  // reads bytes.
+  Block &body = op.getRegion().front();
+  if (!body.getArgument(2).getType().isInteger(8) ||
+      !body.getArgument(3).getType().isInteger(8))
+    return false;
   auto mul = m.blockScale.getDefiningOp<arith::MulFOp>();
   if (!mul)
     return false;
@@ -222,7 +240,7 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
   case GemmMatch::Kind::F8F8F32: {
     if (!m.block)
       return Family{m, i8, 4, f32, GpuMmaKind::fp8};
-    if (isUE8M0Product(op, m))
+    if (m.block == WarpgroupMmaOp::kStepBytes && isUE8M0Product(op, m))
       return Family{m, i8, 4, f32, GpuMmaKind::fp8_ue8m0_scaled, true};
     return Family{m, i8, 4, f32, GpuMmaKind::fp8_block_scaled};
   }
@@ -452,11 +470,18 @@ struct TensorCoreGemmPass
     // (row % 8) * 4 + word % 4).
     Value copyWord = arith::RemUIOp::create(b, loc, tid, h.idx(kRowWords));
     Value copyRow = arith::DivUIOp::create(b, loc, tid, h.idx(kRowWords));
-    Value copyAt = h.add(
-        h.add(h.mul(arith::DivUIOp::create(b, loc, copyRow, h.idx(8)), 64),
-              h.mul(arith::DivUIOp::create(b, loc, copyWord, h.idx(4)), 32)),
-        h.add(h.mul(arith::RemUIOp::create(b, loc, copyRow, h.idx(8)), 4),
-              arith::RemUIOp::create(b, loc, copyWord, h.idx(4))));
+    // One op per statement (argument evaluation order is the host
+    // compiler's).
+    Value rowGroup = arith::DivUIOp::create(b, loc, copyRow, h.idx(8));
+    Value rowGroupAt = h.mul(rowGroup, 64);
+    Value kHalf = arith::DivUIOp::create(b, loc, copyWord, h.idx(4));
+    Value kHalfAt = h.mul(kHalf, 32);
+    Value rowInGroup = arith::RemUIOp::create(b, loc, copyRow, h.idx(8));
+    Value rowInGroupAt = h.mul(rowInGroup, 4);
+    Value wordInRow = arith::RemUIOp::create(b, loc, copyWord, h.idx(4));
+    Value groupAt = h.add(rowGroupAt, kHalfAt);
+    Value inGroupAt = h.add(rowInGroupAt, wordInRow);
+    Value copyAt = h.add(groupAt, inGroupAt);
     Value copyK = h.mul(copyWord, p);
 
     auto accType = VectorType::get({kFragments, 2, 2}, family.acc);
@@ -513,13 +538,14 @@ struct TensorCoreGemmPass
         Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
         Value neutral =
             arith::ConstantIntOp::create(b, loc, b.getI8Type(), 127);
-        Value numBlocks = b.createOrFold<memref::DimOp>(loc, scalesA, 1);
+        Value aBlocks = b.createOrFold<memref::DimOp>(loc, scalesA, 1);
+        Value bBlocks = b.createOrFold<memref::DimOp>(loc, scalesB, 1);
         Value aRow = arith::RemUIOp::create(b, loc, tid, h.idx(kBlockM));
         Value sa = h.loadOrZero(scalesA, h.add(blockM, aRow), kb, rows,
-                                numBlocks, neutral);
+                                aBlocks, neutral);
         memref::StoreOp::create(b, loc, sa, scaleTileA, ValueRange{aRow});
         Value sb = h.loadOrZero(scalesB, h.add(blockN, tid), kb, cols,
-                                numBlocks, neutral);
+                                bBlocks, neutral);
         memref::StoreOp::create(b, loc, sb, scaleTileB, ValueRange{tid});
         next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc,
                                       scaleTileA, scaleTileB, family.mmaA(),

@@ -19,3 +19,17 @@ module attributes {gpu.container_module} {
 // expected-error @+1 {{comfyquant-gpu-lower-mma: the gpu.module's target #comfyquant.target<cpu, "amx"> is not a CUDA arch}}
 gpu.module @kernels attributes {comfyquant.target = #comfyquant.target<cpu, "amx">} {
 }
+
+// -----
+
+// Tiles that are kernel arguments rather than workgroup attributions: their
+// alignment cannot be set, so no descriptor may point at them.
+gpu.module @kernels {
+  gpu.func @tiles_as_arguments(%a: memref<512xi32, #gpu.address_space<workgroup>>, %b: memref<1024xi32, #gpu.address_space<workgroup>>, %out: memref<16x2x2xi32>) kernel {
+    // expected-error @+1 {{'comfyquant.warpgroup_mma' op tiles must be workgroup attributions of the kernel (their alignment is set here)}}
+    %d = comfyquant.warpgroup_mma %a, %b : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xi32>, vector<16x2x2xi32>
+    gpu.return
+  }
+}

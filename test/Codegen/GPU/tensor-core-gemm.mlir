@@ -267,6 +267,45 @@ func.func @mxfp8_not_ue8m0(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memre
 
 // -----
 
+// UE8M0-like decodes of i32 scale storage: the scales are not bytes, so
+// they are never staged as bytes nor given to a block-scaled MMA; the
+// body's factor is applied at formation.
+// CHECK-LABEL: func.func @mxfp8_i32_scales
+// CHECK-SAME:    #comfyquant.gpu_gemm<fp8_block_scaled
+// PTX80:   .target sm_80
+// PTX80-COUNT-32: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX90:   .target sm_90a
+// PTX90-SAME: wgmma.wait_group.sync.aligned
+// PTX120:  .target sm_120a
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 32)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 32)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @mxfp8_i32_scales(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2xi32>, %sb: memref<24x2xi32>, %c: memref<?x24xf32>) {
+  %c23 = arith.constant 23 : i32
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x64xi8>, memref<24x64xi8>, memref<?x2xi32>, memref<24x2xi32>) outs(%c : memref<?x24xf32>) {
+  ^bb0(%x: i8, %w: i8, %xs: i32, %ws: i32, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.extf %0 : f8E4M3FN to f32
+    %2 = arith.bitcast %w : i8 to f8E4M3FN
+    %3 = arith.extf %2 : f8E4M3FN to f32
+    %4 = arith.mulf %1, %3 : f32
+    %6 = arith.shli %xs, %c23 : i32
+    %11 = arith.bitcast %6 : i32 to f32
+    %13 = arith.shli %ws, %c23 : i32
+    %18 = arith.bitcast %13 : i32 to f32
+    %19 = arith.mulf %11, %18 : f32
+    %20 = arith.mulf %4, %19 : f32
+    %21 = arith.addf %acc, %20 : f32
+    linalg.yield %21 : f32
+  }
+  return
+}
+
+// -----
+
 // A scale that reads the accumulator is not a block scale.
 // CHECK-LABEL: func.func @not_block_scale
 // CHECK-NOT:     comfyquant.gemms

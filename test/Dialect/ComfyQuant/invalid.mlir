@@ -2652,3 +2652,21 @@ func.func private @f() attributes {comfyquant.gemm = {ukernel = "i8-vnni"}}
 
 // expected-error @+1 {{'comfyquant.gemms' must be an array of GEMM configs}}
 func.func private @f() attributes {comfyquant.gemms = [#comfyquant.target<cpu, "amx">]}
+
+// -----
+
+func.func @warpgroup_mma_space(%a: memref<512xi32>, %b: memref<1024xi32>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op tiles must be in workgroup memory (#gpu.address_space<workgroup>)}}
+  %d = comfyquant.warpgroup_mma %a, %b : f16 x f16 : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{i8_pmaddwd takes K steps of 16 or 32 (one register)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 8, mc = 64>}
+
+// -----
+
+// expected-error @+1 {{f32_fma takes K steps of 8 or 16 (one register)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 4, mc = 64>}

@@ -188,6 +188,15 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (vnni && kv != 64)
     return emitError() << stringifyCpuMicroKernel(ukernel)
                        << " takes K steps of 64";
+  // One vector register of K: i16 pairs or f32 lanes of a 256- or 512-bit
+  // register.
+  bool i16Lanes = ukernel == CpuMicroKernel::i8_pmaddwd ||
+                  ukernel == CpuMicroKernel::i8_generic;
+  if (i16Lanes && kv != 16 && kv != 32)
+    return emitError() << stringifyCpuMicroKernel(ukernel)
+                       << " takes K steps of 16 or 32 (one register)";
+  if (ukernel == CpuMicroKernel::f32_fma && kv != 8 && kv != 16)
+    return emitError() << "f32_fma takes K steps of 8 or 16 (one register)";
   return success();
 }
 

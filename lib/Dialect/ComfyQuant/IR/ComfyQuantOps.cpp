@@ -5,6 +5,7 @@
 #include "comfyquant/runtime/Numerics.h"
 #include "comfyquant/runtime/QuantConfig.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
@@ -783,6 +784,16 @@ LogicalResult WarpgroupMmaOp::verify() {
       return emitOpError("scales must be one byte per row of A (64) and "
                          "per column of B (")
              << n << ")";
+  }
+  // The tiles are the block's: workgroup memory.
+  for (Value tile : {getA(), getB(), getAScales(), getBScales()}) {
+    if (!tile)
+      continue;
+    auto space = llvm::dyn_cast_or_null<gpu::AddressSpaceAttr>(
+        cast<MemRefType>(tile.getType()).getMemorySpace());
+    if (!space || space.getValue() != gpu::AddressSpace::Workgroup)
+      return emitOpError("tiles must be in workgroup memory "
+                         "(#gpu.address_space<workgroup>)");
   }
   return success();
 }
