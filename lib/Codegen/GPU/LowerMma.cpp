@@ -119,6 +119,11 @@ Value emulate(OpBuilder &b, Location loc, MmaFP8Op op) {
   return acc;
 }
 
+/// An index constant.
+Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
 /// The 32-bit register holding row `r` of an 8-bit fragment.
 Value packed(OpBuilder &b, Location loc, Value v, int64_t r) {
   Value bytes = row(b, loc, v, r);
@@ -197,14 +202,11 @@ struct LaneIds {
 };
 
 LaneIds laneIds(OpBuilder &b, Location loc) {
-  auto idx = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value lane = arith::RemUIOp::create(b, loc, tid, idx(32));
-  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
-  Value g = arith::DivUIOp::create(b, loc, lane, idx(4));
-  Value t = arith::RemUIOp::create(b, loc, lane, idx(4));
+  Value lane = arith::RemUIOp::create(b, loc, tid, indexConstant(b, loc, 32));
+  Value warp = arith::DivUIOp::create(b, loc, tid, indexConstant(b, loc, 32));
+  Value g = arith::DivUIOp::create(b, loc, lane, indexConstant(b, loc, 4));
+  Value t = arith::RemUIOp::create(b, loc, lane, indexConstant(b, loc, 4));
   return {warp, g, t};
 }
 
@@ -230,23 +232,25 @@ Value ue8m0ToF32(OpBuilder &b, Location loc, Value code) {
 /// columns (8j + 2t + e): UE8M0(a_scales[row]) * UE8M0(b_scales[col]).
 Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
                       const LaneIds &ids, int64_t j, Value partial, Value acc) {
-  auto idx = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
   Value rowBase = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, ids.warp, idx(16)), ids.g);
+      b, loc,
+      arith::MulIOp::create(b, loc, ids.warp, indexConstant(b, loc, 16)),
+      ids.g);
   // One op per statement: argument evaluation order is the host
   // compiler's.
-  Value t2 = arith::MulIOp::create(b, loc, ids.t, idx(2));
-  Value colBase = arith::AddIOp::create(b, loc, t2, idx(8 * j));
+  Value t2 = arith::MulIOp::create(b, loc, ids.t, indexConstant(b, loc, 2));
+  Value colBase =
+      arith::AddIOp::create(b, loc, t2, indexConstant(b, loc, 8 * j));
   SmallVector<Value> sums;
   for (int64_t r = 0; r < 2; ++r) {
-    Value row = arith::AddIOp::create(b, loc, rowBase, idx(8 * r));
+    Value row =
+        arith::AddIOp::create(b, loc, rowBase, indexConstant(b, loc, 8 * r));
     Value rowCode =
         memref::LoadOp::create(b, loc, op.getAScales(), ValueRange{row});
     Value rowFactor = ue8m0ToF32(b, loc, rowCode);
     for (int64_t e = 0; e < 2; ++e) {
-      Value col = arith::AddIOp::create(b, loc, colBase, idx(e));
+      Value col =
+          arith::AddIOp::create(b, loc, colBase, indexConstant(b, loc, e));
       Value colCode =
           memref::LoadOp::create(b, loc, op.getBScales(), ValueRange{col});
       Value factor =
@@ -274,18 +278,11 @@ Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
 Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
                           const LaneIds &ids, int64_t j, Value fragA,
                           Value fragB, Value acc) {
-  auto idx = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
   auto words = [&](Value fragment) {
-    auto type = cast<VectorType>(fragment.getType());
     SmallVector<Value> out;
-    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
-      Value row = vector::ExtractOp::create(b, loc, fragment, r);
-      Value word = vector::BitCastOp::create(
-          b, loc, VectorType::get({1}, b.getI32Type()), row);
-      out.push_back(vector::ExtractOp::create(b, loc, word, 0));
-    }
+    int64_t rows = cast<VectorType>(fragment.getType()).getDimSize(0);
+    for (int64_t r = 0; r < rows; ++r)
+      out.push_back(packed(b, loc, fragment, r));
     return out;
   };
   SmallVector<Value> c;
@@ -296,12 +293,14 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
                             loc, acc, ArrayRef<int64_t>{r, e})
                       : arith::ConstantOp::create(b, loc, b.getZeroAttr(f32))
                             .getResult());
-  Value tLow = arith::AndIOp::create(b, loc, ids.t, idx(1));
-  Value warpRow = arith::MulIOp::create(b, loc, ids.warp, idx(16));
+  Value tLow = arith::AndIOp::create(b, loc, ids.t, indexConstant(b, loc, 1));
+  Value warpRow =
+      arith::MulIOp::create(b, loc, ids.warp, indexConstant(b, loc, 16));
   Value groupRow = arith::AddIOp::create(b, loc, warpRow, ids.g);
-  Value half = arith::MulIOp::create(b, loc, tLow, idx(8));
+  Value half = arith::MulIOp::create(b, loc, tLow, indexConstant(b, loc, 8));
   Value aRow = arith::AddIOp::create(b, loc, groupRow, half);
-  Value bCol = arith::AddIOp::create(b, loc, ids.g, idx(8 * j));
+  Value bCol =
+      arith::AddIOp::create(b, loc, ids.g, indexConstant(b, loc, 8 * j));
   auto scaleWord = [&](Value tile, Value at) -> Value {
     Value code = memref::LoadOp::create(b, loc, tile, ValueRange{at});
     return arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
@@ -335,13 +334,12 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
 Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op,
                       const CUDAArch &arch) {
   gpu::BarrierOp::create(b, loc);
-  auto idx = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
   LaneIds ids = laneIds(b, loc);
   Value laneWord = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, ids.g, idx(4)), ids.t);
-  Value warpRows = arith::MulIOp::create(b, loc, ids.warp, idx(128));
+      b, loc, arith::MulIOp::create(b, loc, ids.g, indexConstant(b, loc, 4)),
+      ids.t);
+  Value warpRows =
+      arith::MulIOp::create(b, loc, ids.warp, indexConstant(b, loc, 128));
   Value aFirst = arith::AddIOp::create(b, loc, warpRows, laneWord);
 
   Type a = op.getAType();
@@ -369,7 +367,8 @@ Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op,
         DenseElementsAttr::get(resultType,
                                b.getZeroAttr(resultType.getElementType())));
   for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
-    Value bFirst = arith::AddIOp::create(b, loc, laneWord, idx(64 * j));
+    Value bFirst =
+        arith::AddIOp::create(b, loc, laneWord, indexConstant(b, loc, 64 * j));
     Value fragB = loadFragment(b, loc, op.getB(), bFirst, {0, 32}, bType);
     Value acc =
         accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j) : Value();
