@@ -34,9 +34,10 @@ def ConvertComfyQuantToLinalg
       `gemm-operands=decoded` (the default, for CPU micro-kernels) float
       operands (with their block scales) are decoded to exact f32 values;
       with `gemm-operands=native` (tensor cores) FP8 operands stay i8
-      codes widened in the contraction body, MXFP8 contractions also read
-      the E8M0 block scales (at `k floordiv 32`), and NVFP4 operands are
-      decoded to exact f16.
+      codes widened in the contraction body, and block-scaled contractions
+      read codes and block scales as stored: MXFP8 (E8M0 scales at
+      `k floordiv 32`) and NVFP4 (E2M1 codes one per byte, E4M3 scales at
+      `k floordiv 16`), each factor decoded exactly in the body.
     * `unpack`, `unswizzle`, `dequantize` and `lookup` decode the stored
       formats element-wise (swizzled block scales, nibble orders, codebooks,
       the W4A8/W6A8 int8 grid) and un-rotate.
@@ -55,7 +56,7 @@ def ConvertComfyQuantToLinalg
              clEnumValN(::mlir::comfyquant::GemmOperands::Decoded, "decoded",
                         "exact f32 values (CPU)"),
              clEnumValN(::mlir::comfyquant::GemmOperands::Native, "native",
-                        "FP8 codes and exact f16 NVFP4 (tensor cores)"))}]>
+                        "FP8 and E2M1 codes, MXFP8/NVFP4 block scales (tensor cores)"))}]>
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

@@ -170,9 +170,11 @@ struct SelectStrategyPass
         std::optional<GemmMatch> m = matchGemm(op);
         if (!m)
           return WalkResult::advance();
-        // The CPU lowering decodes FP8 before the contraction.
-        if (m->kind == GemmMatch::Kind::F8F8F32) {
-          op.emitError("FP8 codes as GEMM operands: the CPU back end needs "
+        // The CPU lowering decodes FP8 and FP4 before the contraction.
+        if (m->kind == GemmMatch::Kind::F8F8F32 ||
+            m->kind == GemmMatch::Kind::F4F4F32) {
+          op.emitError("FP8 or FP4 codes as GEMM operands: the CPU back end "
+                       "needs "
                        "convert-comfyquant-to-linalg{gemm-operands=decoded}");
           return WalkResult::interrupt();
         }

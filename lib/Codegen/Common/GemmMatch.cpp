@@ -2,11 +2,124 @@
 #include "comfyquant/Codegen/Common/Gemm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 using namespace mlir::comfyquant;
 using namespace mlir::comfyquant::detail;
+
+//===----------------------------------------------------------------------===//
+// Evaluating a body value at every code
+//===----------------------------------------------------------------------===//
+
+llvm::SmallPtrSet<Operation *, 16>
+mlir::comfyquant::detail::bodySlice(linalg::GenericOp op, Value v) {
+  Block &body = op.getRegion().front();
+  llvm::SmallPtrSet<Operation *, 16> slice;
+  SmallVector<Value> work = {v};
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != &body || !slice.insert(def).second)
+      continue;
+    for (Value operand : def->getOperands())
+      work.push_back(operand);
+  }
+  return slice;
+}
+
+SmallVector<Attribute>
+mlir::comfyquant::detail::evaluateAtEveryCode(linalg::GenericOp op, Value v,
+                                              unsigned arg) {
+  Block &body = op.getRegion().front();
+  if (!body.getArgument(arg).getType().isSignlessInteger(8))
+    return {};
+  llvm::SmallPtrSet<Operation *, 16> slice = bodySlice(op, v);
+  for (Operation *o : slice) {
+    if (!isPure(o) || o->getNumRegions())
+      return {};
+    for (Value operand : o->getOperands())
+      if (auto a = dyn_cast<BlockArgument>(operand);
+          a && a.getOwner() == &body && a.getArgNumber() != arg)
+        return {};
+  }
+  if (auto a = dyn_cast<BlockArgument>(v); a && a.getOwner() == &body)
+    return {};
+  // The slice is cloned into a scratch function with the argument a
+  // constant and folded there: folding the body itself could rewrite it.
+  Location loc = op.getLoc();
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
+  OpBuilder b = OpBuilder::atBlockEnd(scratch->getBody());
+  SmallVector<Attribute> values;
+  for (unsigned code = 0; code < 256; ++code) {
+    auto fn = func::FuncOp::create(b, loc, "evaluate",
+                                   b.getFunctionType({}, {v.getType()}));
+    OpBuilder fb = OpBuilder::atBlockEnd(fn.addEntryBlock());
+    IRMapping map;
+    map.map(body.getArgument(arg),
+            arith::ConstantOp::create(fb, loc,
+                                      fb.getIntegerAttr(fb.getI8Type(), code))
+                .getResult());
+    for (Operation &o : body.without_terminator()) {
+      if (!slice.contains(&o))
+        continue;
+      for (Value operand : o.getOperands()) {
+        if (map.contains(operand))
+          continue;
+        // Only constants captured from outside the body may remain.
+        Operation *def = operand.getDefiningOp();
+        if (!def || !matchPattern(operand, m_Constant()))
+          return {};
+        fb.clone(*def, map);
+      }
+      fb.clone(o, map);
+    }
+    func::ReturnOp::create(fb, loc, map.lookup(v));
+    (void)applyPatternsGreedily(fn, FrozenRewritePatternSet());
+    Attribute value;
+    if (!matchPattern(fn.getBody().front().getTerminator()->getOperand(0),
+                      m_Constant(&value)))
+      return {};
+    values.push_back(value);
+    fn.erase();
+  }
+  return values;
+}
+
+bool mlir::comfyquant::detail::decodesEveryCode(
+    linalg::GenericOp op, Value v, unsigned arg,
+    llvm::function_ref<APFloat(unsigned)> decode) {
+  SmallVector<Attribute> values = evaluateAtEveryCode(op, v, arg);
+  if (values.size() != 256)
+    return false;
+  for (unsigned code = 0; code < 256; ++code) {
+    auto f = dyn_cast<FloatAttr>(values[code]);
+    if (!f || !f.getType().isF32())
+      return false;
+    APFloat got = f.getValue(), expected = decode(code);
+    if (expected.isNaN() ? !got.isNaN()
+                         : got.bitcastToAPInt() != expected.bitcastToAPInt())
+      return false;
+  }
+  return true;
+}
+
+APFloat mlir::comfyquant::detail::e2m1Value(unsigned code) {
+  APFloat v(APFloat::Float4E2M1FN(), APInt(4, code & 0xF));
+  bool lost;
+  v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+  return v;
+}
+
+APFloat mlir::comfyquant::detail::e4m3Value(unsigned code) {
+  APFloat v(APFloat::Float8E4M3FN(), APInt(8, code & 0xFF));
+  bool lost;
+  v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+  return v;
+}
 
 //===----------------------------------------------------------------------===//
 // Matching
@@ -50,7 +163,7 @@ bool hasContractionShape(linalg::GenericOp op, unsigned inputs) {
          iters[2] == utils::IteratorType::reduction;
 }
 
-/// The block-scaled FP8 form (see matchGemm).
+/// The block-scaled FP8 and FP4 forms (see matchGemm).
 std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
   if (!hasContractionShape(op, 4))
     return std::nullopt;
@@ -82,7 +195,7 @@ std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
       !bType.hasStaticShape() || aType.isDynamicDim(1) ||
       cType.isDynamicDim(1) || !cType.getElementType().isF32())
     return std::nullopt;
-  // out + (fp8(a) * fp8(b)) * s, s from the two scales only.
+  // out + (dec(a) * dec(b)) * s, s from the two scales only.
   Block &body = op.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
@@ -101,10 +214,21 @@ std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
     auto product = productSide.getDefiningOp<arith::MulFOp>();
     if (!product)
       continue;
+    GemmMatch::Kind kind = GemmMatch::Kind::F8F8F32;
     Type x = fp8Of(product.getLhs()), y = fp8Of(product.getRhs());
-    if (!x || !y || stripExt(product.getLhs()) != body.getArgument(0) ||
-        stripExt(product.getRhs()) != body.getArgument(1))
+    if (x && y) {
+      if (stripExt(product.getLhs()) != body.getArgument(0) ||
+          stripExt(product.getRhs()) != body.getArgument(1))
+        continue;
+    } else if (!x && !y &&
+               decodesEveryCode(op, product.getLhs(), 0, e2m1Value) &&
+               decodesEveryCode(op, product.getRhs(), 1, e2m1Value)) {
+      // E2M1 codes (NVFP4), one per byte, decoded by the body.
+      kind = GemmMatch::Kind::F4F4F32;
+      x = y = Float4E2M1FNType::get(ctx);
+    } else {
       continue;
+    }
     // The scale must not depend on the codes or the accumulator.
     bool fromScales = true;
     SmallVector<Value> work = {scaleSide};
@@ -129,7 +253,7 @@ std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
     if (!fromScales)
       continue;
     GemmMatch g;
-    g.kind = GemmMatch::Kind::F8F8F32;
+    g.kind = kind;
     g.aElt = x;
     g.bElt = y;
     g.n = bType.getShape()[0];

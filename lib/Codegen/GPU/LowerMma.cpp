@@ -23,6 +23,7 @@
 // to the second, the low half of K to the first MMA and the high half to
 // the second: A and B columns map alike, so every product is taken once.
 //===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/GPU/FP4Decode.h"
 #include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
@@ -271,10 +272,12 @@ Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   return vector::FromElementsOp::create(b, loc, partial.getType(), sums);
 }
 
-/// sm_120a: the block-scaled FP8 MMA, m16n8k32 kind::mxf8f6f4 with one
-/// UE8M0 scale per row of A and column of B (scale_vec::1X). With
-/// selectors (byte 0, thread 0) lane 4g + t supplies the scale of A row
-/// g + 8t (t < 2) and lane 4g (t = 0) that of B column g.
+/// sm_120a: the block-scaled MMAs, FP8 m16n8k32 kind::mxf8f6f4 with one
+/// UE8M0 scale per row of A and column of B (scale_vec::1X), FP4 m16n8k64
+/// kind::mxf4nvf4 with four UE4M3 scales each (scale_vec::4X; the FP4
+/// registers hold the same bytes as the 8-bit ones, two codes each). With
+/// selectors (byte 0, thread 0) lane 4g + t supplies the scales of A row
+/// g + 8t (t < 2) and lane 4g (t = 0) those of B column g.
 Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
                           const LaneIds &ids, int64_t j, Value fragA,
                           Value fragB, Value acc) {
@@ -301,12 +304,25 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   Value aRow = arith::AddIOp::create(b, loc, groupRow, half);
   Value bCol =
       arith::AddIOp::create(b, loc, ids.g, indexConstant(b, loc, 8 * j));
+  bool fp4 = isa<Float4E2M1FNType>(op.getAType());
+  // MXFP8: one UE8M0 byte per row and step; FP4: the four UE4M3 bytes of
+  // the row, byte j for the K block [16j, 16j + 16) (scale_vec::4X).
   auto scaleWord = [&](Value tile, Value at) -> Value {
-    Value code = memref::LoadOp::create(b, loc, tile, ValueRange{at});
-    return arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
+    if (!fp4) {
+      Value code = memref::LoadOp::create(b, loc, tile, ValueRange{at});
+      return arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
+    }
+    Value first = arith::MulIOp::create(b, loc, at, indexConstant(b, loc, 4));
+    Value bytes = vector::LoadOp::create(
+        b, loc, VectorType::get({4}, b.getI8Type()), tile, ValueRange{first});
+    Value word = vector::BitCastOp::create(
+        b, loc, VectorType::get({1}, b.getI32Type()), bytes);
+    return vector::ExtractOp::create(b, loc, word, 0);
   };
   Value zero16 = arith::ConstantIntOp::create(b, loc, b.getI16Type(), 0);
-  auto fp8 = [](Type t) {
+  auto mmaType = [](Type t) {
+    if (isa<Float4E2M1FNType>(t))
+      return NVVM::MMATypes::e2m1;
     return isa<Float8E5M2Type>(t) ? NVVM::MMATypes::e5m2 : NVVM::MMATypes::e4m3;
   };
   auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(),
@@ -317,16 +333,98 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   Value bScale = scaleWord(op.getBScales(), bCol);
   auto mma = NVVM::MmaBlockScaleOp::create(
       b, loc, structType, aWords, bWords, c, aScale, zero16, zero16, bScale,
-      zero16, zero16,
-      ArrayRef<int64_t>{16, 8, 32},
-      std::array<NVVM::MMATypes, 2>{fp8(op.getAType()), fp8(op.getBType())},
-      NVVM::ScaleVecSize::X1, NVVM::BlockScaleFormat::UE8M0,
-      NVVM::MMABlockScaleKind::MXF8F6F4);
+      zero16, zero16, ArrayRef<int64_t>{16, 8, fp4 ? 64 : 32},
+      std::array<NVVM::MMATypes, 2>{mmaType(op.getAType()),
+                                    mmaType(op.getBType())},
+      fp4 ? NVVM::ScaleVecSize::X4 : NVVM::ScaleVecSize::X1,
+      fp4 ? NVVM::BlockScaleFormat::UE4M3 : NVVM::BlockScaleFormat::UE8M0,
+      fp4 ? NVVM::MMABlockScaleKind::MXF4NVF4
+          : NVVM::MMABlockScaleKind::MXF8F6F4);
   SmallVector<Value> d;
   for (int64_t i = 0; i < 4; ++i)
     d.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
   return vector::FromElementsOp::create(b, loc, VectorType::get({2, 2}, f32),
                                         d);
+}
+
+/// Without an FP4 block-scaled MMA: the block decodes both FP4 tiles into
+/// four f16 tiles each (tile q holds the codes [16q, 16q + 16) of every
+/// row, in the same core-matrix layout, f16 pair (2w, 2w + 1) in word w),
+/// each value times its scale, exact in f16; then four f16 warpgroup_mma
+/// steps, each starting with the barrier that makes the decoded tiles
+/// seen. Thread `tid` decodes the FP4 words `tid + 128 i` of the 2 words
+/// per row that make sub-block q.
+void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  constexpr int64_t kRowWords = WarpgroupMmaOp::kStepBytes / 4;
+  constexpr int64_t kSteps =
+      2 * WarpgroupMmaOp::kStepBytes / WarpgroupMmaOp::kFP4Block;
+  constexpr int64_t kThreads = 128;
+  auto idx = [&](int64_t v) { return indexConstant(b, loc, v); };
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  // The FP4 tiles' writers finish first.
+  gpu::BarrierOp::create(b, loc);
+  auto decode = [&](Value tile, Value scales, int64_t rows) {
+    auto type = MemRefType::get({rows * kRowWords}, b.getI32Type(),
+                                MemRefLayoutAttrInterface(), workgroup);
+    SmallVector<Value> out;
+    for (int64_t q = 0; q < kSteps; ++q)
+      out.push_back(func.addWorkgroupAttribution(type, loc));
+    for (int64_t q = 0; q < kSteps; ++q)
+      for (int64_t i = 0; i < rows * 2; i += kThreads) {
+        // FP4 word 2q + h of `row`: codes [16q + 8h, 16q + 8h + 8).
+        Value u =
+            i ? arith::AddIOp::create(b, loc, tid, idx(i)).getResult() : tid;
+        Value row = arith::DivUIOp::create(b, loc, u, idx(2));
+        Value h = arith::RemUIOp::create(b, loc, u, idx(2));
+        // Core-matrix word of (row, w): (row / 8) * 64 + (w / 4) * 32 +
+        // (row % 8) * 4 + w % 4.
+        Value group = arith::DivUIOp::create(b, loc, row, idx(8));
+        Value groupAt = arith::MulIOp::create(b, loc, group, idx(64));
+        Value inGroup = arith::RemUIOp::create(b, loc, row, idx(8));
+        Value inGroupAt = arith::MulIOp::create(b, loc, inGroup, idx(4));
+        Value rowAt = arith::AddIOp::create(b, loc, groupAt, inGroupAt);
+        // Word w = 2q + h: (w / 4) * 32 + w % 4.
+        Value w = arith::AddIOp::create(b, loc, h, idx(2 * q));
+        Value half = arith::DivUIOp::create(b, loc, w, idx(4));
+        Value halfAt = arith::MulIOp::create(b, loc, half, idx(32));
+        Value wordInHalf = arith::RemUIOp::create(b, loc, w, idx(4));
+        Value wordAt = arith::AddIOp::create(b, loc, halfAt, wordInHalf);
+        Value at = arith::AddIOp::create(b, loc, rowAt, wordAt);
+        Value word = memref::LoadOp::create(b, loc, tile, ValueRange{at});
+        Value rowScales = arith::MulIOp::create(b, loc, row, idx(kSteps));
+        Value scaleAt = arith::AddIOp::create(b, loc, rowScales, idx(q));
+        Value scaleByte =
+            memref::LoadOp::create(b, loc, scales, ValueRange{scaleAt});
+        Value values =
+            decodeFP4Word(b, loc, word, ue4m3ToF16(b, loc, scaleByte));
+        Value pairs = vector::BitCastOp::create(
+            b, loc, VectorType::get({4}, b.getI32Type()), values);
+        // The pairs are the f16 words 4h + j of sub-block q.
+        Value outHalfAt = arith::MulIOp::create(b, loc, h, idx(32));
+        Value outRowAt = arith::AddIOp::create(b, loc, rowAt, outHalfAt);
+        for (int64_t j = 0; j < 4; ++j) {
+          Value pair = vector::ExtractOp::create(b, loc, pairs, j);
+          Value outAt = arith::AddIOp::create(b, loc, outRowAt, idx(j));
+          memref::StoreOp::create(b, loc, pair, out[q], ValueRange{outAt});
+        }
+      }
+    return out;
+  };
+  SmallVector<Value> a =
+      decode(op.getA(), op.getAScales(), WarpgroupMmaOp::kRows);
+  SmallVector<Value> bt = decode(op.getB(), op.getBScales(), op.getColumns());
+  Value acc = op.getAcc();
+  Type f16 = b.getF16Type();
+  for (int64_t q = 0; q < kSteps; ++q)
+    acc = WarpgroupMmaOp::create(b, loc, op.getResult().getType(), a[q], bt[q],
+                                 acc, Value(), Value(), f16, f16);
+  op.getResult().replaceAllUsesWith(acc);
+  op.erase();
 }
 
 /// Everywhere but sm_90a: each warp multiplies its 16 rows of A by every
@@ -345,7 +443,8 @@ Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   Type a = op.getAType();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(a);
   bool scaled = static_cast<bool>(op.getAScales());
-  Type elt = fp8 ? Type(b.getI8Type()) : a;
+  // Codes are loaded as bytes (FP4: two per byte).
+  Type elt = fp8 || isa<Float4E2M1FNType>(a) ? Type(b.getI8Type()) : a;
   int64_t perReg = 32 / elt.getIntOrFloatBitWidth();
   auto aType = VectorType::get({4, perReg}, elt);
   auto bType = VectorType::get({2, perReg}, elt);
@@ -516,6 +615,23 @@ struct LowerMmaPass
     module->setAttr(
         "comfyquant.target",
         TargetAttr::get(module.getContext(), TargetKind::cuda, arch->name));
+    // FP4 steps without an FP4 block-scaled MMA become f16 steps first.
+    if (!arch->blockScaledMma) {
+      SmallVector<WarpgroupMmaOp> fp4;
+      getOperation().walk([&](WarpgroupMmaOp op) {
+        if (isa<Float4E2M1FNType>(op.getAType()))
+          fp4.push_back(op);
+      });
+      for (WarpgroupMmaOp op : fp4) {
+        auto func = op->getParentOfType<gpu::GPUFuncOp>();
+        if (!func || !func.isKernel()) {
+          op.emitOpError("FP4 operands are decoded in workgroup memory, which "
+                         "only a kernel can be given");
+          return signalPassFailure();
+        }
+        expandFP4(op, func);
+      }
+    }
     SmallVector<WarpgroupMmaOp> tiles;
     getOperation().walk([&](WarpgroupMmaOp op) { tiles.push_back(op); });
     for (WarpgroupMmaOp op : tiles) {

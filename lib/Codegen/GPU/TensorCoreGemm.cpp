@@ -43,6 +43,7 @@ using namespace mlir::comfyquant;
 
 namespace {
 
+using mlir::comfyquant::detail::bodySlice;
 using mlir::comfyquant::detail::GemmMatch;
 
 constexpr int64_t kThreads = 128;
@@ -106,116 +107,43 @@ struct Family {
   int64_t perReg;  ///< elements per 32-bit register
   Type acc;        ///< accumulator element type
   GpuMmaKind kind; ///< recorded in the function's comfyquant.gemms
-  /// Block-scaled FP8 whose scale factor is UE8M0(row) * UE8M0(column):
-  /// the raw scales reach comfyquant.warpgroup_mma (a block-scaled MMA
-  /// where the arch has one) instead of being applied here.
-  bool ue8m0Scales = false;
+  /// Block-scaled FP8 whose scale factor is UE8M0(row) * UE8M0(column),
+  /// or FP4 with E4M3(row) * E4M3(column): the raw scales reach
+  /// comfyquant.warpgroup_mma (a block-scaled MMA where the arch has one)
+  /// instead of being applied here.
+  bool stagedScales = false;
+  bool fp4() const { return match.kind == GemmMatch::Kind::F4F4F32; }
+  /// Scale bytes per tile row and K step.
+  int64_t scalesPerRow() const { return fp4() ? tileK() / match.block : 1; }
   /// Elements of one K step (32 bytes).
   int64_t tileK() const { return kRowWords * perReg; }
   /// The operand types comfyquant.warpgroup_mma is told.
   Type mmaA() const {
-    return match.kind == GemmMatch::Kind::F8F8F32 ? match.aElt : load;
+    return match.kind == GemmMatch::Kind::I8I8I32 ||
+                   match.kind == GemmMatch::Kind::FloatF32
+               ? load
+               : match.aElt;
   }
   Type mmaB() const {
-    return match.kind == GemmMatch::Kind::F8F8F32 ? match.bElt : load;
+    return match.kind == GemmMatch::Kind::I8I8I32 ||
+                   match.kind == GemmMatch::Kind::FloatF32
+               ? load
+               : match.bElt;
   }
 };
 
-/// The ops of `op`'s body that `v` depends on.
-llvm::SmallPtrSet<Operation *, 16> bodySlice(linalg::GenericOp op, Value v) {
-  Block &body = op.getRegion().front();
-  llvm::SmallPtrSet<Operation *, 16> slice;
-  SmallVector<Value> work = {v};
-  while (!work.empty()) {
-    Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || def->getBlock() != &body || !slice.insert(def).second)
-      continue;
-    for (Value operand : def->getOperands())
-      work.push_back(operand);
-  }
-  return slice;
+/// The f32 value of a UE8M0 byte: 2^(code - 127), NaN for 0xFF.
+APFloat ue8m0Value(unsigned code) {
+  if (code == 255)
+    return APFloat::getQNaN(APFloat::IEEEsingle());
+  return APFloat(std::ldexp(1.0f, static_cast<int>(code) - 127));
 }
 
-/// The values of `v`, a function of the i8 body argument `arg` alone, at
-/// every code 0..255: the slice is cloned into a scratch function with the
-/// argument a constant and folded there (folding the body itself could
-/// rewrite it in place). Empty when some value does not fold.
-SmallVector<Attribute> evaluateAtEveryCode(linalg::GenericOp op, Value v,
-                                           unsigned arg) {
-  Block &body = op.getRegion().front();
-  llvm::SmallPtrSet<Operation *, 16> slice = bodySlice(op, v);
-  Location loc = op.getLoc();
-  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
-  OpBuilder b = OpBuilder::atBlockEnd(scratch->getBody());
-  SmallVector<Attribute> values;
-  for (unsigned code = 0; code < 256; ++code) {
-    auto fn = func::FuncOp::create(b, loc, "evaluate",
-                                   b.getFunctionType({}, {v.getType()}));
-    OpBuilder fb = OpBuilder::atBlockEnd(fn.addEntryBlock());
-    IRMapping map;
-    map.map(body.getArgument(arg),
-            arith::ConstantOp::create(
-                fb, loc, fb.getIntegerAttr(fb.getI8Type(), code))
-                .getResult());
-    for (Operation &o : body.without_terminator()) {
-      if (!slice.contains(&o))
-        continue;
-      for (Value operand : o.getOperands()) {
-        if (map.contains(operand))
-          continue;
-        // Only constants captured from outside the body may remain.
-        Operation *def = operand.getDefiningOp();
-        if (!def || !matchPattern(operand, m_Constant()))
-          return {};
-        fb.clone(*def, map);
-      }
-      fb.clone(o, map);
-    }
-    func::ReturnOp::create(fb, loc, map.lookup(v));
-    (void)applyPatternsGreedily(fn, FrozenRewritePatternSet());
-    Attribute value;
-    if (!matchPattern(fn.getBody().front().getTerminator()->getOperand(0),
-                      m_Constant(&value)))
-      return {};
-    values.push_back(value);
-    fn.erase();
-  }
-  return values;
-}
-
-/// Whether `v` (f32, a function of body argument `arg` alone) is the UE8M0
-/// value of that byte for every code: 2^(code - 127), NaN for 0xFF.
-bool isUE8M0Decode(linalg::GenericOp op, Value v, unsigned arg) {
-  for (Operation *o : bodySlice(op, v))
-    for (Value operand : o->getOperands())
-      if (auto a = dyn_cast<BlockArgument>(operand);
-          a && a.getOwner() == &op.getRegion().front() &&
-          a.getArgNumber() != arg)
-        return false;
-  SmallVector<Attribute> values = evaluateAtEveryCode(op, v, arg);
-  if (values.size() != 256)
-    return false;
-  for (unsigned code = 0; code < 256; ++code) {
-    auto f = dyn_cast<FloatAttr>(values[code]);
-    if (!f || !f.getType().isF32())
-      return false;
-    APFloat value = f.getValue();
-    if (code == 255) {
-      if (!value.isNaN())
-        return false;
-      continue;
-    }
-    APFloat expected(std::ldexp(1.0f, static_cast<int>(code) - 127));
-    if (value.bitcastToAPInt() != expected.bitcastToAPInt())
-      return false;
-  }
-  return true;
-}
-
-/// Whether the block scale of `m` is UE8M0(scale_a) * UE8M0(scale_b).
-bool isUE8M0Product(linalg::GenericOp op, const GemmMatch &m) {
-  // The scales must be bytes: they are staged as bytes and the hardware
-  // reads bytes.
+/// Whether the block scale of `m` is decode(scale_a) * decode(scale_b),
+/// both scales bytes (they are staged as bytes and the hardware reads
+/// bytes).
+bool isScaleProduct(linalg::GenericOp op, const GemmMatch &m,
+                    llvm::function_ref<APFloat(unsigned)> decode) {
   Block &body = op.getRegion().front();
   if (!body.getArgument(2).getType().isInteger(8) ||
       !body.getArgument(3).getType().isInteger(8))
@@ -224,7 +152,8 @@ bool isUE8M0Product(linalg::GenericOp op, const GemmMatch &m) {
   if (!mul)
     return false;
   auto pair = [&](Value x, Value y) {
-    return isUE8M0Decode(op, x, 2) && isUE8M0Decode(op, y, 3);
+    return mlir::comfyquant::detail::decodesEveryCode(op, x, 2, decode) &&
+           mlir::comfyquant::detail::decodesEveryCode(op, y, 3, decode);
   };
   return pair(mul.getLhs(), mul.getRhs()) || pair(mul.getRhs(), mul.getLhs());
 }
@@ -240,9 +169,18 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
   case GemmMatch::Kind::F8F8F32: {
     if (!m.block)
       return Family{m, i8, 4, f32, GpuMmaKind::fp8};
-    if (m.block == WarpgroupMmaOp::kStepBytes && isUE8M0Product(op, m))
+    if (m.block == WarpgroupMmaOp::kStepBytes &&
+        isScaleProduct(op, m, ue8m0Value))
       return Family{m, i8, 4, f32, GpuMmaKind::fp8_ue8m0_scaled, true};
     return Family{m, i8, 4, f32, GpuMmaKind::fp8_block_scaled};
+  }
+  case GemmMatch::Kind::F4F4F32: {
+    // Eight E2M1 codes per register, a scale block of 16 codes, four
+    // blocks per K step: the scales reach the MMA as they are.
+    if (m.block != WarpgroupMmaOp::kFP4Block ||
+        !isScaleProduct(op, m, mlir::comfyquant::detail::e4m3Value))
+      return std::nullopt;
+    return Family{m, i8, 8, f32, GpuMmaKind::fp4_ue4m3_scaled, true};
   }
   case GemmMatch::Kind::FloatF32: {
     // f16 operands as stored. f32 ones are not rounded (SIMT); bf16 ones
@@ -382,8 +320,9 @@ struct TensorCoreGemmPass
       if (!m)
         continue;
       std::optional<Family> f = familyOf(*m, op);
-      // A scale block must be one K step (one rescale per MMA).
-      if (f && (!m->block || m->block == f->tileK()))
+      // A scale block must be one K step (one rescale per MMA), or be
+      // staged (FP4: four per step).
+      if (f && (!m->block || m->block == f->tileK() || f->stagedScales))
         gemms.push_back({op, *f});
     }
     SmallVector<Attribute> configs;
@@ -431,8 +370,9 @@ struct TensorCoreGemmPass
       return MemRefType::get({count}, b.getI8Type(),
                              MemRefLayoutAttrInterface(), workgroup);
     };
-    if (family.ue8m0Scales)
-      tiles.append({scaleTileType(kBlockM), scaleTileType(kBlockN)});
+    if (family.stagedScales)
+      tiles.append({scaleTileType(kBlockM * family.scalesPerRow()),
+                    scaleTileType(kBlockN * family.scalesPerRow())});
     auto launch = gpu::LaunchOp::create(
         b, loc, gridX, gridY, one, h.idx(kThreads), one, one,
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
@@ -440,7 +380,7 @@ struct TensorCoreGemmPass
     Value tileA = launch.getWorkgroupAttributions()[0];
     Value tileB = launch.getWorkgroupAttributions()[1];
     Value scaleTileA, scaleTileB;
-    if (family.ue8m0Scales) {
+    if (family.stagedScales) {
       scaleTileA = launch.getWorkgroupAttributions()[2];
       scaleTileB = launch.getWorkgroupAttributions()[3];
     }
@@ -512,41 +452,115 @@ struct TensorCoreGemmPass
       Value k0 = loop.getInductionVar();
       Value k = h.add(k0, copyK);
       auto wordType = VectorType::get({p}, family.load);
-      auto copy = [&](Value from, Value fromRows, Value firstRow, Value to,
-                      int64_t tileRows) {
-        for (int64_t i = 0; i < tileRows / kRowsPerPass; ++i) {
-          Value row = h.add(h.add(firstRow, copyRow), kRowsPerPass * i);
-          SmallVector<Value> elems;
-          for (int64_t e = 0; e < p; ++e)
-            elems.push_back(
-                h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+      Type i32 = b.getI32Type();
+      auto i32Constant = [&](int64_t v) -> Value {
+        return arith::ConstantIntOp::create(b, loc, i32, v);
+      };
+      // The word of `p` elements of `from` starting at (row, k).
+      auto packWord = [&](Value from, Value fromRows, Value row) -> Value {
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < p; ++e)
+          elems.push_back(
+              h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+        if (!family.fp4()) {
           Value word = vector::FromElementsOp::create(b, loc, wordType, elems);
           Value bits = vector::BitCastOp::create(
-              b, loc, VectorType::get({1}, b.getI32Type()), word);
-          Value w = vector::ExtractOp::create(b, loc, bits, 0);
+              b, loc, VectorType::get({1}, i32), word);
+          return vector::ExtractOp::create(b, loc, bits, 0);
+        }
+        // E2M1 codes, one per byte: element e is nibble e (the low nibble
+        // first, the order of the FP4 MMA registers).
+        Value word = i32Constant(0);
+        for (int64_t e = 0; e < p; ++e) {
+          Value wide = arith::ExtUIOp::create(b, loc, i32, elems[e]);
+          Value nibble = arith::AndIOp::create(b, loc, wide, i32Constant(0xF));
+          Value placed =
+              arith::ShLIOp::create(b, loc, nibble, i32Constant(4 * e));
+          word = arith::OrIOp::create(b, loc, word, placed);
+        }
+        return word;
+      };
+      // FP4: the block scale of an E4M3 with its sign set is staged without
+      // it (UE4M3) and the sign moves to the codes of its block, the
+      // product being the same (a negative zero scale stays a zero factor).
+      Value firstBlock;
+      if (family.fp4()) {
+        Value step = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+        firstBlock = h.mul(step, family.scalesPerRow());
+      }
+      // A scale of 1: E4M3 0x38, UE8M0 127.
+      auto neutralScale = [&]() -> Value {
+        return arith::ConstantIntOp::create(b, loc, b.getI8Type(),
+                                            family.fp4() ? 0x38 : 127);
+      };
+      auto foldScaleSign = [&](Value word, Value scales, Value fromRows,
+                               Value row) -> Value {
+        Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
+        Value blockInStep = arith::DivUIOp::create(b, loc, copyWord, h.idx(2));
+        Value block = h.add(firstBlock, blockInStep);
+        Value scale =
+            h.loadOrZero(scales, row, block, fromRows, blocks, neutralScale());
+        Value wide = arith::ExtUIOp::create(b, loc, i32, scale);
+        Value sign = arith::AndIOp::create(b, loc, wide, i32Constant(0x80));
+        Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                               sign, i32Constant(0));
+        Value flipped =
+            arith::XOrIOp::create(b, loc, word, i32Constant(0x88888888));
+        return arith::SelectOp::create(b, loc, negative, flipped, word);
+      };
+      auto copy = [&](Value from, Value fromRows, Value firstRow, Value to,
+                      int64_t tileRows, Value scales) {
+        for (int64_t i = 0; i < tileRows / kRowsPerPass; ++i) {
+          Value row = h.add(h.add(firstRow, copyRow), kRowsPerPass * i);
+          Value w = packWord(from, fromRows, row);
+          if (family.fp4())
+            w = foldScaleSign(w, scales, fromRows, row);
           memref::StoreOp::create(b, loc, w, to,
                                   ValueRange{h.add(copyAt, 128 * i)});
         }
       };
-      copy(a, rows, blockM, tileA, kBlockM);
-      copy(bm, cols, blockN, tileB, kBlockN);
+      copy(a, rows, blockM, tileA, kBlockM, scalesA);
+      copy(bm, cols, blockN, tileB, kBlockN, scalesB);
       Value acc = loop.getRegionIterArgs()[0];
       Value next;
-      if (family.ue8m0Scales) {
-        // This K step's scale byte of every tile row and column; outside
-        // the operands 127 (a factor of 1 on zero products, never NaN).
+      if (family.stagedScales) {
+        // This K step's scale bytes of every tile row and column: MXFP8
+        // one (byte `row`), FP4 four (byte `4 * row + block`, the sign
+        // dropped); outside the operands a factor of 1 (never NaN).
+        int64_t perRow = family.scalesPerRow();
         Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
-        Value neutral =
-            arith::ConstantIntOp::create(b, loc, b.getI8Type(), 127);
-        Value aBlocks = b.createOrFold<memref::DimOp>(loc, scalesA, 1);
-        Value bBlocks = b.createOrFold<memref::DimOp>(loc, scalesB, 1);
-        Value aRow = arith::RemUIOp::create(b, loc, tid, h.idx(kBlockM));
-        Value sa = h.loadOrZero(scalesA, h.add(blockM, aRow), kb, rows,
-                                aBlocks, neutral);
-        memref::StoreOp::create(b, loc, sa, scaleTileA, ValueRange{aRow});
-        Value sb = h.loadOrZero(scalesB, h.add(blockN, tid), kb, cols,
-                                bBlocks, neutral);
-        memref::StoreOp::create(b, loc, sb, scaleTileB, ValueRange{tid});
+        Value neutral = neutralScale();
+        auto stage = [&](Value scales, Value fromRows, Value firstRow, Value to,
+                         int64_t tileRows) {
+          Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
+          for (int64_t i = 0; i < tileRows * perRow; i += kThreads) {
+            // Entries past the tile (MXFP8's 64 A rows) are stored twice.
+            int64_t count = tileRows * perRow;
+            Value entry = h.add(tid, i);
+            if (count % kThreads)
+              entry = arith::RemUIOp::create(b, loc, entry, h.idx(count));
+            Value rowInTile =
+                perRow == 1
+                    ? entry
+                    : arith::DivUIOp::create(b, loc, entry, h.idx(perRow))
+                          .getResult();
+            Value block = kb;
+            if (family.fp4()) {
+              Value blockInStep =
+                  arith::RemUIOp::create(b, loc, entry, h.idx(perRow));
+              block = h.add(firstBlock, blockInStep);
+            }
+            Value v = h.loadOrZero(scales, h.add(firstRow, rowInTile), block,
+                                   fromRows, blocks, neutral);
+            if (family.fp4())
+              v = arith::AndIOp::create(
+                  b, loc, v,
+                  arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0x7F));
+            memref::StoreOp::create(b, loc, v, to, ValueRange{entry});
+          }
+        };
+        stage(scalesA, rows, blockM, scaleTileA, kBlockM);
+        stage(scalesB, cols, blockN, scaleTileB, kBlockN);
         next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc,
                                       scaleTileA, scaleTileB, family.mmaA(),
                                       family.mmaB());

@@ -730,19 +730,11 @@ Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
 
 bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 
-/// With GemmOperands::Native, the NVFP4 operand pair (E2M1 values, E4M3
-/// block scales on both sides) is decoded to f16: every value x * s has at
-/// most 2 + 4 significant bits, magnitude at most 6 * 448, and no bit below
-/// 2^-10 (0.5 times the smallest E4M3 subnormal 2^-9), all inside f16's
-/// normal and subnormal range, so the rounding is exact.
-bool exactInF16(Value v, Value scales) {
-  return scales && isa<Float4E2M1FNType>(elementOf(v)) &&
-         isa<Float8E4M3FNType>(elementOf(scales));
-}
-
-/// The K extent of one FP8 tensor-core MMA: a block-scaled contraction is
-/// kept native only when one scale block is one MMA step.
-constexpr int64_t kMmaBlock = 32;
+/// The block sizes a block-scaled contraction stays native for: one scale
+/// per FP8 tensor-core MMA K step (MXFP8) or per 16 E2M1 codes (NVFP4, the
+/// block of the FP4 block-scaled MMAs).
+constexpr int64_t kFP8MmaBlock = 32;
+constexpr int64_t kFP4ScaleBlock = 16;
 
 /// extf(bitcast(code -> fp8)): an FP8 code widened to f32 inside a
 /// contraction body.
@@ -751,13 +743,31 @@ Value widenFP8(Emitter &e, Value code, Type fp8) {
   return arith::ExtFOp::create(e.b, e.b.getF32Type(), f);
 }
 
-/// The native MXFP8 contraction: inputs (A codes [M,K], B codes [N,K],
-/// A scales [M,K/B], B scales [N,K/B]), body out + (a·b)·(sa·sb) in f32.
-Value buildBlockScaledFP8Gemm(PatternRewriter &rw, Location loc, Value lhs,
-                              Value rhs, Value lhsScales, Value rhsScales,
-                              int64_t block) {
+/// Whether (codes, scales) is an operand a native block-scaled contraction
+/// reads: FP8 with E8M0 scales per 32, or E2M1 with E4M3 scales per 16.
+bool nativeBlockScaled(Value codes, Value scales,
+                       std::optional<int64_t> block) {
+  if (!scales || !block)
+    return false;
+  Type c = elementOf(codes), s = elementOf(scales);
+  if (isFP8(c))
+    return isa<Float8E8M0FNUType>(s) && *block == kFP8MmaBlock;
+  return isa<Float4E2M1FNType>(c) && isa<Float8E4M3FNType>(s) &&
+         *block == kFP4ScaleBlock;
+}
+
+/// The native block-scaled contraction: inputs (A codes [M,K], B codes
+/// [N,K], A scales [M,K/B], B scales [N,K/B]), body
+/// out + (a·b)·(sa·sb) in f32, every factor decoded exactly (FP8 codes
+/// widened through their type, E2M1 codes and the scales decoded), so a
+/// tensor core can sum one block and rescale the partial sum, or take
+/// the codes and scales as they are.
+Value buildBlockScaledGemm(PatternRewriter &rw, Location loc, Value lhs,
+                           Value rhs, Value lhsScales, Value rhsScales,
+                           int64_t block) {
   MLIRContext *ctx = rw.getContext();
-  Type lhsFP8 = elementOf(lhs), rhsFP8 = elementOf(rhs);
+  Type lhsElt = elementOf(lhs), rhsElt = elementOf(rhs);
+  Type scaleElt = elementOf(lhsScales);
   Value a = toStorage(rw, loc, lhs), b = toStorage(rw, loc, rhs);
   Value sa = toStorage(rw, loc, lhsScales), sb = toStorage(rw, loc, rhsScales);
   Emitter top(rw, loc);
@@ -774,18 +784,24 @@ Value buildBlockScaledFP8Gemm(PatternRewriter &rw, Location loc, Value lhs,
   SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
                                             utils::IteratorType::parallel,
                                             utils::IteratorType::reduction};
+  auto code = [](Emitter &e, Value v, Type t) -> Value {
+    return isFP8(t) ? widenFP8(e, v, t) : e.decodeE2M1(v);
+  };
+  auto scale = [&](Emitter &e, Value v) -> Value {
+    return isa<Float8E8M0FNUType>(scaleElt) ? e.decodeE8M0(v) : e.decodeE4M3(v);
+  };
   auto gemm = linalg::GenericOp::create(
       rw, loc, TypeRange{init.getType()}, ValueRange{a, b, sa, sb},
       ValueRange{init}, maps, iters,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         Emitter e(nb, nl);
-        Value x = widenFP8(e, args[0], lhsFP8);
-        Value y = widenFP8(e, args[1], rhsFP8);
+        Value x = code(e, args[0], lhsElt);
+        Value y = code(e, args[1], rhsElt);
         Value product = arith::MulFOp::create(e.b, x, y);
-        Value xs = e.decodeE8M0(args[2]);
-        Value ys = e.decodeE8M0(args[3]);
-        Value scale = arith::MulFOp::create(e.b, xs, ys);
-        Value scaled = arith::MulFOp::create(e.b, product, scale);
+        Value xs = scale(e, args[2]);
+        Value ys = scale(e, args[3]);
+        Value factor = arith::MulFOp::create(e.b, xs, ys);
+        Value scaled = arith::MulFOp::create(e.b, product, factor);
         linalg::YieldOp::create(nb, nl,
                                 arith::AddFOp::create(e.b, args[4], scaled)
                                     .getResult());
@@ -809,15 +825,16 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
     lhsFP8 = elementOf(lhs);
     rhsFP8 = elementOf(rhs);
   }
-  // Native MXFP8 (FP8 codes, E8M0 scales per block of K): the contraction
-  // reads the codes and the scales, C[m,n] += (a·b)·(sa[m,k/B]·sb[n,k/B]),
-  // so a tensor core can sum one block and rescale the partial sum.
-  if (!ints && operands == GemmOperands::Native && lhsScales && rhsScales &&
-      block == kMmaBlock && isFP8(elementOf(lhs)) && isFP8(elementOf(rhs)) &&
-      isa<Float8E8M0FNUType>(elementOf(lhsScales)) &&
-      isa<Float8E8M0FNUType>(elementOf(rhsScales)))
-    return buildBlockScaledFP8Gemm(rw, loc, lhs, rhs, lhsScales, rhsScales,
-                                   *block);
+  // Native MXFP8 (FP8 codes, E8M0 scales per 32) and NVFP4 (E2M1 codes,
+  // E4M3 scales per 16): the contraction reads the codes and the scales,
+  // C[m,n] += (a·b)·(sa[m,k/B]·sb[n,k/B]).
+  if (!ints && operands == GemmOperands::Native &&
+      nativeBlockScaled(lhs, lhsScales, block) &&
+      nativeBlockScaled(rhs, rhsScales, block) &&
+      elementOf(lhsScales) == elementOf(rhsScales) &&
+      isFP8(elementOf(lhs)) == isFP8(elementOf(rhs)))
+    return buildBlockScaledGemm(rw, loc, lhs, rhs, lhsScales, rhsScales,
+                                *block);
   Value a, b;
   if (lhsFP8) {
     a = toStorage(rw, loc, lhs);
@@ -832,9 +849,6 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
         (lhsScales && !block))
       return rw.notifyMatchFailure(op, "block scales need both sides and B");
     Type decoded = rw.getF32Type();
-    if (operands == GemmOperands::Native && exactInF16(lhs, lhsScales) &&
-        exactInF16(rhs, rhsScales))
-      decoded = rw.getF16Type();
     a = floatOperand(rw, loc, lhs, lhsScales, block.value_or(0), decoded);
     b = floatOperand(rw, loc, rhs, rhsScales, block.value_or(0), decoded);
   }

@@ -305,6 +305,74 @@ gpu.module @kernels {
 
 // -----
 
+// E2M1 codes with four UE4M3 scales per row (NVFP4). sm_120a: per 8
+// columns one block-scaled m16n8k64 (kind::mxf4nvf4, scale_vec x4, ue4m3)
+// reading the FP4 tiles as 8-bit fragments; each scale operand is the 4
+// bytes of one row (A row 16w + g + 8 (t & 1), B column 8j + g).
+// NATIVE-LABEL: gpu.func @tile_fp4
+// BLOCKSCALE-LABEL: gpu.func @tile_fp4
+// BLOCKSCALE:         %[[SAV:.*]] = vector.load %arg4[%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+// BLOCKSCALE-NEXT:    %[[SAW:.*]] = vector.bitcast %[[SAV]] : vector<4xi8> to vector<1xi32>
+// BLOCKSCALE-NEXT:    %[[SA:.*]] = vector.extract %[[SAW]][0]
+// BLOCKSCALE:         %[[SBV:.*]] = vector.load %arg5[%{{.*}}] : memref<512xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+// BLOCKSCALE-NEXT:    %[[SBW:.*]] = vector.bitcast %[[SBV]] : vector<4xi8> to vector<1xi32>
+// BLOCKSCALE-NEXT:    %[[SB:.*]] = vector.extract %[[SBW]][0]
+// BLOCKSCALE:         nvvm.mma.block_scale A[{{.*}}] B[{{.*}}] C[{{.*}}] scaleA[%[[SA]], %{{.*}}, %{{.*}}] scaleB[%[[SB]], %{{.*}}, %{{.*}}] {blockScaleFormat = #nvvm.block_scale_format<ue4m3>, kind = #nvvm.block_scale_kind<mxf4nvf4>, multiplicandAPtxType = #nvvm.mma_type<e2m1>, multiplicandBPtxType = #nvvm.mma_type<e2m1>, scaleVecSize = #nvvm.scale_vec_size<x4>, shape = #nvvm.shape<m = 16, n = 8, k = 64>}
+// BLOCKSCALE-COUNT-15: nvvm.mma.block_scale
+// BLOCKSCALE-NOT:     nvgpu.mma.sync
+// BLOCKSCALE:         gpu.return
+//
+// Without an FP4 block-scaled MMA (sm_80 here): eight f16 tiles more (four
+// per operand, one per 16 codes); after a barrier each thread decodes FP4
+// words (8 codes: shifted out, sign to bit 15, magnitude to bits 9-11, as
+// f16 times the UE4M3 scale, times 2^14) and stores 4 f16 pairs; then four
+// f16 steps of 16 m16n8k16 each, chained.
+// RESCALE-LABEL: gpu.func @tile_fp4
+// RESCALE-SAME:    %arg5 : memref<512xi8, #gpu.address_space<workgroup>>, %[[A0:arg[0-9]+]] : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %[[B0:arg[0-9]+]] : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64},
+// RESCALE:         gpu.barrier
+// RESCALE:         %[[WORD:.*]] = memref.load %arg2[%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// RESCALE:         %[[SCALE:.*]] = memref.load %arg4[%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
+// RESCALE:         arith.constant dense<[0, 4, 8, 12, 16, 20, 24, 28]> : vector<8xi32>
+// RESCALE:         arith.trunci %{{.*}} : vector<8xi32> to vector<8xi16>
+// RESCALE:         %[[SMALL:.*]] = arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
+// RESCALE:         %[[SCALED:.*]] = arith.mulf %[[SMALL]], %{{.*}} : vector<8xf16>
+// RESCALE:         arith.mulf %[[SCALED]], %{{.*}} : vector<8xf16>
+// RESCALE:         vector.bitcast %{{.*}} : vector<8xf16> to vector<4xi32>
+// RESCALE-COUNT-4: memref.store %{{.*}}, %[[A0]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// RESCALE:         memref.load %arg3[%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// RESCALE:         memref.store %{{.*}}, %[[B0]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// RESCALE:         gpu.barrier
+// RESCALE:         memref.load %[[A0]]
+// RESCALE-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// RESCALE:         gpu.barrier
+// RESCALE-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]}
+// RESCALE:         gpu.barrier
+// RESCALE-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]}
+// RESCALE:         gpu.barrier
+// RESCALE-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]}
+// RESCALE-NOT:     nvgpu.mma.sync
+// RESCALE-NOT:     nvvm.mma.block_scale
+// RESCALE:         gpu.return
+//
+// sm_90a: the same decode, then four wgmma m64n128k16 f16 steps, the first
+// onto the accumulator.
+// WGMMA-LABEL: gpu.func @tile_fp4
+// WGMMA:         vector.bitcast %{{.*}} : vector<8xf16> to vector<4xi32>
+// WGMMA:         nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// WGMMA-COUNT-3: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// WGMMA-NOT:     nvvm.wgmma.mma_async
+// WGMMA:         gpu.return
+gpu.module @kernels {
+  gpu.func @tile_fp4(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<256xi8, #gpu.address_space<workgroup>>, %sb : memref<512xi8, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<256xi8, #gpu.address_space<workgroup>>, memref<512xi8, #gpu.address_space<workgroup>>) : f4E2M1FN x f4E2M1FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
 // Without a chip option the gpu.module's own target is the arch (test IR
 // pins it); the pass records the arch it lowered for.
 // PINNED-LABEL: gpu.module @pinned

@@ -670,3 +670,193 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
   }
   return
 }
+
+// -----
+
+// NVFP4 as the conversion builds it: E2M1 codes one per byte, decoded in
+// the body (recognized by evaluating the decode at every code), times the
+// product of two E4M3 block scales per 16 codes. A K step is 64 codes:
+// each copied word packs 8 codes as nibbles (the low nibble first), its
+// block's scale sign moved onto the codes (xor 0x88888888); the step's four
+// scales of every row and column go to two byte tiles without their sign
+// (0x38, a factor of 1, outside the operands). Per arch: the block-scaled
+// mma.sync m16n8k64 kind::mxf4nvf4 on sm_120a; elsewhere the tiles are
+// decoded to f16 in workgroup memory and take four f16 steps (wgmma
+// m64n128k16 on sm_90a, 16 mma.sync m16n8k16 per warp and step otherwise).
+// CHECK-LABEL: func.func @nvfp4_gemm
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
+// CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<256xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<512xi8, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c80 step %c64{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK:             %[[STEP:.*]] = arith.divui %[[K]], %c64
+// CHECK:             %[[FIRST:.*]] = arith.muli %[[STEP]], %c4
+// CHECK:             memref.load %arg0[%{{.*}}, %{{.*}}] : memref<?x80xi8>
+// CHECK:             arith.andi %{{.*}}, %c15_i32 : i32
+// CHECK:             arith.shli %{{.*}}, %c28_i32 : i32
+// CHECK:             %[[WORD:.*]] = arith.ori
+// CHECK:             %[[C38:.*]] = arith.constant 56 : i8
+// CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
+// CHECK:             arith.andi %{{.*}}, %c128_i32 : i32
+// CHECK:             %[[FLIP:.*]] = arith.xori %[[WORD]], %c-2004318072_i32 : i32
+// CHECK:             arith.select %{{.*}}, %[[FLIP]], %[[WORD]] : i32
+// CHECK:             memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             memref.load %arg1[%{{.*}}, %{{.*}}] : memref<24x80xi8>
+// CHECK:             memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x5xi8>
+// CHECK:             memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
+// CHECK:             arith.andi %{{.*}}, %c127_i8 : i8
+// CHECK:             memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
+// CHECK:             memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<512xi8, #gpu.address_space<workgroup>>
+// CHECK:             %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] scales(%[[SA]], %[[SB]] : memref<256xi8, #gpu.address_space<workgroup>>, memref<512xi8, #gpu.address_space<workgroup>>) : f4E2M1FN x f4E2M1FN
+// CHECK-NEXT:        gpu.barrier
+// CHECK-NEXT:        scf.yield %[[D]]
+// CHECK-NOT:     linalg.generic
+// PTX80:   .target sm_80
+// PTX80-NOT:     e2m1
+// PTX80-COUNT-64: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX90:   .target sm_90a
+// PTX90-NOT:     e2m1
+// PTX90-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// PTX120:  .target sm_120a
+// PTX120-COUNT-16: mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 16)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 16)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @nvfp4_gemm(%a: memref<?x80xi8>, %b: memref<24x80xi8>, %sa: memref<?x5xi8>, %sb: memref<24x5xi8>, %c: memref<?x24xf32>) {
+  %nan = arith.constant 0x7FC00000 : f32
+  %c256 = arith.constant 2.560000e+02 : f32
+  %c128_i16 = arith.constant 128 : i16
+  %c127_i16 = arith.constant 127 : i16
+  %c2e14 = arith.constant 1.638400e+04 : f32
+  %c12_i16 = arith.constant 12 : i16
+  %c8_i16 = arith.constant 8 : i16
+  %c9_i16 = arith.constant 9 : i16
+  %c7_i16 = arith.constant 7 : i16
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x80xi8>, memref<24x80xi8>, memref<?x5xi8>, memref<24x5xi8>) outs(%c : memref<?x24xf32>) {
+  ^bb0(%x: i8, %w: i8, %xs: i8, %ws: i8, %acc: f32):
+    %0 = arith.extui %x : i8 to i16
+    %1 = arith.andi %0, %c7_i16 : i16
+    %2 = arith.shli %1, %c9_i16 : i16
+    %3 = arith.andi %0, %c8_i16 : i16
+    %4 = arith.shli %3, %c12_i16 : i16
+    %5 = arith.ori %4, %2 : i16
+    %6 = arith.bitcast %5 : i16 to f16
+    %7 = arith.extf %6 : f16 to f32
+    %8 = arith.mulf %7, %c2e14 : f32
+    %10 = arith.extui %w : i8 to i16
+    %11 = arith.andi %10, %c7_i16 : i16
+    %12 = arith.shli %11, %c9_i16 : i16
+    %13 = arith.andi %10, %c8_i16 : i16
+    %14 = arith.shli %13, %c12_i16 : i16
+    %15 = arith.ori %14, %12 : i16
+    %16 = arith.bitcast %15 : i16 to f16
+    %17 = arith.extf %16 : f16 to f32
+    %18 = arith.mulf %17, %c2e14 : f32
+    %19 = arith.mulf %8, %18 : f32
+    %20 = arith.extui %xs : i8 to i16
+    %21 = arith.andi %20, %c127_i16 : i16
+    %22 = arith.andi %20, %c128_i16 : i16
+    %23 = arith.shli %22, %c8_i16 : i16
+    %24 = arith.shli %21, %c7_i16 : i16
+    %25 = arith.ori %23, %24 : i16
+    %26 = arith.bitcast %25 : i16 to f16
+    %27 = arith.extf %26 : f16 to f32
+    %28 = arith.mulf %27, %c256 : f32
+    %29 = arith.cmpi eq, %21, %c127_i16 : i16
+    %30 = arith.select %29, %nan, %28 : f32
+    %31 = arith.extui %ws : i8 to i16
+    %32 = arith.andi %31, %c127_i16 : i16
+    %33 = arith.andi %31, %c128_i16 : i16
+    %34 = arith.shli %33, %c8_i16 : i16
+    %35 = arith.shli %32, %c7_i16 : i16
+    %36 = arith.ori %34, %35 : i16
+    %37 = arith.bitcast %36 : i16 to f16
+    %38 = arith.extf %37 : f16 to f32
+    %39 = arith.mulf %38, %c256 : f32
+    %40 = arith.cmpi eq, %32, %c127_i16 : i16
+    %41 = arith.select %40, %nan, %39 : f32
+    %42 = arith.mulf %30, %41 : f32
+    %43 = arith.mulf %19, %42 : f32
+    %44 = arith.addf %acc, %43 : f32
+    linalg.yield %44 : f32
+  }
+  return
+}
+
+// -----
+
+// The same NVFP4 body with an E2M1 decode that is off at one code (code 5,
+// 3.0, decodes as 2.5): not an E2M1 GEMM, so it stays on the generic path.
+// CHECK-LABEL: func.func @nvfp4_wrong_decode
+// CHECK-NOT:     comfyquant.gemms
+// CHECK:         linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 16)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 16)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @nvfp4_wrong_decode(%a: memref<?x80xi8>, %b: memref<24x80xi8>, %sa: memref<?x5xi8>, %sb: memref<24x5xi8>, %c: memref<?x24xf32>) {
+  %nan = arith.constant 0x7FC00000 : f32
+  %c256 = arith.constant 2.560000e+02 : f32
+  %c128_i16 = arith.constant 128 : i16
+  %c127_i16 = arith.constant 127 : i16
+  %c2e14 = arith.constant 1.638400e+04 : f32
+  %c12_i16 = arith.constant 12 : i16
+  %c8_i16 = arith.constant 8 : i16
+  %c9_i16 = arith.constant 9 : i16
+  %c7_i16 = arith.constant 7 : i16
+  %c5_i16 = arith.constant 5 : i16
+  %c2_5 = arith.constant 2.500000e+00 : f32
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x80xi8>, memref<24x80xi8>, memref<?x5xi8>, memref<24x5xi8>) outs(%c : memref<?x24xf32>) {
+  ^bb0(%x: i8, %w: i8, %xs: i8, %ws: i8, %acc: f32):
+    %0 = arith.extui %x : i8 to i16
+    %1 = arith.andi %0, %c7_i16 : i16
+    %2 = arith.shli %1, %c9_i16 : i16
+    %3 = arith.andi %0, %c8_i16 : i16
+    %4 = arith.shli %3, %c12_i16 : i16
+    %5 = arith.ori %4, %2 : i16
+    %6 = arith.bitcast %5 : i16 to f16
+    %7 = arith.extf %6 : f16 to f32
+    %8 = arith.mulf %7, %c2e14 : f32
+    %is5 = arith.cmpi eq, %0, %c5_i16 : i16
+    %9 = arith.select %is5, %c2_5, %8 : f32
+    %10 = arith.extui %w : i8 to i16
+    %11 = arith.andi %10, %c7_i16 : i16
+    %12 = arith.shli %11, %c9_i16 : i16
+    %13 = arith.andi %10, %c8_i16 : i16
+    %14 = arith.shli %13, %c12_i16 : i16
+    %15 = arith.ori %14, %12 : i16
+    %16 = arith.bitcast %15 : i16 to f16
+    %17 = arith.extf %16 : f16 to f32
+    %18 = arith.mulf %17, %c2e14 : f32
+    %19 = arith.mulf %9, %18 : f32
+    %20 = arith.extui %xs : i8 to i16
+    %21 = arith.andi %20, %c127_i16 : i16
+    %22 = arith.andi %20, %c128_i16 : i16
+    %23 = arith.shli %22, %c8_i16 : i16
+    %24 = arith.shli %21, %c7_i16 : i16
+    %25 = arith.ori %23, %24 : i16
+    %26 = arith.bitcast %25 : i16 to f16
+    %27 = arith.extf %26 : f16 to f32
+    %28 = arith.mulf %27, %c256 : f32
+    %29 = arith.cmpi eq, %21, %c127_i16 : i16
+    %30 = arith.select %29, %nan, %28 : f32
+    %31 = arith.extui %ws : i8 to i16
+    %32 = arith.andi %31, %c127_i16 : i16
+    %33 = arith.andi %31, %c128_i16 : i16
+    %34 = arith.shli %33, %c8_i16 : i16
+    %35 = arith.shli %32, %c7_i16 : i16
+    %36 = arith.ori %34, %35 : i16
+    %37 = arith.bitcast %36 : i16 to f16
+    %38 = arith.extf %37 : f16 to f32
+    %39 = arith.mulf %38, %c256 : f32
+    %40 = arith.cmpi eq, %32, %c127_i16 : i16
+    %41 = arith.select %40, %nan, %39 : f32
+    %42 = arith.mulf %30, %41 : f32
+    %43 = arith.mulf %19, %42 : f32
+    %44 = arith.addf %acc, %43 : f32
+    linalg.yield %44 : f32
+  }
+  return
+}

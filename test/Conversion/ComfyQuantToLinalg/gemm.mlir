@@ -49,16 +49,22 @@ func.func @qgemm(%a: tensor<?x32xi8>, %b: tensor<16x32xi8>, %xs: tensor<?x1xf32>
 // CHECK:         arith.mulf
 // CHECK:         arith.addf
 // CHECK-NOT:   unrealized_conversion_cast
-// gemm-operands=native: the same decode, rounded to f16 (exact for E2M1 ·
-// E4M3), and an f16 contraction widening to f32.
+// gemm-operands=native: one contraction reads the E2M1 codes (one per byte)
+// and the E4M3 scales at (row, k floordiv 16), and multiplies each product
+// of decoded codes by the product of the decoded scales.
+// NATIVE-DAG:  #[[SA4:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 16)>
+// NATIVE-DAG:  #[[SB4:.*]] = affine_map<(d0, d1, d2) -> (d1, d2 floordiv 16)>
 // NATIVE-LABEL: func.func @nvfp4_gemm
-// NATIVE:       %[[AD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
-// NATIVE:         arith.mulf
-// NATIVE:         arith.truncf %{{.*}} : f32 to f16
-// NATIVE:       %[[BD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
-// NATIVE:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[AD]], %[[BD]] : tensor<?x32xf16>, tensor<8x32xf16>)
-// NATIVE:         arith.extf %{{.*}} : f16 to f32
-// NATIVE:         arith.extf %{{.*}} : f16 to f32
+// NATIVE-NOT:   iterator_types = ["parallel", "parallel"]}
+// NATIVE:       linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[SA4]], #[[SB4]], #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg2, %arg1, %arg3 : tensor<?x32xi8>, tensor<8x32xi8>, tensor<?x2xi8>, tensor<8x2xi8>)
+// NATIVE:         %[[X:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// NATIVE:         %[[Y:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// NATIVE:         %[[P:.*]] = arith.mulf %[[X]], %[[Y]] : f32
+// NATIVE:         %[[SA:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// NATIVE:         %[[SB:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// NATIVE:         %[[S:.*]] = arith.mulf %[[SA]], %[[SB]] : f32
+// NATIVE:         %[[PS:.*]] = arith.mulf %[[P]], %[[S]] : f32
+// NATIVE:         arith.addf %{{.*}}, %[[PS]] : f32
 func.func @nvfp4_gemm(%a: tensor<?x32xf4E2M1FN>, %as: tensor<?x2xf8E4M3FN>, %b: tensor<8x32xf4E2M1FN>, %bs: tensor<8x2xf8E4M3FN>) -> tensor<?x8xf32> {
   %c = comfyquant.qmatmul %a, %b block 16 scales(%as, %bs : tensor<?x2xf8E4M3FN>, tensor<8x2xf8E4M3FN>) : tensor<?x32xf4E2M1FN>, tensor<8x32xf4E2M1FN> -> tensor<?x8xf32>
   return %c : tensor<?x8xf32>

@@ -2527,10 +2527,10 @@ func.func @mma_fp8_result(%a: vector<4x4xi8>, %b: vector<2x4xi8>) -> vector<4x2x
 
 // -----
 
-// The block-level MMA: i8 x i8 -> i32, FP8 x FP8 -> f32 or f16 x f16 -> f32,
+// The block-level MMA: i8 x i8 -> i32, FP8 x FP8, f16 x f16 or FP4 x FP4 -> f32,
 // tiles of 64 and N rows of 32 bytes, N a multiple of 16 up to 256.
 func.func @warpgroup_mma_types(%a: memref<512xi32>, %b: memref<1024xi32>) -> vector<16x2x2xf32> {
-  // expected-error @+1 {{'comfyquant.warpgroup_mma' op operands must be i8 x i8, FP8 x FP8 or f16 x f16, not 'i8' x 'f8E4M3FN'}}
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op operands must be i8 x i8, FP8 x FP8, f16 x f16 or f4E2M1FN x f4E2M1FN, not 'i8' x 'f8E4M3FN'}}
   %d = comfyquant.warpgroup_mma %a, %b : i8 x f8E4M3FN : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
   return %d : vector<16x2x2xf32>
 }
@@ -2570,7 +2570,7 @@ func.func @warpgroup_mma_b(%a: memref<512xi32>, %b: memref<?xi32>) -> vector<16x
 // -----
 
 func.func @warpgroup_mma_scales_not_fp8(%a: memref<512xi32>, %b: memref<1024xi32>, %sa: memref<64xi8>, %sb: memref<128xi8>) -> vector<16x2x2xi32> {
-  // expected-error @+1 {{'comfyquant.warpgroup_mma' op scales apply to FP8 operands only}}
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op scales apply to FP8 and FP4 operands only}}
   %d = comfyquant.warpgroup_mma %a, %b scales(%sa, %sb : memref<64xi8>, memref<128xi8>) : i8 x i8 : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xi32>
   return %d : vector<16x2x2xi32>
 }
@@ -2578,8 +2578,25 @@ func.func @warpgroup_mma_scales_not_fp8(%a: memref<512xi32>, %b: memref<1024xi32
 // -----
 
 func.func @warpgroup_mma_scales_count(%a: memref<512xi32>, %b: memref<1024xi32>, %sa: memref<64xi8>, %sb: memref<64xi8>) -> vector<16x2x2xf32> {
-  // expected-error @+1 {{'comfyquant.warpgroup_mma' op scales must be one byte per row of A (64) and per column of B (128)}}
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op scales must be 1 byte(s) per row of A (64) and per column of B (128)}}
   %d = comfyquant.warpgroup_mma %a, %b scales(%sa, %sb : memref<64xi8>, memref<64xi8>) : f8E4M3FN x f8E4M3FN : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}
+
+// -----
+
+// FP4 (NVFP4): four UE4M3 scales per row and step, always given.
+func.func @warpgroup_mma_fp4_scales_count(%a: memref<512xi32>, %b: memref<1024xi32>, %sa: memref<64xi8>, %sb: memref<128xi8>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op scales must be 4 byte(s) per row of A (256) and per column of B (512)}}
+  %d = comfyquant.warpgroup_mma %a, %b scales(%sa, %sb : memref<64xi8>, memref<128xi8>) : f4E2M1FN x f4E2M1FN : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}
+
+// -----
+
+func.func @warpgroup_mma_fp4_no_scales(%a: memref<512xi32>, %b: memref<1024xi32>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op FP4 operands take scales}}
+  %d = comfyquant.warpgroup_mma %a, %b : f4E2M1FN x f4E2M1FN : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
   return %d : vector<16x2x2xf32>
 }
 

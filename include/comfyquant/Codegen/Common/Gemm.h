@@ -8,6 +8,7 @@
 #define COMFYQUANT_CODEGEN_COMMON_GEMM_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <optional>
 
@@ -19,14 +20,18 @@ struct GemmMatch {
     I8I8I32,  ///< i8 x i8, sign-extended, i32 accumulator
     FloatF32, ///< f32/bf16/f16 operands, f32 accumulator
     F8F8F32,  ///< FP8 codes stored as i8, widened in the body, f32 accumulator
+    /// E2M1 codes stored one per i8, decoded by the body, block-scaled,
+    /// f32 accumulator (NVFP4)
+    F4F4F32,
   };
   Kind kind;
   /// Operand element types as multiplied: i8; f32, bf16 or f16; for
-  /// F8F8F32 the FP8 type (f8E4M3FN or f8E5M2) of codes stored as i8.
+  /// F8F8F32 the FP8 type (f8E4M3FN or f8E5M2) of codes stored as i8; for
+  /// F4F4F32 f4E2M1FN.
   Type aElt, bElt;
   int64_t n, k; ///< static N and K
-  /// Block-scaled FP8 (MXFP8): the block size B of the scale operands
-  /// (inputs 2 and 3, [M, K/B] and [N, K/B]) and the body value that
+  /// Block-scaled FP8 (MXFP8) and FP4 (NVFP4): the block size B of the scale
+  /// operands (inputs 2 and 3, [M, K/B] and [N, K/B]) and the body value that
   /// multiplies each product, computed from those two scales alone; 0 and
   /// null otherwise.
   int64_t block = 0;
@@ -37,10 +42,30 @@ struct GemmMatch {
 /// (m, k), (n, k), (m, n), iterators (parallel, parallel, reduction) and the
 /// body `out + ext(a) * ext(b)` (extsi for i8 -> i32, extf or none for
 /// floats -> f32, extf(bitcast(i8 -> f8)) for FP8 codes). Also matches the
-/// block-scaled FP8 form with two more inputs, scales read at
-/// (m, k floordiv B) and (n, k floordiv B), and the body
-/// `out + (ext(a) * ext(b)) * s(scale_a, scale_b)`.
+/// block-scaled form with two more inputs, scales read at (m, k floordiv B)
+/// and (n, k floordiv B), and the body `out + (dec(a) * dec(b)) *
+/// s(scale_a, scale_b)`, `dec` being the FP8 widening or a decode of E2M1
+/// codes (checked at every code).
 std::optional<GemmMatch> matchGemm(linalg::GenericOp op);
+
+/// The ops of `op`'s body that `v` depends on.
+llvm::SmallPtrSet<Operation *, 16> bodySlice(linalg::GenericOp op, Value v);
+
+/// The values of `v`, a pure function of `op`'s i8 body argument `arg`
+/// alone (and of constants), at every code 0..255; empty when `v` depends on
+/// anything else or some value does not fold.
+SmallVector<Attribute> evaluateAtEveryCode(linalg::GenericOp op, Value v,
+                                           unsigned arg);
+
+/// Whether `v` (f32) is `decode(code)` at every code of argument `arg`,
+/// bit for bit (any NaN where `decode` gives NaN).
+bool decodesEveryCode(linalg::GenericOp op, Value v, unsigned arg,
+                      llvm::function_ref<APFloat(unsigned)> decode);
+
+/// The f32 value of the E2M1 code in the low 4 bits of `code`.
+APFloat e2m1Value(unsigned code);
+/// The f32 value of an E4M3 (f8E4M3FN) byte.
+APFloat e4m3Value(unsigned code);
 
 /// If `epi` (an elementwise consumer of the accumulator `acc`) can be
 /// computed one element at a time where a GEMM stores `acc` (two parallel

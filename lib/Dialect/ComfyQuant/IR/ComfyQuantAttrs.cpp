@@ -233,5 +233,12 @@ TargetKind GpuGemmAttr::getBackend() const { return TargetKind::cuda; }
 int64_t GpuGemmAttr::getTileRows() const { return getBlock()[0]; }
 int64_t GpuGemmAttr::getTileCols() const { return getBlock()[1]; }
 int64_t GpuGemmAttr::getStepK() const {
-  return getKind() == GpuMmaKind::f16 ? getKBytes() / 2 : getKBytes();
+  switch (getKind()) {
+  case GpuMmaKind::f16:
+    return getKBytes() / 2;
+  case GpuMmaKind::fp4_ue4m3_scaled:
+    return getKBytes() * 2;
+  default:
+    return getKBytes();
+  }
 }

@@ -746,9 +746,10 @@ LogicalResult WarpgroupMmaOp::verify() {
              isa<Float8E4M3FNType, Float8E5M2Type>(b);
   bool s8 = a.isInteger(8) && b.isInteger(8);
   bool f16 = a.isF16() && b.isF16();
-  if (!fp8 && !s8 && !f16)
-    return emitOpError("operands must be i8 x i8, FP8 x FP8 or f16 x f16, "
-                       "not ")
+  bool fp4 = isa<Float4E2M1FNType>(a) && isa<Float4E2M1FNType>(b);
+  if (!fp8 && !s8 && !f16 && !fp4)
+    return emitOpError("operands must be i8 x i8, FP8 x FP8, f16 x f16 or "
+                       "f4E2M1FN x f4E2M1FN, not ")
            << a << " x " << b;
   if (acc != (s8 ? Type(IntegerType::get(getContext(), 32))
                  : Type(Float32Type::get(getContext()))))
@@ -773,17 +774,21 @@ LogicalResult WarpgroupMmaOp::verify() {
     return emitOpError("acc must have the result type");
   if (!getAScales() != !getBScales())
     return emitOpError("takes both scale tiles or neither");
+  if (fp4 && !getAScales())
+    return emitOpError("FP4 operands take scales");
   if (getAScales()) {
-    if (!fp8)
-      return emitOpError("scales apply to FP8 operands only");
+    if (!fp8 && !fp4)
+      return emitOpError("scales apply to FP8 and FP4 operands only");
     auto count = [](Value v) {
       auto t = cast<MemRefType>(v.getType());
       return t.hasStaticShape() ? t.getNumElements() : int64_t(-1);
     };
-    if (count(getAScales()) != kRows || count(getBScales()) != n)
-      return emitOpError("scales must be one byte per row of A (64) and "
-                         "per column of B (")
-             << n << ")";
+    int64_t perRow = fp4 ? kStepBytes * 2 / kFP4Block : 1;
+    if (count(getAScales()) != kRows * perRow ||
+        count(getBScales()) != n * perRow)
+      return emitOpError("scales must be ")
+             << perRow << " byte(s) per row of A (" << kRows * perRow
+             << ") and per column of B (" << n * perRow << ")";
   }
   // The tiles are the block's: workgroup memory.
   for (Value tile : {getA(), getB(), getAScales(), getBScales()}) {

@@ -526,7 +526,9 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
     The 128 threads of a block (one warpgroup) compute `acc + A · Bᵀ` for
     a 64 x K tile A and an N x K tile B that the block has just written to
     workgroup memory, K being 32 bytes: 32 codes of i8 (s8 x s8 -> i32) or
-    FP8 (f8E4M3FN/f8E5M2 x f8E4M3FN/f8E5M2 -> f32), or 16 f16 (-> f32).
+    FP8 (f8E4M3FN/f8E5M2 x f8E4M3FN/f8E5M2 -> f32), 16 f16 (-> f32), or 64
+    E2M1 codes (f4E2M1FN x f4E2M1FN -> f32, with scales), two per byte, the
+    lower K in the low nibble.
     Both tiles are 1-D buffers of 32-bit words stored K-major in 8 x
     16-byte core matrices: byte (row, k) of a tile is byte
     `(row / 8) * 256 + (k / 16) * 128 + (row % 8) * 16 + k % 16`.
@@ -547,6 +549,15 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
     `acc + (A · Bᵀ)[m, n] · (2^(a_scales[m] - 127) · 2^(b_scales[n] - 127))`:
     the block-scaled MMA where the arch has one (sm_120a), elsewhere the
     step's f32 partial sums times the f32 product of the two factors.
+
+    FP4 operands (NVFP4) always take `scales`: four UE4M3 bytes per row of
+    A and column of B (an E4M3 without its sign; 0x7F is NaN), byte
+    `4 * row + j` scaling the K block `[16j, 16j + 16)` of that row:
+    `acc + Σ_k e2m1(A[m, k]) · e2m1(B[n, k]) · ue4m3(a_scales[m, k / 16])
+    · ue4m3(b_scales[n, k / 16])`. sm_120a has the block-scaled MMA
+    (`kind::mxf4nvf4`); elsewhere each value times its scale is exact in
+    f16, so the op becomes four f16 steps on tiles decoded in workgroup
+    memory.
 
     Kernel formation emits it for every arch; `comfyquant-gpu-lower-mma`
     makes it `wgmma.mma_async` with shared-memory descriptors on sm_90a and
@@ -581,6 +592,8 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
     static constexpr int64_t kRows = 64;
     /// Bytes of K per step.
     static constexpr int64_t kStepBytes = 32;
+    /// E2M1 codes per FP4 scale (four blocks per step).
+    static constexpr int64_t kFP4Block = 16;
     /// Columns of B (N).
     int64_t getColumns() {
       return ::llvm::cast<::mlir::VectorType>(getResult().getType())
