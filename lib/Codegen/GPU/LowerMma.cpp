@@ -31,6 +31,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -354,7 +355,12 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
 /// steps, each starting with the barrier that makes the decoded tiles
 /// seen. Thread `tid` decodes the FP4 words `tid + 128 i` of the 2 words
 /// per row that make sub-block q.
-void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func) {
+/// The decoded f16 tiles of a kernel, by row count: every FP4 step of the
+/// kernel decodes into the same ones (a barrier precedes each decode, so
+/// the previous step's MMAs have read them).
+using DecodedTiles = llvm::DenseMap<int64_t, SmallVector<Value>>;
+
+void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
@@ -371,14 +377,24 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func) {
   auto decode = [&](Value tile, Value scales, int64_t rows) {
     auto type = MemRefType::get({rows * kRowWords}, b.getI32Type(),
                                 MemRefLayoutAttrInterface(), workgroup);
-    SmallVector<Value> out;
-    for (int64_t q = 0; q < kSteps; ++q)
-      out.push_back(func.addWorkgroupAttribution(type, loc));
+    SmallVector<Value> &out = tiles[rows];
+    if (out.empty())
+      for (int64_t q = 0; q < kSteps; ++q)
+        out.push_back(func.addWorkgroupAttribution(type, loc));
     for (int64_t q = 0; q < kSteps; ++q)
       for (int64_t i = 0; i < rows * 2; i += kThreads) {
         // FP4 word 2q + h of `row`: codes [16q + 8h, 16q + 8h + 8).
         Value u =
             i ? arith::AddIOp::create(b, loc, tid, idx(i)).getResult() : tid;
+        // Past the last word (2 * rows not a multiple of the block's
+        // threads) a thread has nothing to decode.
+        OpBuilder::InsertionGuard guard(b);
+        if (i + kThreads > rows * 2) {
+          Value inside = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ult, u, idx(rows * 2));
+          auto guarded = scf::IfOp::create(b, loc, inside, false);
+          b.setInsertionPoint(guarded.thenBlock()->getTerminator());
+        }
         Value row = arith::DivUIOp::create(b, loc, u, idx(2));
         Value h = arith::RemUIOp::create(b, loc, u, idx(2));
         // Core-matrix word of (row, w): (row / 8) * 64 + (w / 4) * 32 +
@@ -622,6 +638,7 @@ struct LowerMmaPass
         if (isa<Float4E2M1FNType>(op.getAType()))
           fp4.push_back(op);
       });
+      llvm::DenseMap<Operation *, DecodedTiles> decoded;
       for (WarpgroupMmaOp op : fp4) {
         auto func = op->getParentOfType<gpu::GPUFuncOp>();
         if (!func || !func.isKernel()) {
@@ -629,7 +646,7 @@ struct LowerMmaPass
                          "only a kernel can be given");
           return signalPassFailure();
         }
-        expandFP4(op, func);
+        expandFP4(op, func, decoded[func]);
       }
     }
     SmallVector<WarpgroupMmaOp> tiles;

@@ -59,6 +59,8 @@ constexpr int64_t kRowsPerPass = kThreads / kRowWords;
 struct Builder {
   OpBuilder &b;
   Location loc;
+  /// Operands read through the elementwise op that fills them.
+  const llvm::DenseMap<Value, linalg::GenericOp> *producers = nullptr;
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
@@ -77,6 +79,9 @@ struct Builder {
     Value one = idx(1);
     Value r = min(row, arith::SubIOp::create(b, loc, rows, one));
     Value c = min(col, arith::SubIOp::create(b, loc, cols, one));
+    if (linalg::GenericOp producer =
+            producers ? producers->lookup(mem) : linalg::GenericOp())
+      return mlir::comfyquant::detail::emitProducerAt(b, loc, producer, r, c);
     return memref::LoadOp::create(b, loc, mem, ValueRange{r, c});
   }
 
@@ -296,10 +301,17 @@ Fusion fusionFor(linalg::GenericOp op) {
     return fusion;
   // The kernel writes the epilogue's output while other blocks still read
   // the GEMM's operands: they must be other buffers.
+  // (An operand read through its producer reads what the producer reads.)
   Value out = baseBuffer(epi.getDpsInitOperand(0)->get());
-  for (Value in : op.getDpsInputs())
+  for (Value in : op.getDpsInputs()) {
     if (baseBuffer(in) == out)
       return fusion;
+    if (linalg::GenericOp producer =
+            mlir::comfyquant::detail::operandProducer(in, op))
+      if (llvm::is_contained(mlir::comfyquant::detail::producerReads(producer),
+                             out))
+        return fusion;
+  }
   fusion.epilogue = epi;
   fusion.accOperand = *acc;
   return fusion;
@@ -344,7 +356,14 @@ struct TensorCoreGemmPass
         op->getNextNode()->moveBefore(op);
     OpBuilder b(op);
     Location loc = op.getLoc();
-    Builder h{b, loc};
+    // Temporary operands an elementwise op fills (decoded weights, their
+    // unswizzled scales) are read through that op, from what it reads.
+    llvm::DenseMap<Value, linalg::GenericOp> producers;
+    for (Value in : op.getDpsInputs())
+      if (linalg::GenericOp producer =
+              mlir::comfyquant::detail::operandProducer(in, op))
+        producers[in] = producer;
+    Builder h{b, loc, &producers};
     Value a = op.getDpsInputOperand(0)->get();
     Value bm = op.getDpsInputOperand(1)->get();
     Value scalesA =
@@ -625,6 +644,11 @@ struct TensorCoreGemmPass
     op.erase();
     if (fusion.epilogue)
       fusion.epilogue.erase();
+    for (auto &[operand, producer] : producers) {
+      producer.erase();
+      if (operand.use_empty())
+        operand.getDefiningOp()->erase();
+    }
     // The kernel starts from zero and stores every element of C (or of the
     // epilogue's output) inside the bounds, so the fill is dead; with the
     // epilogue fused, so is C.

@@ -324,9 +324,9 @@ gpu.module @kernels {
 //
 // Without an FP4 block-scaled MMA (sm_80 here): eight f16 tiles more (four
 // per operand, one per 16 codes); after a barrier each thread decodes FP4
-// words (8 codes: shifted out, sign to bit 15, magnitude to bits 9-11, as
-// f16 times the UE4M3 scale, times 2^14) and stores 4 f16 pairs; then four
-// f16 steps of 16 m16n8k16 each, chained.
+// words (8 codes shifted out, each made the f16 of its E2M1 value, times
+// the f16 of the UE4M3 scale) and stores 4 f16 pairs; then four f16 steps
+// of 16 m16n8k16 each, chained.
 // RESCALE-LABEL: gpu.func @tile_fp4
 // RESCALE-SAME:    %arg5 : memref<512xi8, #gpu.address_space<workgroup>>, %[[A0:arg[0-9]+]] : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %[[B0:arg[0-9]+]] : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64},
 // RESCALE:         gpu.barrier
@@ -334,9 +334,8 @@ gpu.module @kernels {
 // RESCALE:         %[[SCALE:.*]] = memref.load %arg4[%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
 // RESCALE:         arith.constant dense<[0, 4, 8, 12, 16, 20, 24, 28]> : vector<8xi32>
 // RESCALE:         arith.trunci %{{.*}} : vector<8xi32> to vector<8xi16>
-// RESCALE:         %[[SMALL:.*]] = arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
-// RESCALE:         %[[SCALED:.*]] = arith.mulf %[[SMALL]], %{{.*}} : vector<8xf16>
-// RESCALE:         arith.mulf %[[SCALED]], %{{.*}} : vector<8xf16>
+// RESCALE:         %[[VALUES:.*]] = arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
+// RESCALE:         arith.mulf %[[VALUES]], %{{.*}} : vector<8xf16>
 // RESCALE:         vector.bitcast %{{.*}} : vector<8xf16> to vector<4xi32>
 // RESCALE-COUNT-4: memref.store %{{.*}}, %[[A0]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
 // RESCALE:         memref.load %arg3[%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
@@ -367,6 +366,31 @@ gpu.module @kernels {
     %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<256xi8, #gpu.address_space<workgroup>>, memref<512xi8, #gpu.address_space<workgroup>>) : f4E2M1FN x f4E2M1FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
     %c0 = arith.constant 0 : index
     vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// Two FP4 steps in one kernel decode into the same f16 tiles (A's four
+// shared; B's by row count), and a B of 32 rows (64 FP4 words per sub-block,
+// fewer than the 128 threads) decodes under a guard.
+// RESCALE-LABEL: gpu.func @two_fp4
+// RESCALE-SAME:    %arg9 : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg10 : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg11 : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg12 : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg13 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg14 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg15 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg16 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg17 : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg18 : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg19 : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg20 : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}) kernel
+// RESCALE:         memref.store %{{.*}}, %arg9[
+// RESCALE:         memref.store %{{.*}}, %arg13[
+// RESCALE:         memref.store %{{.*}}, %arg9[
+// RESCALE:         %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %c64{{[_0-9]*}} : index
+// RESCALE-NEXT:    scf.if %[[IN]] {
+// RESCALE:           memref.store %{{.*}}, %arg17[
+// RESCALE:         gpu.return
+gpu.module @kernels {
+  gpu.func @two_fp4(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>, %out32: memref<4x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<256xi8, #gpu.address_space<workgroup>>, %sb : memref<512xi8, #gpu.address_space<workgroup>>, %b32 : memref<256xi32, #gpu.address_space<workgroup>>, %sb32 : memref<128xi8, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<256xi8, #gpu.address_space<workgroup>>, memref<512xi8, #gpu.address_space<workgroup>>) : f4E2M1FN x f4E2M1FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+    %e = comfyquant.warpgroup_mma %a, %b32 scales(%sa, %sb32 : memref<256xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f4E2M1FN x f4E2M1FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<256xi32, #gpu.address_space<workgroup>> -> vector<4x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    vector.store %e, %out32[%c0, %c0, %c0] : memref<4x2x2xf32>, vector<4x2x2xf32>
     gpu.return
   }
 }

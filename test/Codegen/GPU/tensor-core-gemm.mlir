@@ -860,3 +860,91 @@ func.func @nvfp4_wrong_decode(%a: memref<?x80xi8>, %b: memref<24x80xi8>, %sa: me
   }
   return
 }
+
+// -----
+
+// A weight temporary that an elementwise op fills (here signed nibbles
+// unpacked from bytes, the low nibble first) is read through that op: the
+// kernel loads the packed byte where it would load the code and decodes it
+// there; the unpacking op and its temporary are gone.
+// CHECK-LABEL: func.func @unpacked_weight
+// CHECK-NOT:     memref.alloc
+// CHECK-NOT:     linalg.generic
+// CHECK:         gpu.launch
+// CHECK:           scf.for
+// CHECK:             memref.load %arg1[%{{.*}}, %{{.*}}] : memref<16x32xi8>
+// CHECK:             arith.shrsi %{{.*}}, %c4_i8 : i8
+// CHECK:             comfyquant.warpgroup_mma
+// CHECK-NOT:     linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @unpacked_weight(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %c: memref<?x16xi32>) {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : i8
+  %w = memref.alloc() : memref<16x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<16x64xi8>) {
+  ^bb0(%out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %v = memref.load %packed[%n, %byte] : memref<16x32xi8>
+    %odd = arith.remui %k, %c2 : index
+    %isEven = arith.cmpi eq, %odd, %c0 : index
+    %lo = arith.shli %v, %c4 : i8
+    %low = arith.shrsi %lo, %c4 : i8
+    %high = arith.shrsi %v, %c4 : i8
+    %code = arith.select %isEven, %low, %high : i8
+    linalg.yield %code : i8
+  }
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<16x64xi8>) outs(%c : memref<?x16xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// The packed bytes are written between the unpacking and the GEMM: the
+// temporary holds the old values, so it stays (and the unpacking with it).
+// CHECK-LABEL: func.func @unpacked_weight_overwritten
+// CHECK:         memref.alloc() : memref<16x64xi8>
+// CHECK:         linalg.generic
+// CHECK:         linalg.fill
+// CHECK:         gpu.launch
+// CHECK:           memref.load %alloc[%{{.*}}, %{{.*}}] : memref<16x64xi8>
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @unpacked_weight_overwritten(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %c: memref<?x16xi32>) {
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : i8
+  %w = memref.alloc() : memref<16x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<16x64xi8>) {
+  ^bb0(%out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %v = memref.load %packed[%n, %byte] : memref<16x32xi8>
+    %high = arith.shrsi %v, %c4 : i8
+    linalg.yield %high : i8
+  }
+  linalg.fill ins(%c4 : i8) outs(%packed : memref<16x32xi8>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<16x64xi8>) outs(%c : memref<?x16xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}

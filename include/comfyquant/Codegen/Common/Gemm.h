@@ -80,6 +80,24 @@ std::optional<unsigned> epilogueAccOperand(linalg::GenericOp epi, Value acc);
 Value emitEpilogueAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
                      unsigned accOperand, Value acc, Value row, Value col);
 
+/// The elementwise op that fills `operand`, a temporary GEMM operand, if the
+/// GEMM can evaluate it per element instead of reading the temporary: the
+/// operand is a static 2-D memref.alloc used only by `gemm` and that op
+/// (before it in the block), which writes all of it (two parallel loops,
+/// identity output map, output value unread), reads its inputs at loop
+/// dims and constants, has a body of pure scalar ops, linalg.index and
+/// memref.loads, and neither the GEMM nor anything between the two writes
+/// what it reads.
+linalg::GenericOp operandProducer(Value operand, linalg::GenericOp gemm);
+
+/// The buffers (their bases, through views) `producer` reads.
+SmallVector<Value> producerReads(linalg::GenericOp producer);
+
+/// The value `producer` writes at (row, col): its inputs read there, its
+/// body cloned at `b` with linalg.index replaced by row and col.
+Value emitProducerAt(OpBuilder &b, Location loc, linalg::GenericOp producer,
+                     Value row, Value col);
+
 /// An LLVM intrinsic call, held as a pure placeholder (a tagged unrealized
 /// cast) until comfyquant-cpu-materialize-intrinsics: the buffer
 /// deallocation pipeline rejects llvm.call_intrinsic, whose memory effects

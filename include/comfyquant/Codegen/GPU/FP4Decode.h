@@ -13,15 +13,15 @@
 namespace mlir::comfyquant {
 
 /// The vector<8xf16> of the E2M1 codes in `word` (i32; code e in nibble e,
-/// the low nibble first) times `scale` (f16). The code placed at the top of
-/// an f16's fields is x * 2^-14 (0.5 is the subnormal 2^-15); times the
-/// scale it is x * s * 2^-14, which has no bit below 2^-24, so it and the
-/// rescale by 2^14 are exact.
+/// the low nibble first) times `scale` (f16). Both factors are built as
+/// normal f16s (or zero) and their product is at least 2^-10, so no step
+/// depends on subnormal f16 arithmetic (a flush-to-zero mode could not
+/// change the result).
 Value decodeFP4Word(OpBuilder &b, Location loc, Value word, Value scale);
 
-/// The f16 value of a UE4M3 byte (i8; bit 7 ignored): its 7 bits placed
-/// under an f16's (bias 15) are 2^-8 of it, subnormals included; 0x7F is
-/// NaN.
+/// The f16 value of a UE4M3 byte (i8; bit 7 ignored), exact and normal:
+/// the normal codes' bits rebiased in place, the subnormal ones m * 2^-9;
+/// 0x7F is NaN.
 Value ue4m3ToF16(OpBuilder &b, Location loc, Value byte);
 
 } // namespace mlir::comfyquant

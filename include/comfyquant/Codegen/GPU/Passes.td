@@ -161,7 +161,8 @@ def ComfyQuantGPULowerMma
                            "::mlir::gpu::GPUDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::vector::VectorDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def ComfyQuantGPUAssignWorkspace
