@@ -176,6 +176,38 @@ FailureOr<Value> native(OpBuilder &b, Location loc, MmaFP8Op op) {
 
 constexpr int64_t kTileAlignment = 128;
 
+/// One warpgroup MMA step as the lowerings read it: a warpgroup_mma, or
+/// one of the f16 steps an FP4 one becomes, whose tiles start `aOffset` /
+/// `bOffset` words into larger workgroup buffers.
+struct Step {
+  Value a, b, acc, aScales, bScales;
+  Type aType, bType;
+  VectorType resultType;
+  Value aOffset, bOffset; ///< word offsets into a and b; null for 0
+  explicit Step(WarpgroupMmaOp op)
+      : a(op.getA()), b(op.getB()), acc(op.getAcc()), aScales(op.getAScales()),
+        bScales(op.getBScales()), aType(op.getAType()), bType(op.getBType()),
+        resultType(cast<VectorType>(op.getResult().getType())) {}
+  Step(Value a, Value b, Value acc, Type type, VectorType resultType,
+       Value aOffset, Value bOffset)
+      : a(a), b(b), acc(acc), aType(type), bType(type), resultType(resultType),
+        aOffset(aOffset), bOffset(bOffset) {}
+  Value getA() const { return a; }
+  Value getB() const { return b; }
+  Value getAcc() const { return acc; }
+  Value getAScales() const { return aScales; }
+  Value getBScales() const { return bScales; }
+  Type getAType() const { return aType; }
+  Type getBType() const { return bType; }
+  int64_t getColumns() const { return resultType.getDimSize(0) * 8; }
+};
+
+/// `index` plus an optional offset.
+Value offsetBy(OpBuilder &b, Location loc, Value index, Value offset) {
+  return offset ? arith::AddIOp::create(b, loc, index, offset).getResult()
+                : index;
+}
+
 /// The fragment registers at word offsets `first + offsets[r]` of a tile,
 /// as `type` (one row per register; 1-D bitcasts, which LLVM lowering
 /// takes, unlike 2-D ones).
@@ -232,7 +264,7 @@ Value ue8m0ToF32(OpBuilder &b, Location loc, Value code) {
 /// Fragment j of `acc` plus `partial` (fragment j of a product that
 /// started from zero) times the factor of its rows (16w + g + 8r) and
 /// columns (8j + 2t + e): UE8M0(a_scales[row]) * UE8M0(b_scales[col]).
-Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+Value rescaleFragment(OpBuilder &b, Location loc, const Step &op,
                       const LaneIds &ids, int64_t j, Value partial, Value acc) {
   Value rowBase = arith::AddIOp::create(
       b, loc,
@@ -279,7 +311,7 @@ Value rescaleFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
 /// registers hold the same bytes as the 8-bit ones, two codes each). With
 /// selectors (byte 0, thread 0) lane 4g + t supplies the scales of A row
 /// g + 8t (t < 2) and lane 4g (t = 0) those of B column g.
-Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+Value blockScaledFragment(OpBuilder &b, Location loc, const Step &op,
                           const LaneIds &ids, int64_t j, Value fragA,
                           Value fragB, Value acc) {
   auto words = [&](Value fragment) {
@@ -348,19 +380,195 @@ Value blockScaledFragment(OpBuilder &b, Location loc, WarpgroupMmaOp op,
                                         d);
 }
 
-/// Without an FP4 block-scaled MMA: the block decodes both FP4 tiles into
-/// four f16 tiles each (tile q holds the codes [16q, 16q + 16) of every
-/// row, in the same core-matrix layout, f16 pair (2w, 2w + 1) in word w),
-/// each value times its scale, exact in f16; then four f16 warpgroup_mma
-/// steps, each starting with the barrier that makes the decoded tiles
-/// seen. Thread `tid` decodes the FP4 words `tid + 128 i` of the 2 words
-/// per row that make sub-block q.
-/// The decoded f16 tiles of a kernel, by row count: every FP4 step of the
-/// kernel decodes into the same ones (a barrier precedes each decode, so
-/// the previous step's MMAs have read them).
-using DecodedTiles = llvm::DenseMap<int64_t, SmallVector<Value>>;
+/// Everywhere but sm_90a: each warp multiplies its 16 rows of A by every
+/// 8 columns of B with m16n8 mma.sync (block-scaled on sm_120a).
+Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
+                      const CUDAArch &arch) {
+  gpu::BarrierOp::create(b, loc);
+  LaneIds ids = laneIds(b, loc);
+  Value laneWord = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ids.g, indexConstant(b, loc, 4)),
+      ids.t);
+  Value warpRows =
+      arith::MulIOp::create(b, loc, ids.warp, indexConstant(b, loc, 128));
+  Value aWarp = arith::AddIOp::create(b, loc, warpRows, laneWord);
+  Value aFirst = offsetBy(b, loc, aWarp, op.aOffset);
+  Value bLane = offsetBy(b, loc, laneWord, op.bOffset);
 
-void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles) {
+  Type a = op.getAType();
+  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(a);
+  bool scaled = static_cast<bool>(op.getAScales());
+  // Codes are loaded as bytes (FP4: two per byte).
+  Type elt = fp8 || isa<Float4E2M1FNType>(a) ? Type(b.getI8Type()) : a;
+  int64_t perReg = 32 / elt.getIntOrFloatBitWidth();
+  auto aType = VectorType::get({4, perReg}, elt);
+  auto bType = VectorType::get({2, perReg}, elt);
+  Value fragA = loadFragment(b, loc, op.getA(), aFirst, {0, 64, 32, 96}, aType);
+
+  VectorType resultType = op.resultType;
+  auto fragType = VectorType::get({2, 2}, resultType.getElementType());
+  int64_t k = a.isF16() ? 16 : 32;
+  // A zero accumulator (a one-step K loop folded away) is no accumulator:
+  // the FP8 inline asm takes a zero register of its own.
+  Value accIn = op.getAcc();
+  if (accIn &&
+      (matchPattern(accIn, m_Zero()) || matchPattern(accIn, m_PosZeroFloat())))
+    accIn = Value();
+  Value result = accIn;
+  if (!result)
+    result = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(resultType,
+                               b.getZeroAttr(resultType.getElementType())));
+  for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
+    Value bFirst =
+        arith::AddIOp::create(b, loc, bLane, indexConstant(b, loc, 64 * j));
+    Value fragB = loadFragment(b, loc, op.getB(), bFirst, {0, 32}, bType);
+    Value acc =
+        accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j) : Value();
+    Value d;
+    if (scaled && arch.blockScaledMma) {
+      d = blockScaledFragment(b, loc, op, ids, j, fragA, fragB, acc);
+    } else if (scaled) {
+      Value partial = MmaFP8Op::create(b, loc, fragType, fragA, fragB, Value(),
+                                       a, op.getBType());
+      d = rescaleFragment(b, loc, op, ids, j, partial, acc);
+    } else if (fp8) {
+      d = MmaFP8Op::create(b, loc, fragType, fragA, fragB, acc, a,
+                           op.getBType());
+    } else {
+      if (!acc)
+        acc = arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(fragType,
+                                   b.getZeroAttr(fragType.getElementType())));
+      d = nvgpu::MmaSyncOp::create(b, loc, fragA, fragB, acc,
+                                   ArrayRef<int64_t>{16, 8, k});
+    }
+    result = vector::InsertOp::create(b, loc, d, result, j);
+  }
+  return result;
+}
+
+/// A wgmma matrix descriptor of a tile (`offsetWords` into a buffer, if
+/// given): its shared-window address, the
+/// core matrices along K 128 bytes apart (leading byte offset) and 8-row
+/// groups 256 bytes apart (stride byte offset), no swizzle.
+Value descriptor(OpBuilder &b, Location loc, Value tile, Value offsetWords) {
+  auto i64 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+  };
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
+  Value index = base;
+  if (offsetWords) {
+    Value bytes =
+        arith::MulIOp::create(b, loc, offsetWords, indexConstant(b, loc, 4));
+    index = arith::AddIOp::create(b, loc, base, bytes);
+  }
+  Value address = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
+  Value field = arith::AndIOp::create(b, loc, address, i64(0x3FFFF));
+  Value start = arith::ShRUIOp::create(b, loc, field, i64(4));
+  constexpr int64_t kLeadingByteOffset = 128, kStrideByteOffset = 256;
+  int64_t offsets = (kLeadingByteOffset >> 4) << 16 | (kStrideByteOffset >> 4)
+                                                          << 32;
+  return arith::OrIOp::create(b, loc, start, i64(offsets));
+}
+
+NVVM::WGMMATypes wgmmaType(Type t) {
+  if (isa<Float8E4M3FNType>(t))
+    return NVVM::WGMMATypes::e4m3;
+  if (isa<Float8E5M2Type>(t))
+    return NVVM::WGMMATypes::e5m2;
+  if (t.isF16())
+    return NVVM::WGMMATypes::f16;
+  return NVVM::WGMMATypes::s8;
+}
+
+/// sm_90a: one wgmma m64nNk{32,16} reading both tiles through descriptors,
+/// waited for before the result is used.
+Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
+  // The tiles were written by ordinary stores (the generic proxy); wgmma
+  // reads shared memory through the async proxy.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(b, loc);
+  VectorType resultType = op.resultType;
+  Type elt = resultType.getElementType();
+  int64_t count = resultType.getNumElements();
+  auto structType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(count, elt));
+  // With scales the product starts from zero and is rescaled below.
+  Value acc = op.getAScales() ? Value() : op.getAcc();
+  bool zero = !acc || matchPattern(acc, m_Zero()) ||
+              matchPattern(acc, m_PosZeroFloat());
+  Value inouts = LLVM::PoisonOp::create(b, loc, structType);
+  if (!zero) {
+    auto flat = VectorType::get({count}, elt);
+    Value values = vector::ShapeCastOp::create(b, loc, flat, acc);
+    for (int64_t i = 0; i < count; ++i) {
+      Value v = vector::ExtractOp::create(b, loc, values, i);
+      inouts = LLVM::InsertValueOp::create(b, loc, inouts, v, i);
+    }
+  }
+  Value descA = descriptor(b, loc, op.getA(), op.aOffset);
+  Value descB = descriptor(b, loc, op.getB(), op.bOffset);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  bool integer = elt.isInteger(32);
+  int64_t k = op.getAType().isF16() ? 16 : 32;
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), WarpgroupMmaOp::kRows,
+                                       op.getColumns(), k);
+  auto mma = NVVM::WgmmaMmaAsyncOp::create(
+      b, loc, structType, inouts, descA, descB, shape, wgmmaType(op.getAType()),
+      wgmmaType(op.getBType()),
+      integer ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32,
+      zero ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+      NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+      NVVM::MMALayout::col,
+      integer ? NVVM::MMAIntOverflowAttr::get(b.getContext(),
+                                              NVVM::MMAIntOverflow::satfinite)
+              : NVVM::MMAIntOverflowAttr());
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < count; ++i)
+    elems.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+  Value product = vector::FromElementsOp::create(b, loc, resultType, elems);
+  if (!op.getAScales())
+    return product;
+  // No block-scaled wgmma: each 8-column fragment of the product is
+  // rescaled in f32 and added to the accumulator.
+  LaneIds ids = laneIds(b, loc);
+  Value accIn = op.getAcc();
+  if (accIn && matchPattern(accIn, m_PosZeroFloat()))
+    accIn = Value();
+  Value result = product;
+  for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
+    Value partial = vector::ExtractOp::create(b, loc, product, j);
+    Value fragAcc =
+        accIn ? vector::ExtractOp::create(b, loc, accIn, j) : Value();
+    Value d = rescaleFragment(b, loc, op, ids, j, partial, fragAcc);
+    result = vector::InsertOp::create(b, loc, d, result, j);
+  }
+  return result;
+}
+
+/// Without an FP4 block-scaled MMA: the block decodes both FP4 tiles into
+/// four f16 tiles each, one after the other in a workgroup buffer (tile q
+/// holds the codes [16q, 16q + 16) of every row, in the same core-matrix
+/// layout, f16 pair (2w, 2w + 1) in word w), each value times its scale,
+/// exact in f16; then a loop of four f16 steps over them, each starting
+/// with the barrier that makes the decoded tiles seen. Thread `tid` decodes
+/// the FP4 words `tid + 128 i` of the 2 words per row that make sub-block
+/// q.
+/// The decoded f16 tiles of a kernel, by row count: every FP4 step of the
+/// kernel decodes into the same buffer (a barrier precedes each decode, so
+/// the previous step's MMAs have read it).
+using DecodedTiles = llvm::DenseMap<int64_t, Value>;
+
+void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
+               const CUDAArch &arch) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
@@ -375,12 +583,16 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles) {
   // The FP4 tiles' writers finish first.
   gpu::BarrierOp::create(b, loc);
   auto decode = [&](Value tile, Value scales, int64_t rows) {
-    auto type = MemRefType::get({rows * kRowWords}, b.getI32Type(),
+    auto type = MemRefType::get({kSteps * rows * kRowWords}, b.getI32Type(),
                                 MemRefLayoutAttrInterface(), workgroup);
-    SmallVector<Value> &out = tiles[rows];
-    if (out.empty())
-      for (int64_t q = 0; q < kSteps; ++q)
-        out.push_back(func.addWorkgroupAttribution(type, loc));
+    Value &out = tiles[rows];
+    if (!out) {
+      out = func.addWorkgroupAttribution(type, loc);
+      // wgmma descriptors address 16-byte units from a 128-byte line.
+      func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1,
+                                       LLVM::LLVMDialect::getAlignAttrName(),
+                                       b.getI64IntegerAttr(kTileAlignment));
+    }
     for (int64_t q = 0; q < kSteps; ++q)
       for (int64_t i = 0; i < rows * 2; i += kThreads) {
         // FP4 word 2q + h of `row`: codes [16q + 8h, 16q + 8h + 8).
@@ -423,189 +635,44 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles) {
         // The pairs are the f16 words 4h + j of sub-block q.
         Value outHalfAt = arith::MulIOp::create(b, loc, h, idx(32));
         Value outRowAt = arith::AddIOp::create(b, loc, rowAt, outHalfAt);
+        Value outTileAt =
+            arith::AddIOp::create(b, loc, outRowAt, idx(q * rows * kRowWords));
         for (int64_t j = 0; j < 4; ++j) {
           Value pair = vector::ExtractOp::create(b, loc, pairs, j);
-          Value outAt = arith::AddIOp::create(b, loc, outRowAt, idx(j));
-          memref::StoreOp::create(b, loc, pair, out[q], ValueRange{outAt});
+          Value outAt = arith::AddIOp::create(b, loc, outTileAt, idx(j));
+          memref::StoreOp::create(b, loc, pair, out, ValueRange{outAt});
         }
       }
     return out;
   };
-  SmallVector<Value> a =
-      decode(op.getA(), op.getAScales(), WarpgroupMmaOp::kRows);
-  SmallVector<Value> bt = decode(op.getB(), op.getBScales(), op.getColumns());
-  Value acc = op.getAcc();
-  Type f16 = b.getF16Type();
-  for (int64_t q = 0; q < kSteps; ++q)
-    acc = WarpgroupMmaOp::create(b, loc, op.getResult().getType(), a[q], bt[q],
-                                 acc, Value(), Value(), f16, f16);
-  op.getResult().replaceAllUsesWith(acc);
+  const int64_t rowsA = WarpgroupMmaOp::kRows, rowsB = op.getColumns();
+  Value a = decode(op.getA(), op.getAScales(), rowsA);
+  Value bt = decode(op.getB(), op.getBScales(), rowsB);
+  auto resultType = cast<VectorType>(op.getResult().getType());
+  Value init = op.getAcc();
+  if (!init)
+    init = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(resultType, b.getF32FloatAttr(0.0f)));
+  // One f16 step per sub-block, as a loop: the MMA code is in the kernel
+  // once.
+  Value first = idx(0);
+  Value steps = idx(kSteps);
+  Value one = idx(1);
+  auto loop = scf::ForOp::create(b, loc, first, steps, one, ValueRange{init});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value q = loop.getInductionVar();
+    Value aOffset = arith::MulIOp::create(b, loc, q, idx(rowsA * kRowWords));
+    Value bOffset = arith::MulIOp::create(b, loc, q, idx(rowsB * kRowWords));
+    Step step(a, bt, loop.getRegionIterArgs()[0], b.getF16Type(), resultType,
+              aOffset, bOffset);
+    Value d = arch.wgmma ? warpgroupByWgmma(b, loc, step)
+                         : warpgroupBySync(b, loc, step, arch);
+    scf::YieldOp::create(b, loc, d);
+  }
+  op.getResult().replaceAllUsesWith(loop.getResult(0));
   op.erase();
-}
-
-/// Everywhere but sm_90a: each warp multiplies its 16 rows of A by every
-/// 8 columns of B with m16n8 mma.sync (block-scaled on sm_120a).
-Value warpgroupBySync(OpBuilder &b, Location loc, WarpgroupMmaOp op,
-                      const CUDAArch &arch) {
-  gpu::BarrierOp::create(b, loc);
-  LaneIds ids = laneIds(b, loc);
-  Value laneWord = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, ids.g, indexConstant(b, loc, 4)),
-      ids.t);
-  Value warpRows =
-      arith::MulIOp::create(b, loc, ids.warp, indexConstant(b, loc, 128));
-  Value aFirst = arith::AddIOp::create(b, loc, warpRows, laneWord);
-
-  Type a = op.getAType();
-  bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(a);
-  bool scaled = static_cast<bool>(op.getAScales());
-  // Codes are loaded as bytes (FP4: two per byte).
-  Type elt = fp8 || isa<Float4E2M1FNType>(a) ? Type(b.getI8Type()) : a;
-  int64_t perReg = 32 / elt.getIntOrFloatBitWidth();
-  auto aType = VectorType::get({4, perReg}, elt);
-  auto bType = VectorType::get({2, perReg}, elt);
-  Value fragA = loadFragment(b, loc, op.getA(), aFirst, {0, 64, 32, 96}, aType);
-
-  auto resultType = cast<VectorType>(op.getResult().getType());
-  auto fragType = VectorType::get({2, 2}, resultType.getElementType());
-  int64_t k = a.isF16() ? 16 : 32;
-  // A zero accumulator (a one-step K loop folded away) is no accumulator:
-  // the FP8 inline asm takes a zero register of its own.
-  Value accIn = op.getAcc();
-  if (accIn &&
-      (matchPattern(accIn, m_Zero()) || matchPattern(accIn, m_PosZeroFloat())))
-    accIn = Value();
-  Value result = accIn;
-  if (!result)
-    result = arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(resultType,
-                               b.getZeroAttr(resultType.getElementType())));
-  for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
-    Value bFirst =
-        arith::AddIOp::create(b, loc, laneWord, indexConstant(b, loc, 64 * j));
-    Value fragB = loadFragment(b, loc, op.getB(), bFirst, {0, 32}, bType);
-    Value acc =
-        accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j) : Value();
-    Value d;
-    if (scaled && arch.blockScaledMma) {
-      d = blockScaledFragment(b, loc, op, ids, j, fragA, fragB, acc);
-    } else if (scaled) {
-      Value partial = MmaFP8Op::create(b, loc, fragType, fragA, fragB, Value(),
-                                       a, op.getBType());
-      d = rescaleFragment(b, loc, op, ids, j, partial, acc);
-    } else if (fp8) {
-      d = MmaFP8Op::create(b, loc, fragType, fragA, fragB, acc, a,
-                           op.getBType());
-    } else {
-      if (!acc)
-        acc = arith::ConstantOp::create(
-            b, loc,
-            DenseElementsAttr::get(fragType,
-                                   b.getZeroAttr(fragType.getElementType())));
-      d = nvgpu::MmaSyncOp::create(b, loc, fragA, fragB, acc,
-                                   ArrayRef<int64_t>{16, 8, k});
-    }
-    result = vector::InsertOp::create(b, loc, d, result, j);
-  }
-  return result;
-}
-
-/// A wgmma matrix descriptor of a tile: its shared-window address, the
-/// core matrices along K 128 bytes apart (leading byte offset) and 8-row
-/// groups 256 bytes apart (stride byte offset), no swizzle.
-Value descriptor(OpBuilder &b, Location loc, Value tile) {
-  auto i64 = [&](int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
-  };
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
-  Value address = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
-  Value field = arith::AndIOp::create(b, loc, address, i64(0x3FFFF));
-  Value start = arith::ShRUIOp::create(b, loc, field, i64(4));
-  constexpr int64_t kLeadingByteOffset = 128, kStrideByteOffset = 256;
-  int64_t offsets = (kLeadingByteOffset >> 4) << 16 | (kStrideByteOffset >> 4)
-                                                          << 32;
-  return arith::OrIOp::create(b, loc, start, i64(offsets));
-}
-
-NVVM::WGMMATypes wgmmaType(Type t) {
-  if (isa<Float8E4M3FNType>(t))
-    return NVVM::WGMMATypes::e4m3;
-  if (isa<Float8E5M2Type>(t))
-    return NVVM::WGMMATypes::e5m2;
-  if (t.isF16())
-    return NVVM::WGMMATypes::f16;
-  return NVVM::WGMMATypes::s8;
-}
-
-/// sm_90a: one wgmma m64nNk{32,16} reading both tiles through descriptors,
-/// waited for before the result is used.
-Value warpgroupByWgmma(OpBuilder &b, Location loc, WarpgroupMmaOp op) {
-  // The tiles were written by ordinary stores (the generic proxy); wgmma
-  // reads shared memory through the async proxy.
-  NVVM::FenceProxyOp::create(
-      b, loc, NVVM::ProxyKind::async_shared,
-      NVVM::SharedSpaceAttr::get(b.getContext(),
-                                 NVVM::SharedSpace::shared_cta));
-  gpu::BarrierOp::create(b, loc);
-  auto resultType = cast<VectorType>(op.getResult().getType());
-  Type elt = resultType.getElementType();
-  int64_t count = resultType.getNumElements();
-  auto structType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(count, elt));
-  // With scales the product starts from zero and is rescaled below.
-  Value acc = op.getAScales() ? Value() : op.getAcc();
-  bool zero = !acc || matchPattern(acc, m_Zero()) ||
-              matchPattern(acc, m_PosZeroFloat());
-  Value inouts = LLVM::PoisonOp::create(b, loc, structType);
-  if (!zero) {
-    auto flat = VectorType::get({count}, elt);
-    Value values = vector::ShapeCastOp::create(b, loc, flat, acc);
-    for (int64_t i = 0; i < count; ++i) {
-      Value v = vector::ExtractOp::create(b, loc, values, i);
-      inouts = LLVM::InsertValueOp::create(b, loc, inouts, v, i);
-    }
-  }
-  Value descA = descriptor(b, loc, op.getA());
-  Value descB = descriptor(b, loc, op.getB());
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  bool integer = elt.isInteger(32);
-  int64_t k = op.getAType().isF16() ? 16 : 32;
-  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), WarpgroupMmaOp::kRows,
-                                       op.getColumns(), k);
-  auto mma = NVVM::WgmmaMmaAsyncOp::create(
-      b, loc, structType, inouts, descA, descB, shape, wgmmaType(op.getAType()),
-      wgmmaType(op.getBType()),
-      integer ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32,
-      zero ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-      NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
-      NVVM::MMALayout::col,
-      integer ? NVVM::MMAIntOverflowAttr::get(b.getContext(),
-                                              NVVM::MMAIntOverflow::satfinite)
-              : NVVM::MMAIntOverflowAttr());
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  SmallVector<Value> elems;
-  for (int64_t i = 0; i < count; ++i)
-    elems.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
-  Value product = vector::FromElementsOp::create(b, loc, resultType, elems);
-  if (!op.getAScales())
-    return product;
-  // No block-scaled wgmma: each 8-column fragment of the product is
-  // rescaled in f32 and added to the accumulator.
-  LaneIds ids = laneIds(b, loc);
-  Value accIn = op.getAcc();
-  if (accIn && matchPattern(accIn, m_PosZeroFloat()))
-    accIn = Value();
-  Value result = product;
-  for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
-    Value partial = vector::ExtractOp::create(b, loc, product, j);
-    Value fragAcc =
-        accIn ? vector::ExtractOp::create(b, loc, accIn, j) : Value();
-    Value d = rescaleFragment(b, loc, op, ids, j, partial, fragAcc);
-    result = vector::InsertOp::create(b, loc, d, result, j);
-  }
-  return result;
 }
 
 struct LowerMmaPass
@@ -646,7 +713,7 @@ struct LowerMmaPass
                          "only a kernel can be given");
           return signalPassFailure();
         }
-        expandFP4(op, func, decoded[func]);
+        expandFP4(op, func, decoded[func], *arch);
       }
     }
     SmallVector<WarpgroupMmaOp> tiles;
@@ -677,8 +744,9 @@ struct LowerMmaPass
             OpBuilder(func).getI64IntegerAttr(kTileAlignment));
       }
       OpBuilder b(op);
-      Value result = arch->wgmma ? warpgroupByWgmma(b, op.getLoc(), op)
-                                 : warpgroupBySync(b, op.getLoc(), op, *arch);
+      Step step(op);
+      Value result = arch->wgmma ? warpgroupByWgmma(b, op.getLoc(), step)
+                                 : warpgroupBySync(b, op.getLoc(), step, *arch);
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }

@@ -527,16 +527,27 @@ struct TensorCoreGemmPass
             arith::XOrIOp::create(b, loc, word, i32Constant(0x88888888));
         return arith::SelectOp::create(b, loc, negative, flipped, word);
       };
+      // One pass of the block's threads per iteration of a loop rather than
+      // unrolled copies: the kernel stays small (a fused weight decode is in
+      // it once) and quick to compile.
       auto copy = [&](Value from, Value fromRows, Value firstRow, Value to,
                       int64_t tileRows, Value scales) {
-        for (int64_t i = 0; i < tileRows / kRowsPerPass; ++i) {
-          Value row = h.add(h.add(firstRow, copyRow), kRowsPerPass * i);
-          Value w = packWord(from, fromRows, row);
-          if (family.fp4())
-            w = foldScaleSign(w, scales, fromRows, row);
-          memref::StoreOp::create(b, loc, w, to,
-                                  ValueRange{h.add(copyAt, 128 * i)});
-        }
+        Value first = h.idx(0);
+        Value passes = h.idx(tileRows / kRowsPerPass);
+        Value one = h.idx(1);
+        auto passLoop = scf::ForOp::create(b, loc, first, passes, one);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(passLoop.getBody());
+        Value i = passLoop.getInductionVar();
+        Value base = h.add(firstRow, copyRow);
+        Value passRow = h.mul(i, kRowsPerPass);
+        Value row = h.add(base, passRow);
+        Value w = packWord(from, fromRows, row);
+        if (family.fp4())
+          w = foldScaleSign(w, scales, fromRows, row);
+        Value passAt = h.mul(i, 128);
+        Value at = h.add(copyAt, passAt);
+        memref::StoreOp::create(b, loc, w, to, ValueRange{at});
       };
       copy(a, rows, blockM, tileA, kBlockM, scalesA);
       copy(bm, cols, blockN, tileB, kBlockN, scalesB);

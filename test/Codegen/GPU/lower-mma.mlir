@@ -322,13 +322,14 @@ gpu.module @kernels {
 // BLOCKSCALE-NOT:     nvgpu.mma.sync
 // BLOCKSCALE:         gpu.return
 //
-// Without an FP4 block-scaled MMA (sm_80 here): eight f16 tiles more (four
-// per operand, one per 16 codes); after a barrier each thread decodes FP4
-// words (8 codes shifted out, each made the f16 of its E2M1 value, times
-// the f16 of the UE4M3 scale) and stores 4 f16 pairs; then four f16 steps
-// of 16 m16n8k16 each, chained.
+// Without an FP4 block-scaled MMA (sm_80 here): two workgroup buffers more
+// (the four f16 tiles of A, then of B, one per 16 codes); after a barrier
+// each thread decodes FP4 words (8 codes shifted out, each made the f16 of
+// its E2M1 value, times the f16 of the UE4M3 scale) and stores 4 f16 pairs;
+// then a loop of four f16 steps of 16 m16n8k16 each, tile q at word
+// q * 512 of A's buffer and q * 1024 of B's.
 // RESCALE-LABEL: gpu.func @tile_fp4
-// RESCALE-SAME:    %arg5 : memref<512xi8, #gpu.address_space<workgroup>>, %[[A0:arg[0-9]+]] : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %{{arg[0-9]+}} : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %[[B0:arg[0-9]+]] : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64},
+// RESCALE-SAME:    %arg5 : memref<512xi8, #gpu.address_space<workgroup>>, %[[A16:arg[0-9]+]] : memref<2048xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %[[B16:arg[0-9]+]] : memref<4096xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64})
 // RESCALE:         gpu.barrier
 // RESCALE:         %[[WORD:.*]] = memref.load %arg2[%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
 // RESCALE:         %[[SCALE:.*]] = memref.load %arg4[%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
@@ -337,29 +338,33 @@ gpu.module @kernels {
 // RESCALE:         %[[VALUES:.*]] = arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
 // RESCALE:         arith.mulf %[[VALUES]], %{{.*}} : vector<8xf16>
 // RESCALE:         vector.bitcast %{{.*}} : vector<8xf16> to vector<4xi32>
-// RESCALE-COUNT-4: memref.store %{{.*}}, %[[A0]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// RESCALE-COUNT-4: memref.store %{{.*}}, %[[A16]][%{{.*}}] : memref<2048xi32, #gpu.address_space<workgroup>>
 // RESCALE:         memref.load %arg3[%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
-// RESCALE:         memref.store %{{.*}}, %[[B0]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
-// RESCALE:         gpu.barrier
-// RESCALE:         memref.load %[[A0]]
-// RESCALE-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
-// RESCALE:         gpu.barrier
-// RESCALE-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]}
-// RESCALE:         gpu.barrier
-// RESCALE-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]}
-// RESCALE:         gpu.barrier
-// RESCALE-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]}
+// RESCALE:         memref.store %{{.*}}, %[[B16]][%{{.*}}] : memref<4096xi32, #gpu.address_space<workgroup>>
+// RESCALE:         scf.for %[[Q:.*]] = %{{.*}} to %c4{{[_0-9]*}} step %{{.*}} iter_args(%[[ACC:.*]] = %arg0)
+// RESCALE:           %[[AOFF:.*]] = arith.muli %[[Q]], %c512
+// RESCALE:           %[[BOFF:.*]] = arith.muli %[[Q]], %c1024
+// RESCALE:           gpu.barrier
+// RESCALE:           arith.addi %{{.*}}, %[[AOFF]] : index
+// RESCALE:           arith.addi %{{.*}}, %[[BOFF]] : index
+// RESCALE:           memref.load %[[A16]]
+// RESCALE-COUNT-16:  nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// RESCALE-NOT:       nvgpu.mma.sync
+// RESCALE:           scf.yield
 // RESCALE-NOT:     nvgpu.mma.sync
 // RESCALE-NOT:     nvvm.mma.block_scale
 // RESCALE:         gpu.return
 //
-// sm_90a: the same decode, then four wgmma m64n128k16 f16 steps, the first
-// onto the accumulator.
+// sm_90a: the same decode, then a loop of one wgmma m64n128k16 f16 step per
+// tile, its descriptors 4 bytes per word of offset into the buffers.
 // WGMMA-LABEL: gpu.func @tile_fp4
 // WGMMA:         vector.bitcast %{{.*}} : vector<8xf16> to vector<4xi32>
-// WGMMA:         nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
-// WGMMA-COUNT-3: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
-// WGMMA-NOT:     nvvm.wgmma.mma_async
+// WGMMA:         scf.for
+// WGMMA:           memref.extract_aligned_pointer_as_index
+// WGMMA:           arith.muli %{{.*}}, %c4
+// WGMMA:           nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+// WGMMA-NOT:       nvvm.wgmma.mma_async
+// WGMMA:           scf.yield
 // WGMMA:         gpu.return
 gpu.module @kernels {
   gpu.func @tile_fp4(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<256xi8, #gpu.address_space<workgroup>>, %sb : memref<512xi8, #gpu.address_space<workgroup>>) kernel {
@@ -372,17 +377,19 @@ gpu.module @kernels {
 
 // -----
 
-// Two FP4 steps in one kernel decode into the same f16 tiles (A's four
-// shared; B's by row count), and a B of 32 rows (64 FP4 words per sub-block,
-// fewer than the 128 threads) decodes under a guard.
+// Two FP4 steps in one kernel decode into the same f16 buffers (A's shared;
+// B's by row count), and a B of 32 rows (64 FP4 words per sub-block, fewer
+// than the 128 threads) decodes under a guard.
 // RESCALE-LABEL: gpu.func @two_fp4
-// RESCALE-SAME:    %arg9 : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg10 : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg11 : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg12 : memref<512xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg13 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg14 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg15 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg16 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg17 : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg18 : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg19 : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg20 : memref<256xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}) kernel
+// RESCALE-SAME:    %arg9 : memref<2048xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg10 : memref<4096xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %arg11 : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}) kernel
 // RESCALE:         memref.store %{{.*}}, %arg9[
-// RESCALE:         memref.store %{{.*}}, %arg13[
+// RESCALE:         memref.store %{{.*}}, %arg10[
+// RESCALE:         scf.for
 // RESCALE:         memref.store %{{.*}}, %arg9[
 // RESCALE:         %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %c64{{[_0-9]*}} : index
 // RESCALE-NEXT:    scf.if %[[IN]] {
-// RESCALE:           memref.store %{{.*}}, %arg17[
+// RESCALE:           memref.store %{{.*}}, %arg11[
+// RESCALE:         scf.for
 // RESCALE:         gpu.return
 gpu.module @kernels {
   gpu.func @two_fp4(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>, %out32: memref<4x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<256xi8, #gpu.address_space<workgroup>>, %sb : memref<512xi8, #gpu.address_space<workgroup>>, %b32 : memref<256xi32, #gpu.address_space<workgroup>>, %sb32 : memref<128xi8, #gpu.address_space<workgroup>>) kernel {

@@ -6,7 +6,8 @@
 // C[m, n] += A[m, k] * B[n, k] in i8 -> i32: one warpgroup per 64 x 128
 // tile of C. Each K step of 32 the block copies A's 64 rows and B's 128
 // rows into the two workgroup tiles (thread tid: word tid % 8 of rows
-// tid / 8 + 16i, zeros outside M, N, K), then one warpgroup_mma and a
+// tid / 8 + 16i, i a loop of 4 or 8 passes, zeros outside M, N, K), then
+// one warpgroup_mma and a
 // barrier. sm_90a: one wgmma m64n128k32 per step behind a proxy fence;
 // elsewhere 16 mma.sync m16n8k32 per warp reading fragments from the tiles.
 // CHECK-LABEL: func.func @int8_gemm
@@ -16,8 +17,11 @@
 // CHECK-DAG:     %[[GY:.*]] = arith.ceildivui %[[M]], %c64
 // CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[GX]], {{.*}} = %[[GY]], {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c70 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<16x2x2xi32>)
-// CHECK-COUNT-4:     memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
-// CHECK-COUNT-8:     memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:             scf.for %[[PA:.*]] = %c0{{[_0-9]*}} to %c4{{[_0-9]*}} step %c1
+// CHECK:               %[[ROWA:.*]] = arith.muli %[[PA]], %c16
+// CHECK:               memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             scf.for %{{.*}} = %c0{{[_0-9]*}} to %c8{{[_0-9]*}} step %c1
+// CHECK:               memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
 // CHECK:             %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
 // CHECK-NEXT:        gpu.barrier
 // CHECK-NEXT:        scf.yield %[[D]]
@@ -339,7 +343,7 @@ func.func @not_block_scale(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memre
 // CHECK-LABEL: func.func @f16_gemm
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<f16, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c48 step %c16{{[_0-9]*}} iter_args(
-// CHECK-COUNT-4:     memref.store %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             memref.store %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
 // CHECK:             comfyquant.warpgroup_mma %{{.*}} : f16 x f16 : {{.*}} -> vector<16x2x2xf32>
 // PTX80:   .target sm_80
 // PTX80-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
@@ -681,8 +685,8 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
 // scales of every row and column go to two byte tiles without their sign
 // (0x38, a factor of 1, outside the operands). Per arch: the block-scaled
 // mma.sync m16n8k64 kind::mxf4nvf4 on sm_120a; elsewhere the tiles are
-// decoded to f16 in workgroup memory and take four f16 steps (wgmma
-// m64n128k16 on sm_90a, 16 mma.sync m16n8k16 per warp and step otherwise).
+// decoded to f16 in workgroup memory and take a loop of four f16 steps
+// (wgmma m64n128k16 on sm_90a, 16 mma.sync m16n8k16 per warp otherwise).
 // CHECK-LABEL: func.func @nvfp4_gemm
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<256xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<512xi8, #gpu.address_space<workgroup>>)
@@ -712,10 +716,10 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
 // CHECK-NOT:     linalg.generic
 // PTX80:   .target sm_80
 // PTX80-NOT:     e2m1
-// PTX80-COUNT-64: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// PTX90:   .target sm_90a
-// PTX90-NOT:     e2m1
-// PTX90-COUNT-4: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// PTX80-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX90:   gpu.binary @nvfp4_gemm_kernel
+// PTX90-SAME:    .target sm_90a
+// PTX90-SAME:    wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // PTX120:  .target sm_120a
 // PTX120-COUNT-16: mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3
 #map_a = affine_map<(m, n, k) -> (m, k)>
