@@ -1,8 +1,9 @@
 //===- CUDABackend.cpp - the CUDA half of an artifact ---------------------===//
 //
 // Host entries are formed one kernel at a time; their device functions are
-// gathered into one gpu.module, which is lowered once per arch (in
-// parallel, each arch in its own context) to PTX and, with ptxas, a cubin.
+// gathered into one gpu.module, which is lowered once per kind of lowering
+// (in parallel, each in its own context) to PTX and, with ptxas, a cubin
+// per arch.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Compiler/CUDABackend.h"
 #include "comfyquant/Codegen/CPU/CPUCodegen.h"
@@ -135,6 +136,36 @@ bool checkResourceUsage(const std::string &usage, const CUDAArch &arch,
 }
 
 } // namespace
+
+/// Whether `to`'s kernels are `from`'s: every choice the device lowering
+/// makes per arch (tensor-core instructions) is the same, and `from` is no
+/// newer (capability and PTX ISA), so `from`'s PTX is valid for `to`.
+static bool sameLowering(const CUDAArch &from, const CUDAArch &to) {
+  return from.fp8Mma == to.fp8Mma && from.wgmma == to.wgmma &&
+         from.blockScaledMma == to.blockScaledMma &&
+         from.computeCapability <= to.computeCapability &&
+         from.ptxVersion <= to.ptxVersion;
+}
+
+/// `ptx` (lowered for `from`) with the `.version` and `.target` of `to`.
+static std::string retargetPTX(const std::string &ptx, const CUDAArch &from,
+                               const CUDAArch &to) {
+  auto version = [](const CUDAArch &a) {
+    return ".version " + std::to_string(a.ptxVersion / 10) + "." +
+           std::to_string(a.ptxVersion % 10) + "\n";
+  };
+  auto target = [](const CUDAArch &a) {
+    return ".target " + std::string(a.name) + "\n";
+  };
+  std::string out = ptx;
+  for (auto [old, replacement] : {std::pair{version(from), version(to)},
+                                  std::pair{target(from), target(to)}}) {
+    size_t at = out.find(old);
+    if (at != std::string::npos)
+      out.replace(at, old.size(), replacement);
+  }
+  return out;
+}
 
 bool mlir::comfyquant::emitPTX(ModuleOp deviceModule, StringRef gpuModule,
                                const CUDAArch &arch, std::string &ptx,
@@ -296,46 +327,71 @@ bool mlir::comfyquant::compileCUDA(MLIRContext &ctx,
       llvm::sys::fs::remove(o);
   }
 
-  // One device compilation per arch, each in its own context.
+  // One device compilation per kind of lowering, each in its own context:
+  // an arch whose lowering is an older arch's (sm_86 of sm_80's, sm_100a of
+  // sm_89's) takes that PTX with its own .version and .target; ptxas still
+  // assembles each arch.
   const std::string deviceText = printOp(*device);
-  std::vector<std::string> ptx(options.archs.size()),
-      errors(options.archs.size());
-  std::atomic<size_t> next{0};
-  auto work = [&]() {
-    DialectRegistry registry;
-    ctx.getDialectRegistry().appendTo(registry);
-    MLIRContext local(registry, MLIRContext::Threading::DISABLED);
-    for (size_t i; (i = next++) < options.archs.size();) {
-      const CUDAArch &arch = *options.archs[i];
-      OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(deviceText, &local);
-      if (!m) {
-        errors[i] = "the device IR does not parse";
-        continue;
+  const size_t count = options.archs.size();
+  std::vector<size_t> lowered(count);
+  for (size_t i = 0; i < count; ++i) {
+    lowered[i] = i;
+    for (size_t j = 0; j < i; ++j)
+      if (lowered[j] == j &&
+          sameLowering(*options.archs[j], *options.archs[i])) {
+        lowered[i] = j;
+        break;
       }
-      if (!emitPTX(*m, kKernelModule, arch, ptx[i], errors[i]))
-        continue;
-      if (!build)
-        continue;
-      std::string ptxPath = cudaDir + "/" + arch.name + ".ptx";
-      if (!writeFile(ptxPath, ptx[i], errors[i]))
-        continue;
-      if (options.ptxas.empty())
-        continue;
-      std::string usage;
-      std::string cubin = cudaDir + "/" + arch.name + ".cubin";
-      if (assembleCubin(options.ptxas, ptxPath, arch, cubin, errors[i],
-                        &usage))
-        checkResourceUsage(usage, arch, errors[i]);
-    }
+  }
+  std::vector<std::string> ptx(count), errors(count);
+  auto parallel = [&](auto &&body) {
+    std::atomic<size_t> next{0};
+    auto work = [&]() {
+      DialectRegistry registry;
+      ctx.getDialectRegistry().appendTo(registry);
+      MLIRContext local(registry, MLIRContext::Threading::DISABLED);
+      for (size_t i; (i = next++) < count;)
+        body(local, i);
+    };
+    unsigned workers = std::max(1u, std::min<unsigned>(options.jobs, count));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < workers; ++t)
+      pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool)
+      t.join();
   };
-  unsigned workers = std::max(1u, std::min<unsigned>(options.jobs,
-                                                     options.archs.size()));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < workers; ++t)
-    pool.emplace_back(work);
-  work();
-  for (std::thread &t : pool)
-    t.join();
+  parallel([&](MLIRContext &local, size_t i) {
+    if (lowered[i] != i)
+      return;
+    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(deviceText, &local);
+    if (!m) {
+      errors[i] = "the device IR does not parse";
+      return;
+    }
+    emitPTX(*m, kKernelModule, *options.archs[i], ptx[i], errors[i]);
+  });
+  for (size_t i = 0; i < count; ++i)
+    if (lowered[i] != i) {
+      errors[i] = errors[lowered[i]];
+      ptx[i] = retargetPTX(ptx[lowered[i]], *options.archs[lowered[i]],
+                           *options.archs[i]);
+    }
+  // Every arch's PTX file and cubin.
+  parallel([&](MLIRContext &, size_t i) {
+    const CUDAArch &arch = *options.archs[i];
+    if (!errors[i].empty() || !build)
+      return;
+    std::string ptxPath = cudaDir + "/" + arch.name + ".ptx";
+    if (!writeFile(ptxPath, ptx[i], errors[i]))
+      return;
+    if (options.ptxas.empty())
+      return;
+    std::string usage;
+    std::string cubin = cudaDir + "/" + arch.name + ".cubin";
+    if (assembleCubin(options.ptxas, ptxPath, arch, cubin, errors[i], &usage))
+      checkResourceUsage(usage, arch, errors[i]);
+  });
   for (size_t i = 0; i < options.archs.size(); ++i) {
     const CUDAArch &arch = *options.archs[i];
     if (!errors[i].empty()) {
