@@ -14,22 +14,20 @@
 
 using namespace mlir;
 
-namespace {
-/// The buffer a view (subview, cast, reshape, view) is of.
-Value baseOf(Value v) {
+Value mlir::comfyquant::detail::baseBuffer(Value v) {
   while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
     v = view.getViewSource();
   return v;
 }
-} // namespace
 
 SmallVector<Value>
 mlir::comfyquant::detail::producerReads(linalg::GenericOp producer) {
   SmallVector<Value> reads;
   for (Value in : producer.getDpsInputs())
-    reads.push_back(baseOf(in));
-  producer.getRegion().walk(
-      [&](memref::LoadOp load) { reads.push_back(baseOf(load.getMemRef())); });
+    reads.push_back(baseBuffer(in));
+  producer.getRegion().walk([&](memref::LoadOp load) {
+    reads.push_back(baseBuffer(load.getMemRef()));
+  });
   return reads;
 }
 
@@ -76,7 +74,7 @@ mlir::comfyquant::detail::operandProducer(Value operand,
   // neither the GEMM nor anything in between may write it.
   SmallVector<Value> reads = producerReads(producer);
   for (Value init : gemm.getDpsInits())
-    if (llvm::is_contained(reads, baseOf(init)))
+    if (llvm::is_contained(reads, baseBuffer(init)))
       return {};
   for (Operation *o = producer->getNextNode(); o != gemm.getOperation();
        o = o->getNextNode()) {
@@ -86,7 +84,7 @@ mlir::comfyquant::detail::operandProducer(Value operand,
     if (!written || o->getNumRegions() > 1)
       return {};
     for (Value init : written.getDpsInits())
-      if (llvm::is_contained(reads, baseOf(init)))
+      if (llvm::is_contained(reads, baseBuffer(init)))
         return {};
     // Any read-only op of its own region (a linalg body) is fine; anything
     // else with effects is not understood.

@@ -43,6 +43,7 @@ using namespace mlir::comfyquant;
 
 namespace {
 
+using mlir::comfyquant::detail::baseBuffer;
 using mlir::comfyquant::detail::bodySlice;
 using mlir::comfyquant::detail::GemmMatch;
 
@@ -251,13 +252,6 @@ bool movableAboveGemm(Operation *o, Value c) {
       return v && v.getDefiningOp() == o;
     return isa<MemoryEffects::Read>(e.getEffect()) && v && v != c;
   });
-}
-
-/// The buffer a view (subview, cast, reshape, view) is of.
-Value baseBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
 }
 
 /// The fill and epilogue `op` can absorb. C must be a temporary (an alloc)

@@ -90,6 +90,9 @@ Value emitEpilogueAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
 /// what it reads.
 linalg::GenericOp operandProducer(Value operand, linalg::GenericOp gemm);
 
+/// The buffer a view (subview, cast, reshape, view) is of.
+Value baseBuffer(Value v);
+
 /// The buffers (their bases, through views) `producer` reads.
 SmallVector<Value> producerReads(linalg::GenericOp producer);
 
