@@ -143,6 +143,7 @@ bool checkResourceUsage(const std::string &usage, const CUDAArch &arch,
 static bool sameLowering(const CUDAArch &from, const CUDAArch &to) {
   return from.fp8Mma == to.fp8Mma && from.wgmma == to.wgmma &&
          from.blockScaledMma == to.blockScaledMma &&
+         from.tcgen05 == to.tcgen05 &&
          from.computeCapability <= to.computeCapability &&
          from.ptxVersion <= to.ptxVersion;
 }
@@ -328,9 +329,8 @@ bool mlir::comfyquant::compileCUDA(MLIRContext &ctx,
   }
 
   // One device compilation per kind of lowering, each in its own context:
-  // an arch whose lowering is an older arch's (sm_86 of sm_80's, sm_100a of
-  // sm_89's) takes that PTX with its own .version and .target; ptxas still
-  // assembles each arch.
+  // an arch whose lowering is an older arch's (sm_86 of sm_80's) takes that
+  // PTX with its own .version and .target; ptxas still assembles each arch.
   const std::string deviceText = printOp(*device);
   const size_t count = options.archs.size();
   std::vector<size_t> lowered(count);

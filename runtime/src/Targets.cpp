@@ -31,12 +31,12 @@ const std::vector<CudaArchInfo> &cudaArchs() {
   // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
   // needs 8.8. wgmma exists on sm_90a alone (Blackwell has tcgen05).
   static const std::vector<CudaArchInfo> archs = {
-      {"sm_80", 80, 84, false, false, false, false},
-      {"sm_86", 86, 84, false, false, false, false},
-      {"sm_89", 89, 84, false, true, false, false},
-      {"sm_90a", 90, 84, true, true, true, false},
-      {"sm_100a", 100, 88, true, true, false, false},
-      {"sm_120a", 120, 88, true, true, false, true},
+      {"sm_80", 80, 84, false, false, false, false, false},
+      {"sm_86", 86, 84, false, false, false, false, false},
+      {"sm_89", 89, 84, false, true, false, false, false},
+      {"sm_90a", 90, 84, true, true, true, false, false},
+      {"sm_100a", 100, 88, true, true, false, false, true},
+      {"sm_120a", 120, 88, true, true, false, true, false},
   };
   return archs;
 }

@@ -26,6 +26,7 @@
 #include "comfyquant/Codegen/GPU/FP4Decode.h"
 #include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Codegen/GPU/Tcgen05.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -33,6 +34,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::comfyquant {
@@ -699,7 +701,7 @@ struct LowerMmaPass
         "comfyquant.target",
         TargetAttr::get(module.getContext(), TargetKind::cuda, arch->name));
     // FP4 steps without an FP4 block-scaled MMA become f16 steps first.
-    if (!arch->blockScaledMma) {
+    if (!arch->blockScaledMma && !arch->tcgen05) {
       SmallVector<WarpgroupMmaOp> fp4;
       getOperation().walk([&](WarpgroupMmaOp op) {
         if (isa<Float4E2M1FNType>(op.getAType()))
@@ -718,6 +720,8 @@ struct LowerMmaPass
     }
     SmallVector<WarpgroupMmaOp> tiles;
     getOperation().walk([&](WarpgroupMmaOp op) { tiles.push_back(op); });
+    // tcgen05 steps share per-kernel state: lowered by kernel, in order.
+    llvm::MapVector<gpu::GPUFuncOp, SmallVector<WarpgroupMmaOp>> byKernel;
     for (WarpgroupMmaOp op : tiles) {
       // wgmma descriptors address 16-byte units; every tile starts on a
       // 128-byte line, which only a workgroup attribution of the kernel
@@ -743,6 +747,10 @@ struct LowerMmaPass
             LLVM::LLVMDialect::getAlignAttrName(),
             OpBuilder(func).getI64IntegerAttr(kTileAlignment));
       }
+      if (arch->tcgen05) {
+        byKernel[op->getParentOfType<gpu::GPUFuncOp>()].push_back(op);
+        continue;
+      }
       OpBuilder b(op);
       Step step(op);
       Value result = arch->wgmma ? warpgroupByWgmma(b, op.getLoc(), step)
@@ -750,6 +758,9 @@ struct LowerMmaPass
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }
+    for (auto &[kernel, ops] : byKernel)
+      if (failed(lowerByTcgen05(kernel, ops)))
+        return signalPassFailure();
     SmallVector<MmaFP8Op> mmas;
     getOperation().walk([&](MmaFP8Op op) { mmas.push_back(op); });
     for (MmaFP8Op op : mmas) {

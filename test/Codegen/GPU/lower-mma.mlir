@@ -6,6 +6,7 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma))' | FileCheck %s --check-prefix=PINNED
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefixes=SYNC,RESCALE
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_120a}))' | FileCheck %s --check-prefixes=SYNC,BLOCKSCALE
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_100a}))' | FileCheck %s --check-prefix=TCGEN05
 // RUN: not comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_75}))' 2>&1 | FileCheck %s --check-prefix=BADARCH
 // BADARCH: error: comfyquant-gpu-lower-mma: unknown arch 'sm_75'
 
@@ -177,6 +178,52 @@ module attributes {gpu.container_module} {
 // SYNC-COUNT-15: nvgpu.mma.sync
 // SYNC-NOT:     nvgpu.mma.sync
 // SYNC-NOT:     comfyquant.warpgroup_mma
+// sm_100a: warp 0 allocates 128 tensor-memory columns into a workgroup
+// word, thread 0 initialises the mbarrier, the phase starts at 0. Each warp
+// stores its 64 accumulators at its lane quarter (lane 32w: w * 2^21);
+// thread 0 issues tcgen05.mma kind::i8 (instruction descriptor 0x042004A8:
+// s32 D, s8 A and B, saturate, N >> 3 = 16, M >> 4 = 4), descriptors with
+// version bit 46 (0x401000080000), and commits to the mbarrier; every
+// thread waits for the phase, flips it, and loads the result back; warp 0
+// frees the columns before the return.
+// TCGEN05-LABEL: gpu.func @tile_s8
+// TCGEN05-SAME:    %[[SLOT:[a-z0-9]*]] : memref<1xi32, #gpu.address_space<workgroup>> {llvm.align = 4 : i64}, %[[BAR:[a-z0-9]*]] : memref<1xi64, #gpu.address_space<workgroup>> {llvm.align = 8 : i64}) private(%[[PHASE:.*]] : memref<1xi32, #gpu.address_space<private>>) kernel
+// TCGEN05:         %[[COLS:.*]] = arith.constant 128 : i32
+// TCGEN05:         scf.if
+// TCGEN05-NEXT:      nvvm.tcgen05.alloc %{{.*}}, %[[COLS]] : !llvm.ptr<3>, i32
+// TCGEN05-NEXT:      nvvm.tcgen05.relinquish_alloc_permit
+// TCGEN05:         nvvm.mbarrier.init %[[MBAR:.*]], %{{.*}} : !llvm.ptr<3>, i32
+// TCGEN05:         memref.store %{{.*}}, %[[PHASE]]
+// TCGEN05:         nvvm.tcgen05.fence <before>
+// TCGEN05-NEXT:    gpu.barrier
+// TCGEN05-NEXT:    nvvm.tcgen05.fence <after>
+// TCGEN05-NEXT:    %[[BASE:.*]] = memref.load %[[SLOT]]
+// TCGEN05:         arith.constant 2097152 : i32
+// TCGEN05:         nvvm.tcgen05.st %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_16x256b>} : vector<64xi32>
+// TCGEN05-NEXT:    nvvm.tcgen05.wait <store>
+// TCGEN05-NEXT:    nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// TCGEN05-NEXT:    nvvm.tcgen05.fence <before>
+// TCGEN05-NEXT:    gpu.barrier
+// TCGEN05-NEXT:    nvvm.tcgen05.fence <after>
+// TCGEN05:         scf.if
+// TCGEN05:           arith.constant 70437464178688 : i64
+// TCGEN05:           %[[IDESC:.*]] = arith.constant 69207208 : i32
+// TCGEN05-NEXT:      nvvm.tcgen05.mma %{{.*}}, %{{.*}}, %{{.*}}, %[[IDESC]], %true {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<i8>}
+// TCGEN05-NEXT:      nvvm.tcgen05.commit %[[MBAR]] : !llvm.ptr<3>
+// TCGEN05:         %[[P:.*]] = memref.load %[[PHASE]]
+// TCGEN05:         nvvm.mbarrier.try_wait.parity %[[MBAR]], %[[P]]
+// TCGEN05:         arith.xori %[[P]]
+// TCGEN05:         nvvm.tcgen05.fence <after>
+// TCGEN05:         nvvm.tcgen05.ld %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_16x256b>} : vector<64xi32>
+// TCGEN05-NEXT:    nvvm.tcgen05.wait <load>
+// TCGEN05:         vector.from_elements {{.*}} : vector<16x2x2xi32>
+// TCGEN05:         nvvm.tcgen05.fence <before>
+// TCGEN05-NEXT:    gpu.barrier
+// TCGEN05-NEXT:    nvvm.tcgen05.fence <after>
+// TCGEN05:         scf.if
+// TCGEN05-NEXT:      llvm.inttoptr %[[BASE]] : i32 to !llvm.ptr<6>
+// TCGEN05-NEXT:      nvvm.tcgen05.dealloc %{{.*}}, %[[COLS]] : !llvm.ptr<6>, i32
+// TCGEN05:         gpu.return
 gpu.module @kernels {
   gpu.func @tile_s8(%acc: vector<16x2x2xi32>, %out: memref<16x2x2xi32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
     %d = comfyquant.warpgroup_mma %a, %b, %acc : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
@@ -294,6 +341,36 @@ gpu.module @kernels {
 // WGMMA:         nvvm.wgmma.wait.group.sync.aligned 0
 // WGMMA-COUNT-64: arith.mulf %{{.*}}, %{{.*}} : f32
 // WGMMA-NOT:     nvvm.mma.block_scale
+// sm_100a: block-scaled MMAs exist with M = 128 only. 256 columns (128
+// for D, 4 + 4 for the scales); A is copied into a zeroed 4 KB buffer
+// with its 8-row group d at group 4 (d / 2) + d % 2 (word 256 (d / 2) +
+// 64 (d % 2)); each warp stores the scale words of MMA rows 32j + lane
+// (data row 16j + lane, 0x7F7F7F7F past lane 16) at column 128 and of B
+// columns 32j + lane at column 132; tcgen05.mma.block_scale kind::mxf8f6f4
+// (descriptor 0x08A00000: e4m3 x e4m3, UE8M0, N >> 3 = 16, M >> 7 = 1).
+// TCGEN05-LABEL: gpu.func @tile_ue8m0
+// TCGEN05-SAME:    %[[WIDE:[a-z0-9]*]] : memref<1024xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}) private(
+// TCGEN05:         arith.constant 256 : i32
+// TCGEN05:         vector.store %{{.*}}, %[[WIDE]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>, vector<4xi32>
+// TCGEN05:         gpu.barrier
+// TCGEN05:         %[[V:.*]] = vector.load %arg2[%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>, vector<4xi32>
+// TCGEN05:         arith.constant 256 : index
+// TCGEN05:         vector.store %[[V]], %[[WIDE]][%{{.*}}]
+// TCGEN05:         nvvm.tcgen05.st %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_16x256b>} : vector<64xi32>
+// TCGEN05:         arith.cmpi ult, %{{.*}}, %c16
+// TCGEN05:         arith.constant 2139062143 : i32
+// TCGEN05:         memref.load %arg4[%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
+// TCGEN05-COUNT-4: arith.select
+// TCGEN05:         memref.load %arg5[%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
+// TCGEN05:         arith.constant 128 : i32
+// TCGEN05:         nvvm.tcgen05.st %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+// TCGEN05:         arith.constant 132 : i32
+// TCGEN05:         nvvm.tcgen05.st %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<4xi32>
+// TCGEN05-NEXT:    nvvm.tcgen05.wait <store>
+// TCGEN05:         memref.extract_aligned_pointer_as_index %[[WIDE]]
+// TCGEN05:         %[[IDESC:.*]] = arith.constant 144703488 : i32
+// TCGEN05:         nvvm.tcgen05.mma.block_scale %{{.*}}, %{{.*}}, %{{.*}}, %[[IDESC]], %true, %{{.*}}, %{{.*}} {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf8f6f4>}
+// TCGEN05-NOT:     nvvm.mma.block_scale
 gpu.module @kernels {
   gpu.func @tile_ue8m0(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<64xi8, #gpu.address_space<workgroup>>, %sb : memref<128xi8, #gpu.address_space<workgroup>>) kernel {
     %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
@@ -366,6 +443,19 @@ gpu.module @kernels {
 // WGMMA-NOT:       nvvm.wgmma.mma_async
 // WGMMA:           scf.yield
 // WGMMA:         gpu.return
+//
+// sm_100a: the codes as stored, no f16 decode: each scale word is the
+// row's four UE4M3 bytes (past lane 16 of A 0x38383838, 1.0), and
+// tcgen05.mma.block_scale kind::mxf4nvf4 .block16 (descriptor 0x08200480:
+// E2M1 x E2M1, UE4M3, N >> 3 = 16, M >> 7 = 1).
+// TCGEN05-LABEL: gpu.func @tile_fp4
+// TCGEN05-NOT:     arith.constant 15360 : i16
+// TCGEN05:         arith.constant 943208504 : i32
+// TCGEN05:         vector.load %arg4[%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+// TCGEN05:         vector.load %arg5[%{{.*}}] : memref<512xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+// TCGEN05:         %[[IDESC:.*]] = arith.constant 136316032 : i32
+// TCGEN05:         nvvm.tcgen05.mma.block_scale %{{.*}}, %[[IDESC]], %true, %{{.*}}, %{{.*}} {blockScale = #nvvm.tcgen05_mma_block_scale<block16>, ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf4nvf4>}
+// TCGEN05-NOT:     nvgpu.mma.sync
 gpu.module @kernels {
   gpu.func @tile_fp4(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<256xi8, #gpu.address_space<workgroup>>, %sb : memref<512xi8, #gpu.address_space<workgroup>>) kernel {
     %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<256xi8, #gpu.address_space<workgroup>>, memref<512xi8, #gpu.address_space<workgroup>>) : f4E2M1FN x f4E2M1FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
@@ -391,6 +481,18 @@ gpu.module @kernels {
 // RESCALE:           memref.store %{{.*}}, %arg11[
 // RESCALE:         scf.for
 // RESCALE:         gpu.return
+// sm_100a: one allocation and one mbarrier for both steps; B of 32 rows
+// has one scale column (a 32x32b.x1 store of one word), and no
+// accumulator: the second MMA starts from zero (enable-input-D false).
+// TCGEN05-LABEL: gpu.func @two_fp4
+// TCGEN05-COUNT-1: nvvm.tcgen05.alloc
+// TCGEN05-COUNT-1: nvvm.mbarrier.init
+// TCGEN05:         nvvm.tcgen05.mma.block_scale
+// TCGEN05:         nvvm.tcgen05.st %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : i32
+// TCGEN05:         %[[ZERO:.*]] = arith.constant false
+// TCGEN05:         nvvm.tcgen05.mma.block_scale %{{.*}}, %[[ZERO]],
+// TCGEN05-NOT:     nvvm.tcgen05.alloc
+// TCGEN05:         nvvm.tcgen05.dealloc
 gpu.module @kernels {
   gpu.func @two_fp4(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>, %out32: memref<4x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>, %sa : memref<256xi8, #gpu.address_space<workgroup>>, %sb : memref<512xi8, #gpu.address_space<workgroup>>, %b32 : memref<256xi32, #gpu.address_space<workgroup>>, %sb32 : memref<128xi8, #gpu.address_space<workgroup>>) kernel {
     %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<256xi8, #gpu.address_space<workgroup>>, memref<512xi8, #gpu.address_space<workgroup>>) : f4E2M1FN x f4E2M1FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
@@ -417,6 +519,41 @@ gpu.module @pinned attributes {comfyquant.target = #comfyquant.target<cuda, "sm_
     %d = comfyquant.warpgroup_mma %a, %b, %acc scales(%sa, %sb : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
     %c0 = arith.constant 0 : index
     vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// A K loop whose accumulator only the MMA uses keeps it in tensor memory:
+// stored once before the loop, the loop carries its initial value through
+// (no tcgen05.st or tcgen05.ld inside), loaded once after it.
+// TCGEN05-LABEL: gpu.func @k_loop
+// TCGEN05:         nvvm.tcgen05.st
+// TCGEN05-NEXT:    nvvm.tcgen05.wait <store>
+// TCGEN05-NEXT:    %[[R:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %arg0)
+// TCGEN05-NOT:       nvvm.tcgen05.st
+// TCGEN05-NOT:       nvvm.tcgen05.ld
+// TCGEN05:           nvvm.tcgen05.mma {{.*}}, %true {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f8f6f4>}
+// TCGEN05:           nvvm.mbarrier.try_wait.parity
+// TCGEN05-NOT:       nvvm.tcgen05.ld
+// TCGEN05:           scf.yield %[[ACC]]
+// TCGEN05:         %[[D:.*]] = nvvm.tcgen05.ld
+// TCGEN05:         %[[V:.*]] = vector.from_elements {{.*}} : vector<16x2x2xf32>
+// TCGEN05:         vector.store %[[V]], %arg1
+// TCGEN05-NOT:     %[[R]]
+// WGMMA-LABEL: gpu.func @k_loop
+// WGMMA:         scf.for
+// WGMMA:           nvvm.wgmma.mma_async
+gpu.module @kernels {
+  gpu.func @k_loop(%init: vector<16x2x2xf32>, %out: memref<16x2x2xf32>, %steps: index) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %r = scf.for %k = %c0 to %steps step %c1 iter_args(%acc = %init) -> (vector<16x2x2xf32>) {
+      %d = comfyquant.warpgroup_mma %a, %b, %acc : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+      scf.yield %d : vector<16x2x2xf32>
+    }
+    vector.store %r, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
     gpu.return
   }
 }

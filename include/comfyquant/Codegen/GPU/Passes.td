@@ -145,6 +145,17 @@ def ComfyQuantGPULowerMma
     two halves take the K columns in another order than the 8-bit layout,
     the same order for A and B, so the sum is the same products.
 
+    On sm_100a every `comfyquant.warpgroup_mma` of a kernel becomes
+    `tcgen05.mma` issued by thread 0 on descriptors of the tiles, with the
+    accumulator in tensor memory (allocated by warp 0 at kernel entry, freed
+    before each return) and completion waited for on an mbarrier (phase
+    kept in a private word). Integer, FP8 and f16 steps use M = 64; MXFP8
+    and NVFP4 use `tcgen05.mma.block_scale` (kind::mxf8f6f4 and
+    kind::mxf4nvf4 .block16) at M = 128, on a copy of A with zero rows
+    interleaved, the scale words stored into tensor memory by every warp.
+    A step whose accumulator is a K loop's iteration argument used by it
+    alone keeps the accumulator in tensor memory across the loop.
+
     The arch is the `chip` option, else the gpu.module's `comfyquant.target`
     (`#comfyquant.target<cuda, "sm_120a">`, so test IR can pin it), else
     sm_90a; the pass records it there.

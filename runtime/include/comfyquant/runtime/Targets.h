@@ -44,6 +44,9 @@ struct CudaArchInfo {
   /// Warp-level block-scaled MMA (mma.sync kind::mxf8f6f4 .block_scale):
   /// sm_120a only (sm_100a has block scaling in tcgen05 alone).
   bool blockScaledMma;
+  /// Fifth-generation tensor cores (tcgen05.mma, accumulators in tensor
+  /// memory, block scaling included): sm_100a.
+  bool tcgen05;
 };
 
 /// Every CUDA arch, oldest first.
