@@ -1,8 +1,9 @@
 //===- Tcgen05.cpp - warpgroup MMAs as tcgen05.mma (sm_100a) --------------===//
 //
 // Per kernel: warp 0 allocates tensor memory (the accumulator's N columns,
-// plus 4 + 4 scale columns for block-scaled MMAs, rounded up to a power of
-// two), thread 0 initialises one mbarrier, and every return deallocates.
+// plus 4 + N / 32 scale columns for block-scaled MMAs, rounded up to a
+// power of two), thread 0 initialises one mbarrier, and every return
+// deallocates.
 //
 // Per step: the block's tiles are made visible to the tensor cores (async
 // proxy fence, barrier, tcgen05 fence), thread 0 issues tcgen05.mma and
@@ -248,6 +249,26 @@ Value scaleWord(OpBuilder &b, Location loc, Value tile, Value at, bool fp4) {
   return vector::ExtractOp::create(b, loc, word, 0);
 }
 
+/// Waits until the mbarrier completes the phase of parity `phase`: a loop
+/// of per-thread try_waits. (nvvm.mbarrier.try_wait.parity expands to a
+/// loop that branches with bra.uni on each thread's own result, which
+/// PTX leaves undefined when a warp's threads disagree.)
+void waitForPhase(OpBuilder &b, Location loc, Value barrier, Value phase) {
+  auto loop = scf::WhileOp::create(b, loc, TypeRange(), ValueRange());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&loop.getBefore());
+    Value ticks = i32(b, loc, kWaitHintNs);
+    Value done = NVVM::MBarrierTryWaitOp::create(b, loc, b.getI1Type(), barrier,
+                                                 phase, ticks);
+    Value notDone = arith::XOrIOp::create(
+        b, loc, done, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+    scf::ConditionOp::create(b, loc, notDone, ValueRange());
+    b.createBlock(&loop.getAfter());
+    scf::YieldOp::create(b, loc);
+  }
+}
+
 /// Sets up the kernel's tensor memory, mbarrier and phase, and frees the
 /// memory before each return.
 FailureOr<KernelState> prepareKernel(gpu::GPUFuncOp kernel,
@@ -259,7 +280,10 @@ FailureOr<KernelState> prepareKernel(gpu::GPUFuncOp kernel,
   });
   int64_t needed = 32;
   for (WarpgroupMmaOp op : ops)
-    needed = std::max(needed, op.getColumns() + (op.getAScales() ? 8 : 0));
+    needed = std::max(
+        needed,
+        op.getColumns() +
+            (op.getAScales() ? kScaledRows / 32 + op.getColumns() / 32 : 0));
   KernelState k;
   k.columns = static_cast<int64_t>(llvm::PowerOf2Ceil(needed));
   if (k.columns > 512)
@@ -357,21 +381,32 @@ scf::ForOp accumulationLoop(WarpgroupMmaOp op) {
   if (use.getOwner() != loop.getBody()->getTerminator() ||
       use.getOperandNumber() != index || op->getBlock() != loop.getBody())
     return {};
-  return loop;
+  // Every step uses the same tensor-memory columns: another MMA in the
+  // loop would overwrite the accumulator held there.
+  bool alone = true;
+  loop.getBody()->walk([&](WarpgroupMmaOp other) {
+    if (other != op)
+      alone = false;
+  });
+  return alone ? loop : scf::ForOp();
 }
 
-LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k) {
+/// Lowers one step; `loop`, when given, is the K loop whose accumulation
+/// it is (decided for every step of the kernel before any is lowered).
+LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
+                        scf::ForOp loop) {
   MLIRContext *ctx = op.getContext();
   Location loc = op.getLoc();
   bool scaled = static_cast<bool>(op.getAScales());
   bool fp4 = isa<Float4E2M1FNType>(op.getAType());
   int64_t n = op.getColumns();
-  if (n % 32 || n > 256)
-    return op.emitOpError("tcgen05 lowering covers N in multiples of 32 up "
-                          "to 256, not ")
+  // N / 8 repetitions of the 16x256b accumulator access and N / 32 scale
+  // words must be counts tcgen05.ld/st have (powers of two).
+  if (!llvm::isPowerOf2_64(n) || n < 32 || n > 256)
+    return op.emitOpError("tcgen05 lowering covers N = 32, 64, 128 or 256, "
+                          "not ")
            << n;
   auto resultType = cast<VectorType>(op.getResult().getType());
-  scf::ForOp loop = accumulationLoop(op);
 
   OpBuilder b(op);
   Ids id = ids(b, loc);
@@ -506,8 +541,7 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k) {
   // Every thread waits for the MMA: the tiles are overwritten next.
   Value zero = idx(b, loc, 0);
   Value phase = memref::LoadOp::create(b, loc, k.phase, ValueRange{zero});
-  NVVM::MBarrierTryWaitParityOp::create(b, loc, k.barrier, phase,
-                                        i32(b, loc, kWaitHintNs));
+  waitForPhase(b, loc, k.barrier, phase);
   Value flipped = arith::XOrIOp::create(b, loc, phase, i32(b, loc, 1));
   memref::StoreOp::create(b, loc, flipped, k.phase, ValueRange{zero});
   NVVM::Tcgen05FenceOp::create(
@@ -540,8 +574,11 @@ LogicalResult mlir::comfyquant::lowerByTcgen05(gpu::GPUFuncOp kernel,
   FailureOr<KernelState> k = prepareKernel(kernel, ops);
   if (failed(k))
     return failure();
+  SmallVector<scf::ForOp> loops;
   for (WarpgroupMmaOp op : ops)
-    if (failed(lowerStep(op, *k)))
+    loops.push_back(accumulationLoop(op));
+  for (auto [op, loop] : llvm::zip_equal(ops, loops))
+    if (failed(lowerStep(op, *k, loop)))
       return failure();
   return success();
 }

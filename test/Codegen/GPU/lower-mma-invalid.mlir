@@ -33,3 +33,17 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// tcgen05 (sm_100a): 96 columns would need 12 repetitions of the 16x256b
+// accumulator access, which tcgen05.ld/st do not have.
+gpu.module @kernels attributes {comfyquant.target = #comfyquant.target<cuda, "sm_100a">} {
+  gpu.func @n96(%out: memref<12x2x2xi32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<768xi32, #gpu.address_space<workgroup>>) kernel {
+    // expected-error @+1 {{'comfyquant.warpgroup_mma' op tcgen05 lowering covers N = 32, 64, 128 or 256, not 96}}
+    %d = comfyquant.warpgroup_mma %a, %b : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<768xi32, #gpu.address_space<workgroup>> -> vector<12x2x2xi32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<12x2x2xi32>, vector<12x2x2xi32>
+    gpu.return
+  }
+}

@@ -211,7 +211,10 @@ module attributes {gpu.container_module} {
 // TCGEN05-NEXT:      nvvm.tcgen05.mma %{{.*}}, %{{.*}}, %{{.*}}, %[[IDESC]], %true {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<i8>}
 // TCGEN05-NEXT:      nvvm.tcgen05.commit %[[MBAR]] : !llvm.ptr<3>
 // TCGEN05:         %[[P:.*]] = memref.load %[[PHASE]]
-// TCGEN05:         nvvm.mbarrier.try_wait.parity %[[MBAR]], %[[P]]
+// TCGEN05:         scf.while
+// TCGEN05:           %[[DONE:.*]] = nvvm.mbarrier.try_wait %[[MBAR]], %[[P]], %{{.*}} : !llvm.ptr<3>, i32, i32 -> i1
+// TCGEN05:           %[[AGAIN:.*]] = arith.xori %[[DONE]], %true
+// TCGEN05-NEXT:      scf.condition(%[[AGAIN]])
 // TCGEN05:         arith.xori %[[P]]
 // TCGEN05:         nvvm.tcgen05.fence <after>
 // TCGEN05:         nvvm.tcgen05.ld %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_16x256b>} : vector<64xi32>
@@ -535,7 +538,7 @@ gpu.module @pinned attributes {comfyquant.target = #comfyquant.target<cuda, "sm_
 // TCGEN05-NOT:       nvvm.tcgen05.st
 // TCGEN05-NOT:       nvvm.tcgen05.ld
 // TCGEN05:           nvvm.tcgen05.mma {{.*}}, %true {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f8f6f4>}
-// TCGEN05:           nvvm.mbarrier.try_wait.parity
+// TCGEN05:           nvvm.mbarrier.try_wait
 // TCGEN05-NOT:       nvvm.tcgen05.ld
 // TCGEN05:           scf.yield %[[ACC]]
 // TCGEN05:         %[[D:.*]] = nvvm.tcgen05.ld
@@ -554,6 +557,34 @@ gpu.module @kernels {
       scf.yield %d : vector<16x2x2xf32>
     }
     vector.store %r, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// Two MMAs in one K loop share the tensor-memory columns: neither keeps
+// its accumulator there across the loop (each stores and loads per step).
+// TCGEN05-LABEL: gpu.func @k_loop_two
+// TCGEN05:         scf.for
+// TCGEN05:           nvvm.tcgen05.st
+// TCGEN05:           nvvm.tcgen05.mma
+// TCGEN05:           nvvm.tcgen05.ld
+// TCGEN05:           nvvm.tcgen05.st
+// TCGEN05:           nvvm.tcgen05.mma
+// TCGEN05:           nvvm.tcgen05.ld
+// TCGEN05:           scf.yield
+gpu.module @kernels {
+  gpu.func @k_loop_two(%init: vector<16x2x2xf32>, %out: memref<16x2x2xf32>, %steps: index) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %r:2 = scf.for %k = %c0 to %steps step %c1 iter_args(%x = %init, %y = %init) -> (vector<16x2x2xf32>, vector<16x2x2xf32>) {
+      %d = comfyquant.warpgroup_mma %a, %b, %x : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+      %e = comfyquant.warpgroup_mma %a, %b, %y : f8E4M3FN x f8E4M3FN : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+      scf.yield %d, %e : vector<16x2x2xf32>, vector<16x2x2xf32>
+    }
+    vector.store %r#0, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    vector.store %r#1, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
     gpu.return
   }
 }

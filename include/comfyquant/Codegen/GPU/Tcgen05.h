@@ -1,4 +1,4 @@
-//===- Tcgen05.h - warpgroup MMAs on 5th-gen tensor cores --*- C++ -*-===//
+//===- Tcgen05.h - warpgroup MMAs on 5th-gen tensor cores -------*- C++ -*-===//
 //
 // On sm_100a a comfyquant.warpgroup_mma becomes tcgen05.mma: one thread
 // issues it on the block's shared-memory tiles, the accumulator lives in
