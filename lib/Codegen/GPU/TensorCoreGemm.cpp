@@ -456,95 +456,137 @@ struct TensorCoreGemmPass
       init = vector::FromElementsOp::create(b, loc, accType, elems);
     }
 
+    // The copies, as two halves: `fetch` loads the words of one K step
+    // into registers, `store` writes them into a tile. The loop stores the
+    // words fetched one step earlier, then fetches the next step's before
+    // the MMA, so the global loads are in flight while it runs.
+    auto wordType = VectorType::get({p}, family.load);
+    Type i32 = b.getI32Type();
+    auto i32Constant = [&](int64_t v) -> Value {
+      return arith::ConstantIntOp::create(b, loc, i32, v);
+    };
+    // The word of `p` elements of `from` starting at (row, k).
+    auto packWord = [&](Value from, Value fromRows, Value row,
+                        Value k) -> Value {
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < p; ++e)
+        elems.push_back(
+            h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+      if (!family.fp4()) {
+        Value word = vector::FromElementsOp::create(b, loc, wordType, elems);
+        Value bits =
+            vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), word);
+        return vector::ExtractOp::create(b, loc, bits, 0);
+      }
+      // E2M1 codes, one per byte: element e is nibble e (the low nibble
+      // first, the order of the FP4 MMA registers).
+      Value word = i32Constant(0);
+      for (int64_t e = 0; e < p; ++e) {
+        Value wide = arith::ExtUIOp::create(b, loc, i32, elems[e]);
+        Value nibble = arith::AndIOp::create(b, loc, wide, i32Constant(0xF));
+        Value placed =
+            arith::ShLIOp::create(b, loc, nibble, i32Constant(4 * e));
+        word = arith::OrIOp::create(b, loc, word, placed);
+      }
+      return word;
+    };
+    // A scale of 1: E4M3 0x38, UE8M0 127.
+    auto neutralScale = [&]() -> Value {
+      return arith::ConstantIntOp::create(b, loc, b.getI8Type(),
+                                          family.fp4() ? 0x38 : 127);
+    };
+    // FP4: the block scale of an E4M3 with its sign set is staged without
+    // it (UE4M3) and the sign moves to the codes of its block, the product
+    // being the same (a negative zero scale stays a zero factor).
+    auto foldScaleSign = [&](Value word, Value scales, Value fromRows,
+                             Value row, Value k0) -> Value {
+      Value step = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+      Value firstBlock = h.mul(step, family.scalesPerRow());
+      Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
+      Value blockInStep = arith::DivUIOp::create(b, loc, copyWord, h.idx(2));
+      Value block = h.add(firstBlock, blockInStep);
+      Value scale =
+          h.loadOrZero(scales, row, block, fromRows, blocks, neutralScale());
+      Value wide = arith::ExtUIOp::create(b, loc, i32, scale);
+      Value sign = arith::AndIOp::create(b, loc, wide, i32Constant(0x80));
+      Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                             sign, i32Constant(0));
+      Value flipped =
+          arith::XOrIOp::create(b, loc, word, i32Constant(0x88888888));
+      return arith::SelectOp::create(b, loc, negative, flipped, word);
+    };
+    // One pass of the block's threads per iteration of a loop rather than
+    // unrolled copies: the kernel stays small (a fused weight decode is in
+    // it once) and quick to compile. The words of the step at `k0`, one
+    // per pass, in a vector.
+    auto fetch = [&](Value from, Value fromRows, Value firstRow,
+                     int64_t tileRows, Value scales, Value k0) -> Value {
+      int64_t count = tileRows / kRowsPerPass;
+      auto wordsType = VectorType::get({count}, i32);
+      Value none = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(0)));
+      Value first = h.idx(0);
+      Value passes = h.idx(count);
+      Value one = h.idx(1);
+      auto passLoop =
+          scf::ForOp::create(b, loc, first, passes, one, ValueRange{none});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(passLoop.getBody());
+      Value i = passLoop.getInductionVar();
+      Value base = h.add(firstRow, copyRow);
+      Value passRow = h.mul(i, kRowsPerPass);
+      Value row = h.add(base, passRow);
+      Value k = h.add(k0, copyK);
+      Value w = packWord(from, fromRows, row, k);
+      if (family.fp4())
+        w = foldScaleSign(w, scales, fromRows, row, k0);
+      // Lane i of the vector by a select on a lane mask: a dynamic
+      // insert would put the vector in local memory when the loop is not
+      // unrolled.
+      Value words = passLoop.getRegionIterArgs()[0];
+      auto lanesType = VectorType::get({count}, b.getIndexType());
+      Value lanes = arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              lanesType, llvm::map_to_vector(llvm::seq<int64_t>(0, count),
+                                             [&](int64_t j) -> Attribute {
+                                               return b.getIndexAttr(j);
+                                             })));
+      Value pass = vector::BroadcastOp::create(b, loc, lanesType, i);
+      Value mask =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lanes, pass);
+      Value wide = vector::BroadcastOp::create(b, loc, wordsType, w);
+      Value placed = arith::SelectOp::create(b, loc, mask, wide, words);
+      scf::YieldOp::create(b, loc, placed);
+      return passLoop.getResult(0);
+    };
+    // Stores are cheap to unroll (no decode in them).
+    auto store = [&](Value words, Value to) {
+      int64_t count = cast<VectorType>(words.getType()).getDimSize(0);
+      for (int64_t i = 0; i < count; ++i) {
+        Value w = vector::ExtractOp::create(b, loc, words, i);
+        Value at = h.add(copyAt, 128 * i);
+        memref::StoreOp::create(b, loc, w, to, ValueRange{at});
+      }
+    };
+
     Value kStart = h.idx(0);
     Value kStep = h.idx(tileK);
-    auto loop = scf::ForOp::create(b, loc, kStart, depth, kStep, init);
+    Value firstA = fetch(a, rows, blockM, kBlockM, scalesA, kStart);
+    Value firstB = fetch(bm, cols, blockN, kBlockN, scalesB, kStart);
+    auto loop = scf::ForOp::create(b, loc, kStart, depth, kStep,
+                                   ValueRange{init, firstA, firstB});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = loop.getInductionVar();
-      Value k = h.add(k0, copyK);
-      auto wordType = VectorType::get({p}, family.load);
-      Type i32 = b.getI32Type();
-      auto i32Constant = [&](int64_t v) -> Value {
-        return arith::ConstantIntOp::create(b, loc, i32, v);
-      };
-      // The word of `p` elements of `from` starting at (row, k).
-      auto packWord = [&](Value from, Value fromRows, Value row) -> Value {
-        SmallVector<Value> elems;
-        for (int64_t e = 0; e < p; ++e)
-          elems.push_back(
-              h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
-        if (!family.fp4()) {
-          Value word = vector::FromElementsOp::create(b, loc, wordType, elems);
-          Value bits = vector::BitCastOp::create(
-              b, loc, VectorType::get({1}, i32), word);
-          return vector::ExtractOp::create(b, loc, bits, 0);
-        }
-        // E2M1 codes, one per byte: element e is nibble e (the low nibble
-        // first, the order of the FP4 MMA registers).
-        Value word = i32Constant(0);
-        for (int64_t e = 0; e < p; ++e) {
-          Value wide = arith::ExtUIOp::create(b, loc, i32, elems[e]);
-          Value nibble = arith::AndIOp::create(b, loc, wide, i32Constant(0xF));
-          Value placed =
-              arith::ShLIOp::create(b, loc, nibble, i32Constant(4 * e));
-          word = arith::OrIOp::create(b, loc, word, placed);
-        }
-        return word;
-      };
-      // FP4: the block scale of an E4M3 with its sign set is staged without
-      // it (UE4M3) and the sign moves to the codes of its block, the
-      // product being the same (a negative zero scale stays a zero factor).
-      Value firstBlock;
-      if (family.fp4()) {
-        Value step = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
-        firstBlock = h.mul(step, family.scalesPerRow());
-      }
-      // A scale of 1: E4M3 0x38, UE8M0 127.
-      auto neutralScale = [&]() -> Value {
-        return arith::ConstantIntOp::create(b, loc, b.getI8Type(),
-                                            family.fp4() ? 0x38 : 127);
-      };
-      auto foldScaleSign = [&](Value word, Value scales, Value fromRows,
-                               Value row) -> Value {
-        Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
-        Value blockInStep = arith::DivUIOp::create(b, loc, copyWord, h.idx(2));
-        Value block = h.add(firstBlock, blockInStep);
-        Value scale =
-            h.loadOrZero(scales, row, block, fromRows, blocks, neutralScale());
-        Value wide = arith::ExtUIOp::create(b, loc, i32, scale);
-        Value sign = arith::AndIOp::create(b, loc, wide, i32Constant(0x80));
-        Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                               sign, i32Constant(0));
-        Value flipped =
-            arith::XOrIOp::create(b, loc, word, i32Constant(0x88888888));
-        return arith::SelectOp::create(b, loc, negative, flipped, word);
-      };
-      // One pass of the block's threads per iteration of a loop rather than
-      // unrolled copies: the kernel stays small (a fused weight decode is in
-      // it once) and quick to compile.
-      auto copy = [&](Value from, Value fromRows, Value firstRow, Value to,
-                      int64_t tileRows, Value scales) {
-        Value first = h.idx(0);
-        Value passes = h.idx(tileRows / kRowsPerPass);
-        Value one = h.idx(1);
-        auto passLoop = scf::ForOp::create(b, loc, first, passes, one);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(passLoop.getBody());
-        Value i = passLoop.getInductionVar();
-        Value base = h.add(firstRow, copyRow);
-        Value passRow = h.mul(i, kRowsPerPass);
-        Value row = h.add(base, passRow);
-        Value w = packWord(from, fromRows, row);
-        if (family.fp4())
-          w = foldScaleSign(w, scales, fromRows, row);
-        Value passAt = h.mul(i, 128);
-        Value at = h.add(copyAt, passAt);
-        memref::StoreOp::create(b, loc, w, to, ValueRange{at});
-      };
-      copy(a, rows, blockM, tileA, kBlockM, scalesA);
-      copy(bm, cols, blockN, tileB, kBlockN, scalesB);
+      store(loop.getRegionIterArgs()[1], tileA);
+      store(loop.getRegionIterArgs()[2], tileB);
+      // Past the last step the fetch reads nothing: every element is
+      // outside K and loads as zero.
+      Value kNext = h.add(k0, tileK);
+      Value nextA = fetch(a, rows, blockM, kBlockM, scalesA, kNext);
+      Value nextB = fetch(bm, cols, blockN, kBlockN, scalesB, kNext);
       Value acc = loop.getRegionIterArgs()[0];
       Value next;
       if (family.stagedScales) {
@@ -572,6 +614,7 @@ struct TensorCoreGemmPass
             if (family.fp4()) {
               Value blockInStep =
                   arith::RemUIOp::create(b, loc, entry, h.idx(perRow));
+              Value firstBlock = h.mul(kb, perRow);
               block = h.add(firstBlock, blockInStep);
             }
             Value v = h.loadOrZero(scales, h.add(firstRow, rowInTile), block,
@@ -620,7 +663,7 @@ struct TensorCoreGemmPass
       }
       // The next step overwrites the tiles the MMA read.
       gpu::BarrierOp::create(b, loc);
-      scf::YieldOp::create(b, loc, next);
+      scf::YieldOp::create(b, loc, ValueRange{next, nextA, nextB});
     }
 
     // Write back the elements inside C.

@@ -4,11 +4,12 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_120a})' | FileCheck %s --check-prefix=PTX120
 
 // C[m, n] += A[m, k] * B[n, k] in i8 -> i32: one warpgroup per 64 x 128
-// tile of C. Each K step of 32 the block copies A's 64 rows and B's 128
-// rows into the two workgroup tiles (thread tid: word tid % 8 of rows
-// tid / 8 + 16i, i a loop of 4 or 8 passes, zeros outside M, N, K), then
-// one warpgroup_mma and a
-// barrier. sm_90a: one wgmma m64n128k32 per step behind a proxy fence;
+// tile of C. The block copies A's 64 rows and B's 128 rows of each K step
+// of 32 (thread tid: word tid % 8 of rows tid / 8 + 16i, i a loop of 4 or
+// 8 passes, zeros outside M, N, K) in two halves: the words of step 0 are
+// fetched into registers before the K loop; each step stores the words
+// fetched before it into the two workgroup tiles, fetches the next
+// step's, then one warpgroup_mma and a barrier. sm_90a: one wgmma m64n128k32 per step behind a proxy fence;
 // elsewhere 16 mma.sync m16n8k32 per warp reading fragments from the tiles.
 // CHECK-LABEL: func.func @int8_gemm
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
@@ -16,15 +17,33 @@
 // CHECK-DAG:     %[[GX:.*]] = arith.ceildivui %c40, %c128
 // CHECK-DAG:     %[[GY:.*]] = arith.ceildivui %[[M]], %c64
 // CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[GX]], {{.*}} = %[[GY]], {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
-// CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c70 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (vector<16x2x2xi32>)
-// CHECK:             scf.for %[[PA:.*]] = %c0{{[_0-9]*}} to %c4{{[_0-9]*}} step %c1
-// CHECK:               %[[ROWA:.*]] = arith.muli %[[PA]], %c16
-// CHECK:               memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
-// CHECK:             scf.for %{{.*}} = %c0{{[_0-9]*}} to %c8{{[_0-9]*}} step %c1
-// CHECK:               memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:           %[[FA:.*]] = scf.for %{{.*}} = %c0{{[_0-9]*}} to %c4{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args({{.*}}) -> (vector<4xi32>)
+// CHECK:           %[[FB:.*]] = scf.for %{{.*}} = %c0{{[_0-9]*}} to %c8{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args({{.*}}) -> (vector<8xi32>)
+// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c70 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[RA:[a-z0-9_]+]] = %[[FA]], %[[RB:[a-z0-9_]+]] = %[[FB]]) -> (vector<16x2x2xi32>, vector<4xi32>, vector<8xi32>)
+// CHECK:             %[[W0:.*]] = vector.extract %[[RA]][0] : i32 from vector<4xi32>
+// CHECK:             memref.store %[[W0]], %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             %[[W3:.*]] = vector.extract %[[RA]][3] : i32 from vector<4xi32>
+// CHECK:             %[[AT3:.*]] = arith.addi %{{.*}}, %c384
+// CHECK-NEXT:        memref.store %[[W3]], %[[TA]][%[[AT3]]]
+// CHECK:             vector.extract %[[RB]][7] : i32 from vector<8xi32>
+// CHECK:             %[[BT7:.*]] = arith.addi %{{.*}}, %c896
+// CHECK-NEXT:        memref.store %{{.*}}, %[[TB]][%[[BT7]]] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:             %[[KN:.*]] = arith.addi %[[K]], %c32
+// CHECK:             %[[NA:.*]] = scf.for %[[PN:.*]] = %c0{{[_0-9]*}} to %c4{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args(%[[WS:.*]] = %{{.*}}) -> (vector<4xi32>)
+// CHECK:               %[[ROWA:.*]] = arith.muli %[[PN]], %c16
+// CHECK:               arith.addi %[[KN]], %{{.*}}
+// CHECK:               memref.load %arg0
+// CHECK:               %[[LANES:.*]] = arith.constant dense<[0, 1, 2, 3]> : vector<4xindex>
+// CHECK-NEXT:          %[[PASS:.*]] = vector.broadcast %[[PN]] : index to vector<4xindex>
+// CHECK-NEXT:          %[[MASK:.*]] = arith.cmpi eq, %[[LANES]], %[[PASS]]
+// CHECK-NEXT:          %[[WIDE:.*]] = vector.broadcast %{{.*}} : i32 to vector<4xi32>
+// CHECK-NEXT:          %[[PLACED:.*]] = arith.select %[[MASK]], %[[WIDE]], %[[WS]]
+// CHECK-NEXT:          scf.yield %[[PLACED]]
+// CHECK:             %[[NB:.*]] = scf.for {{.*}} -> (vector<8xi32>)
+// CHECK:               memref.load %arg1
 // CHECK:             %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
 // CHECK-NEXT:        gpu.barrier
-// CHECK-NEXT:        scf.yield %[[D]]
+// CHECK-NEXT:        scf.yield %[[D]], %[[NA]], %[[NB]]
 // CHECK:           scf.if
 // CHECK:             memref.store %{{.*}}, %arg2
 // CHECK-NOT:     linalg.generic
@@ -108,7 +127,7 @@ func.func @fp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %c: memref<?x24xf
 // clamped) before it is added to the accumulator.
 // CHECK-LABEL: func.func @mxfp8_gemm
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_block_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
-// CHECK:         scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK:         scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
 // CHECK:           %[[PART:.*]] = comfyquant.warpgroup_mma %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
 // CHECK:           %[[KB:.*]] = arith.divui %[[K]], %c32
 // CHECK:           %[[SA:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
@@ -161,7 +180,7 @@ func.func @mxfp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2
 // CHECK-LABEL: func.func @mxfp8_ue8m0
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<64xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<128xi8, #gpu.address_space<workgroup>>)
-// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}})
+// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
 // CHECK:             %[[KB:.*]] = arith.divui %[[K]], %c32
 // CHECK:             %[[C127:.*]] = arith.constant 127 : i8
 // CHECK:             %[[RAW:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
@@ -426,7 +445,7 @@ func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4x
 // CHECK-NOT:     linalg.fill
 // CHECK:         gpu.launch
 // CHECK:           %[[ZERO:.*]] = arith.constant dense<0> : vector<16x2x2xi32>
-// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO]])
+// CHECK:           scf.for {{.*}} iter_args(%{{[a-z0-9_]+}} = %[[ZERO]],
 // CHECK:             comfyquant.warpgroup_mma
 // CHECK:           scf.if
 // CHECK-NEXT:        %[[ACC:.*]] = vector.extract
@@ -690,22 +709,25 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
 // CHECK-LABEL: func.func @nvfp4_gemm
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<256xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<512xi8, #gpu.address_space<workgroup>>)
-// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c80 step %c64{{[_0-9]*}} iter_args(%[[ACC:.*]] = %{{.*}})
-// CHECK:             %[[STEP:.*]] = arith.divui %[[K]], %c64
-// CHECK:             %[[FIRST:.*]] = arith.muli %[[STEP]], %c4
+// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c80 step %c64{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
+// CHECK:             memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:             %[[KN:.*]] = arith.addi %[[K]], %c64
 // CHECK:             memref.load %arg0[%{{.*}}, %{{.*}}] : memref<?x80xi8>
 // CHECK:             arith.andi %{{.*}}, %c15_i32 : i32
 // CHECK:             arith.shli %{{.*}}, %c28_i32 : i32
 // CHECK:             %[[WORD:.*]] = arith.ori
+// CHECK:             %[[STEP:.*]] = arith.divui %[[KN]], %c64
+// CHECK:             %[[FIRST:.*]] = arith.muli %[[STEP]], %c4
 // CHECK:             %[[C38:.*]] = arith.constant 56 : i8
 // CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
 // CHECK:             arith.andi %{{.*}}, %c128_i32 : i32
 // CHECK:             %[[FLIP:.*]] = arith.xori %[[WORD]], %c-2004318072_i32 : i32
 // CHECK:             arith.select %{{.*}}, %[[FLIP]], %[[WORD]] : i32
-// CHECK:             memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             arith.select %{{.*}} : vector<4xi1>, vector<4xi32>
 // CHECK:             memref.load %arg1[%{{.*}}, %{{.*}}] : memref<24x80xi8>
 // CHECK:             memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x5xi8>
-// CHECK:             memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:             arith.select %{{.*}} : vector<8xi1>, vector<8xi32>
 // CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
 // CHECK:             arith.andi %{{.*}}, %c127_i8 : i8
 // CHECK:             memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
