@@ -465,9 +465,76 @@ struct TensorCoreGemmPass
     auto i32Constant = [&](int64_t v) -> Value {
       return arith::ConstantIntOp::create(b, loc, i32, v);
     };
+    // Whether the words of `from` may be loaded whole: a buffer read as
+    // stored (no fused producer), 8- or 16-bit elements, rows of unit
+    // stride and a multiple of 4 bytes apart, its first element 4-byte
+    // aligned (an i1 computed once, before the K loop), K a multiple of the
+    // word. Null when any static condition fails.
+    std::optional<int64_t> staticDepth = getConstantIntValue(depth);
+    auto wordAligned = [&](Value from) -> Value {
+      if (family.fp4() || !staticDepth || *staticDepth % p ||
+          (h.producers && h.producers->lookup(from)))
+        return Value();
+      auto type = cast<MemRefType>(from.getType());
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (type.getRank() != 2 ||
+          failed(type.getStridesAndOffset(strides, offset)) ||
+          strides[1] != 1 || ShapedType::isDynamic(strides[0]) ||
+          (strides[0] * type.getElementTypeBitWidth() / 8) % 4)
+        return Value();
+      int64_t bytes = type.getElementTypeBitWidth() / 8;
+      Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
+      Value first = base;
+      if (ShapedType::isDynamic(offset) || offset) {
+        Value elements =
+            ShapedType::isDynamic(offset)
+                ? memref::ExtractStridedMetadataOp::create(b, loc, from)
+                      .getOffset()
+                : h.idx(offset);
+        Value offsetBytes = h.mul(elements, bytes);
+        first = h.add(base, offsetBytes);
+      }
+      Value low = arith::RemUIOp::create(b, loc, first, h.idx(4));
+      Value zero = h.idx(0);
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low, zero);
+    };
+    Value alignedA = wordAligned(a);
+    Value alignedB = wordAligned(bm);
     // The word of `p` elements of `from` starting at (row, k).
     auto packWord = [&](Value from, Value fromRows, Value row,
                         Value k) -> Value {
+      Value aligned = from == a ? alignedA : from == bm ? alignedB : Value();
+      if (aligned) {
+        // Inside the operand (k is a multiple of the word, K too), one
+        // aligned 4-byte load; the tails take the element path below.
+        Value rowInside = h.lt(row, fromRows);
+        Value kInside = h.lt(k, depth);
+        Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
+        Value whole = arith::AndIOp::create(b, loc, inside, aligned);
+        auto choice = scf::IfOp::create(b, loc, TypeRange{i32}, whole,
+                                        /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(choice.thenBlock());
+        Value word =
+            vector::LoadOp::create(b, loc, wordType, from, ValueRange{row, k},
+                                   /*nontemporal=*/false, llvm::MaybeAlign(4));
+        Value bits =
+            vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), word);
+        Value loaded = vector::ExtractOp::create(b, loc, bits, 0);
+        scf::YieldOp::create(b, loc, loaded);
+        b.setInsertionPointToStart(choice.elseBlock());
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < p; ++e)
+          elems.push_back(
+              h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+        Value packed = vector::FromElementsOp::create(b, loc, wordType, elems);
+        Value packedBits = vector::BitCastOp::create(
+            b, loc, VectorType::get({1}, i32), packed);
+        Value slow = vector::ExtractOp::create(b, loc, packedBits, 0);
+        scf::YieldOp::create(b, loc, slow);
+        return choice.getResult(0);
+      }
       SmallVector<Value> elems;
       for (int64_t e = 0; e < p; ++e)
         elems.push_back(

@@ -47,6 +47,8 @@
 // CHECK:           scf.if
 // CHECK:             memref.store %{{.*}}, %arg2
 // CHECK-NOT:     linalg.generic
+// K = 70: rows are not 4-byte multiples apart, so no whole-word load.
+// CHECK-NOT:     vector.load
 // (The PTX is one escaped line of the gpu.binary.)
 // PTX80:   .target sm_80
 // PTX80-SAME: .shared .align 128 .b8 __wg_int8_gemm_kernel_0[2048];{{.*}}.shared .align 128 .b8 __wg_int8_gemm_kernel_1[4096];
@@ -180,6 +182,25 @@ func.func @mxfp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2
 // CHECK-LABEL: func.func @mxfp8_ue8m0
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<64xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<128xi8, #gpu.address_space<workgroup>>)
+// K = 64 (rows 64 bytes apart) and operands read as stored: a word is
+// one aligned 4-byte load when the operand's first element is 4-byte
+// aligned (checked once, before the K loop) and the word lies inside it;
+// the element loads otherwise.
+// CHECK:           %[[PA:.*]] = memref.extract_aligned_pointer_as_index %arg0 : memref<?x64xi8> -> index
+// CHECK:           %[[LOWA:.*]] = arith.remui %[[PA]], %c4
+// CHECK:           %[[ALA:.*]] = arith.cmpi eq, %[[LOWA]], %c0
+// CHECK:           memref.extract_aligned_pointer_as_index %arg1 : memref<24x64xi8> -> index
+// CHECK:           scf.for
+// CHECK:             %[[IN:.*]] = arith.andi
+// CHECK-NEXT:        %[[WHOLE:.*]] = arith.andi %[[IN]], %[[ALA]] : i1
+// CHECK-NEXT:        scf.if %[[WHOLE]] -> (i32) {
+// CHECK-NEXT:          %[[V:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<?x64xi8>, vector<4xi8>
+// CHECK-NEXT:          %[[VB:.*]] = vector.bitcast %[[V]] : vector<4xi8> to vector<1xi32>
+// CHECK-NEXT:          %[[VW:.*]] = vector.extract %[[VB]][0]
+// CHECK-NEXT:          scf.yield %[[VW]] : i32
+// CHECK-NEXT:        } else {
+// CHECK-COUNT-4:       memref.load %arg0
+// CHECK:             vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<24x64xi8>, vector<4xi8>
 // CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
 // CHECK:             %[[KB:.*]] = arith.divui %[[K]], %c32
 // CHECK:             %[[C127:.*]] = arith.constant 127 : i8
