@@ -14,8 +14,9 @@
 // registers (thread 4g + t: rows g and g + 8 of the warp's 16, columns
 // 8j + 2t + {0, 1} for repetition j). When the step is the whole body of a
 // K loop's accumulation (its accumulator an iteration argument used only
-// by it, its result yielded back) the accumulator stays in tensor memory
-// across the loop: stored once before it, loaded once after it.
+// by it, its result yielded back, no other MMA in the loop: every step
+// uses the same columns) the accumulator stays in tensor memory across the
+// loop: stored once before it, loaded once after it.
 //
 // Tensor-memory layouts (PTX ISA, tcgen05 data-path layouts): for M = 64
 // row r of D is lane 32 * (r / 16) + r % 16, so warp w (lanes 32w ..
