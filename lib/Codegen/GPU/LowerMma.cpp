@@ -26,6 +26,7 @@
 #include "comfyquant/Codegen/GPU/FP4Decode.h"
 #include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Codegen/GPU/ScaleTile.h"
 #include "comfyquant/Codegen/GPU/Tcgen05.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
@@ -342,18 +343,6 @@ Value blockScaledFragment(OpBuilder &b, Location loc, const Step &op,
   bool fp4 = isa<Float4E2M1FNType>(op.getAType());
   // MXFP8: one UE8M0 byte per row and step; FP4: the four UE4M3 bytes of
   // the row, byte j for the K block [16j, 16j + 16) (scale_vec::4X).
-  auto scaleWord = [&](Value tile, Value at) -> Value {
-    if (!fp4) {
-      Value code = memref::LoadOp::create(b, loc, tile, ValueRange{at});
-      return arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
-    }
-    Value first = arith::MulIOp::create(b, loc, at, indexConstant(b, loc, 4));
-    Value bytes = vector::LoadOp::create(
-        b, loc, VectorType::get({4}, b.getI8Type()), tile, ValueRange{first});
-    Value word = vector::BitCastOp::create(
-        b, loc, VectorType::get({1}, b.getI32Type()), bytes);
-    return vector::ExtractOp::create(b, loc, word, 0);
-  };
   Value zero16 = arith::ConstantIntOp::create(b, loc, b.getI16Type(), 0);
   auto mmaType = [](Type t) {
     if (isa<Float4E2M1FNType>(t))
@@ -364,8 +353,8 @@ Value blockScaledFragment(OpBuilder &b, Location loc, const Step &op,
                                                      SmallVector<Type>(4, f32));
   SmallVector<Value> aWords = words(fragA);
   SmallVector<Value> bWords = words(fragB);
-  Value aScale = scaleWord(op.getAScales(), aRow);
-  Value bScale = scaleWord(op.getBScales(), bCol);
+  Value aScale = loadScaleWord(b, loc, op.getAScales(), aRow, fp4);
+  Value bScale = loadScaleWord(b, loc, op.getBScales(), bCol, fp4);
   auto mma = NVVM::MmaBlockScaleOp::create(
       b, loc, structType, aWords, bWords, c, aScale, zero16, zero16, bScale,
       zero16, zero16, ArrayRef<int64_t>{16, 8, fp4 ? 64 : 32},

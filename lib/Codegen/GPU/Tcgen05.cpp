@@ -29,6 +29,7 @@
 // 0..3 the four 4X scales of a K step of 64.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/GPU/Tcgen05.h"
+#include "comfyquant/Codegen/GPU/ScaleTile.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -233,21 +234,6 @@ Value loadAccumulator(OpBuilder &b, Location loc, const KernelState &k,
   for (int64_t i = 0; i < count; ++i)
     elems.push_back(vector::ExtractOp::create(b, loc, values, i));
   return vector::FromElementsOp::create(b, loc, type, elems);
-}
-
-/// The 32-bit scale word of tile entry `at`: MXFP8 one UE8M0 byte per row
-/// (byte 0), NVFP4 the row's four UE4M3 bytes.
-Value scaleWord(OpBuilder &b, Location loc, Value tile, Value at, bool fp4) {
-  if (!fp4) {
-    Value code = memref::LoadOp::create(b, loc, tile, ValueRange{at});
-    return arith::ExtUIOp::create(b, loc, b.getI32Type(), code);
-  }
-  Value first = arith::MulIOp::create(b, loc, at, idx(b, loc, 4));
-  Value bytes = vector::LoadOp::create(
-      b, loc, VectorType::get({4}, b.getI8Type()), tile, ValueRange{first});
-  Value word = vector::BitCastOp::create(
-      b, loc, VectorType::get({1}, b.getI32Type()), bytes);
-  return vector::ExtractOp::create(b, loc, word, 0);
 }
 
 /// Waits until the mbarrier completes the phase of parity `phase`: a loop
@@ -460,12 +446,12 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
     SmallVector<Value> aWords, bWords;
     for (int64_t j = 0; j < kScaledRows / 32; ++j) {
       Value row = arith::AddIOp::create(b, loc, inGroup, idx(b, loc, 16 * j));
-      Value word = scaleWord(b, loc, op.getAScales(), row, fp4);
+      Value word = loadScaleWord(b, loc, op.getAScales(), row, fp4);
       aWords.push_back(arith::SelectOp::create(b, loc, low, word, neutral));
     }
     for (int64_t j = 0; j < n / 32; ++j) {
       Value col = arith::AddIOp::create(b, loc, id.lane, idx(b, loc, 32 * j));
-      bWords.push_back(scaleWord(b, loc, op.getBScales(), col, fp4));
+      bWords.push_back(loadScaleWord(b, loc, op.getBScales(), col, fp4));
     }
     auto shape = NVVM::Tcgen05LdStShapeAttr::get(
         ctx, NVVM::Tcgen05LdStShape::SHAPE_32X32B);
