@@ -28,6 +28,7 @@
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Codegen/GPU/ScaleTile.h"
 #include "comfyquant/Codegen/GPU/Tcgen05.h"
+#include "comfyquant/Codegen/GPU/TileLayout.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -176,8 +177,6 @@ FailureOr<Value> native(OpBuilder &b, Location loc, MmaFP8Op op) {
       b, loc, op.getResult().getType(), mma.getResults());
   return result;
 }
-
-constexpr int64_t kTileAlignment = 128;
 
 /// One warpgroup MMA step as the lowerings read it: a warpgroup_mma, or
 /// one of the f16 steps an FP4 one becomes, whose tiles start `aOffset` /
@@ -441,30 +440,6 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
   return result;
 }
 
-/// A wgmma matrix descriptor of a tile (`offsetWords` into a buffer, if
-/// given): its shared-window address, the
-/// core matrices along K 128 bytes apart (leading byte offset) and 8-row
-/// groups 256 bytes apart (stride byte offset), no swizzle.
-Value descriptor(OpBuilder &b, Location loc, Value tile, Value offsetWords) {
-  auto i64 = [&](int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
-  };
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
-  Value index = base;
-  if (offsetWords) {
-    Value bytes =
-        arith::MulIOp::create(b, loc, offsetWords, indexConstant(b, loc, 4));
-    index = arith::AddIOp::create(b, loc, base, bytes);
-  }
-  Value address = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
-  Value field = arith::AndIOp::create(b, loc, address, i64(0x3FFFF));
-  Value start = arith::ShRUIOp::create(b, loc, field, i64(4));
-  constexpr int64_t kLeadingByteOffset = 128, kStrideByteOffset = 256;
-  int64_t offsets = (kLeadingByteOffset >> 4) << 16 | (kStrideByteOffset >> 4)
-                                                          << 32;
-  return arith::OrIOp::create(b, loc, start, i64(offsets));
-}
-
 NVVM::WGMMATypes wgmmaType(Type t) {
   if (isa<Float8E4M3FNType>(t))
     return NVVM::WGMMATypes::e4m3;
@@ -503,8 +478,8 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
       inouts = LLVM::InsertValueOp::create(b, loc, inouts, v, i);
     }
   }
-  Value descA = descriptor(b, loc, op.getA(), op.aOffset);
-  Value descB = descriptor(b, loc, op.getB(), op.bOffset);
+  Value descA = tileDescriptor(b, loc, op.getA(), op.aOffset, 0);
+  Value descB = tileDescriptor(b, loc, op.getB(), op.bOffset, 0);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   bool integer = elt.isInteger(32);
   int64_t k = op.getAType().isF16() ? 16 : 32;

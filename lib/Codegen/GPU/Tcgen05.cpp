@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/GPU/Tcgen05.h"
 #include "comfyquant/Codegen/GPU/ScaleTile.h"
+#include "comfyquant/Codegen/GPU/TileLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -46,7 +47,6 @@ using namespace mlir::comfyquant;
 namespace {
 
 constexpr int64_t kThreads = 128;
-constexpr int64_t kTileAlignment = 128;
 /// Rows of a block-scaled MMA (the only M those kinds have).
 constexpr int64_t kScaledRows = 128;
 /// Words of the interleaved A copy: 128 rows of one 32-byte step.
@@ -59,9 +59,6 @@ Value idx(OpBuilder &b, Location loc, int64_t v) {
 }
 Value i32(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
-}
-Value i64(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
 }
 
 /// The shared-memory address of a workgroup buffer, as an LLVM pointer.
@@ -77,21 +74,6 @@ Value sharedPointer(OpBuilder &b, Location loc, Value buffer) {
 Value tensorPointer(OpBuilder &b, Location loc, Value address) {
   return LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext(), 6), address);
-}
-
-/// The tcgen05 shared-memory descriptor of a K-major tile without
-/// swizzle: core matrices (8 rows x 16 bytes) 128 bytes apart along K
-/// (leading byte offset), 8-row groups 256 bytes apart (stride byte
-/// offset), and the descriptor version 1 at bit 46.
-Value descriptor(OpBuilder &b, Location loc, Value tile) {
-  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
-  Value address = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), index);
-  Value field = arith::AndIOp::create(b, loc, address, i64(b, loc, 0x3FFFF));
-  Value start = arith::ShRUIOp::create(b, loc, field, i64(b, loc, 4));
-  constexpr int64_t kLeadingByteOffset = 128, kStrideByteOffset = 256;
-  constexpr int64_t kFixed = (kLeadingByteOffset >> 4) << 16 |
-                             (kStrideByteOffset >> 4) << 32 | int64_t(1) << 46;
-  return arith::OrIOp::create(b, loc, start, i64(b, loc, kFixed));
 }
 
 /// The operand format field of the instruction descriptor.
@@ -491,8 +473,10 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
                                               op.getAcc() ? 1 : 0);
   ifThen(b, loc, isZero(b, loc, id.tid), [&] {
     Value d = tensorPointer(b, loc, k.base);
-    Value descA = descriptor(b, loc, a);
-    Value descB = descriptor(b, loc, op.getB());
+    // Version 1 of the descriptor (bit 46): tcgen05's format.
+    constexpr int64_t kVersion = int64_t(1) << 46;
+    Value descA = tileDescriptor(b, loc, a, Value(), kVersion);
+    Value descB = tileDescriptor(b, loc, op.getB(), Value(), kVersion);
     Value idesc = i32(b, loc, instructionDescriptor(op, m, n));
     auto cta1 = NVVM::CTAGroupKindAttr::get(ctx, NVVM::CTAGroupKind::CTA_1);
     auto discard = NVVM::Tcgen05MMACollectorOpAttr::get(
