@@ -40,8 +40,11 @@ void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
   // an accumulator that never reaches memory takes no room in it);
   // everything else: one thread per output point, reductions in the thread.
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUTensorCoreGemm());
-  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUAssignWorkspace());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  // The activation prologue (rotation, amax, scales, quantizer): one block
+  // per row instead of a launch per nest.
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUFormRowKernels());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUAssignWorkspace());
   ComfyQuantGPUDistributeLoopsOptions distribute;
   distribute.blockSize = options.blockSize;
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUDistributeLoops(distribute));

@@ -5,6 +5,7 @@
 // else that touches memory runs in a one-thread launch, so host code only
 // computes sizes, carves buffers and launches.
 //===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/GPU/LoopPoints.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -66,7 +67,8 @@ struct DistributeLoopsPass
       return signalPassFailure();
     }
     if (blockSize < 1 || blockSize > 1024) {
-      func.emitOpError("block-size must be in [1, 1024], not ") << blockSize;
+      func.emitOpError("block-size must be in [1, 1024], not ")
+          << static_cast<int64_t>(blockSize);
       return signalPassFailure();
     }
     Block &body = func.getBody().front();
@@ -122,16 +124,10 @@ struct DistributeLoopsPass
     Location loc = loop.getLoc();
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value block = arith::ConstantIndexOp::create(b, loc, blockSize);
-    SmallVector<Value> counts;
+    SmallVector<Value> counts = loopTripCounts(b, loc, loop);
     Value total = one;
-    for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(),
-                                         loop.getUpperBound(),
-                                         loop.getStep())) {
-      Value span = arith::SubIOp::create(b, loc, ub, lb);
-      Value count = arith::CeilDivUIOp::create(b, loc, span, step);
-      counts.push_back(count);
+    for (Value count : counts)
       total = arith::MulIOp::create(b, loc, total, count);
-    }
     Value grid = arith::CeilDivUIOp::create(b, loc, total, block);
     auto launch = gpu::LaunchOp::create(b, loc, grid, one, one, block, one, one);
     Block &kernel = launch.getBody().front();
@@ -146,19 +142,8 @@ struct DistributeLoopsPass
     gpu::TerminatorOp::create(b, loc);
 
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
-    // Last dimension fastest: neighbouring threads, neighbouring elements.
     IRMapping map;
-    Value rest = id;
-    for (int64_t d = counts.size() - 1; d >= 0; --d) {
-      Value index = d == 0 ? rest
-                           : arith::RemUIOp::create(b, loc, rest, counts[d]);
-      if (d != 0)
-        rest = arith::DivUIOp::create(b, loc, rest, counts[d]);
-      Value iv = arith::AddIOp::create(
-          b, loc, loop.getLowerBound()[d],
-          arith::MulIOp::create(b, loc, index, loop.getStep()[d]));
-      map.map(loop.getInductionVars()[d], iv);
-    }
+    mapLinearPoint(b, loc, loop, /*first=*/0, counts, id, map);
     for (Operation &inner : loop.getBody()->without_terminator())
       b.clone(inner, map);
     loop.erase();

@@ -47,6 +47,55 @@ def ComfyQuantGPUDistributeLoops
                            "::mlir::scf::SCFDialect"];
 }
 
+def ComfyQuantGPUFormRowKernels
+    : Pass<"comfyquant-gpu-form-row-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Run consecutive row-local loop nests as one kernel, a block "
+                "per row";
+  let description = [{
+    Activation quantization is a run of loop nests over the rows of x
+    (ConvRot's butterfly stages, the amax fill and reduction, the scale,
+    the quantizer). Consecutive top-level `scf.parallel` nests whose first
+    dimension runs over the M rows of x (from 0 by 1) form a run when every
+    buffer that any nest of the run writes is accessed only at the nest's
+    row (through views that keep dim 0: subviews at offset 0 and stride 1,
+    reshapes that leave dim 0 alone, casts). The run becomes one
+    `gpu.launch` with a block per row: each nest's other points are strided
+    over the block's threads, with a barrier between nests. Ops between the
+    nests may only compute sizes, views and allocations.
+
+    A nest with one point per row whose body is a reduction into memory,
+    `R[i] = combine(R[i], v(k))` over a loop of k, is shared by the block
+    when its combiner does not depend on the order (max/min of integers
+    and floats, and, or, integer add and xor) and its value is 32-bit:
+    each thread combines a strided part of k in a register, then warp
+    shuffles and the warps' results in workgroup memory give the row's
+    value, which thread 0 stores. Float sums are never shared: their
+    rounding depends on the order. A top-level reduction loop of that form
+    (a reduction over the rows themselves, such as NVFP4's per-tensor
+    amax) becomes one block that shares it the same way, instead of the
+    one-thread launch `comfyquant-gpu-distribute-loops` would give it.
+
+    A lone nest without a shared reduction keeps its one-thread-per-point
+    launch (`comfyquant-gpu-distribute-loops`). The block has
+    `min(block-size, work)` threads rounded up to a warp, where work is the
+    largest static number of points or reduction steps of a nest per row
+    (block-size when one is dynamic). A row has one block, so at M = 1 the
+    whole prologue runs in it: the default of 1024 threads keeps each
+    thread's share of a long row short.
+    Run it after `convert-linalg-to-parallel-loops` and before
+    `comfyquant-gpu-assign-workspace` (value bounds see the row count
+    through allocations, not through views of the workspace).
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "1024",
+           "Most threads per block (a multiple of 32)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def ComfyQuantGPUSinkConstants
     : Pass<"comfyquant-gpu-sink-constants", "::mlir::func::FuncOp"> {
   let summary = "Clone the constants a gpu.launch uses into its body";
