@@ -1,4 +1,4 @@
-//===- LoopPoints.h - scf.parallel points from a linear id ---*- C++ -*-===//
+//===- LoopPoints.h - scf.parallel points from a linear id ------*- C++ -*-===//
 //
 // The SIMT kernels give each thread a linear id and recover the point of a
 // parallel loop nest from it, the last dimension fastest so that
