@@ -29,13 +29,21 @@ namespace {
 constexpr int64_t kWarp = 32;
 
 /// The buffer a memref value views, and whether row m of the value is row
-/// m of that buffer. Views of the workspace and allocations are buffers of
-/// their own (they never overlap); subviews, reshapes that keep dim 0 alone
-/// and casts are followed.
+/// m of that buffer. Arguments, allocations and views of the workspace are
+/// buffers of their own (they never overlap); subviews, reshapes that keep
+/// dim 0 alone and casts are followed. Any other origin (a transpose, a
+/// select of memrefs, a global) is not `known`, and a nest that touches it
+/// stays out of row kernels.
 struct RowView {
   Value buffer;
   bool keepsRows = true;
+  bool known = false;
 };
+
+/// Whether reassociation `groups` keeps dim 0 in a group of its own.
+bool keepsDim0(ArrayRef<ReassociationIndices> groups) {
+  return !groups.empty() && groups.front() == ReassociationIndices{0};
+}
 
 RowView traceRows(Value v) {
   RowView view;
@@ -47,16 +55,17 @@ RowView traceRows(Value v) {
         view.keepsRows = false;
       v = sub.getSource();
     } else if (auto expand = dyn_cast<memref::ExpandShapeOp>(def)) {
-      if (expand.getReassociationIndices()[0] != ReassociationIndices{0})
+      if (!keepsDim0(expand.getReassociationIndices()))
         view.keepsRows = false;
       v = expand.getSrc();
     } else if (auto collapse = dyn_cast<memref::CollapseShapeOp>(def)) {
-      if (collapse.getReassociationIndices()[0] != ReassociationIndices{0})
+      if (!keepsDim0(collapse.getReassociationIndices()))
         view.keepsRows = false;
       v = collapse.getSrc();
     } else if (auto cast = dyn_cast<memref::CastOp>(def)) {
       v = cast.getSource();
     } else if (isa<memref::AllocOp, memref::ViewOp>(def)) {
+      view.known = true;
       break;
     } else if (auto other = dyn_cast<ViewLikeOpInterface>(def)) {
       // Any other view: the same buffer, rows unknown.
@@ -66,31 +75,35 @@ RowView traceRows(Value v) {
       break;
     }
   }
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    view.known = isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
   view.buffer = v;
   return view;
 }
 
-/// A reduction into memory, `R[i] = combine(R[i], v(k))` over a loop of k,
-/// that the threads of a block can share: each combines a strided part of
-/// the loop in a register, then the partial results are combined across the
-/// block. Only combiners whose result does not depend on the order are
-/// taken: max/min (also of floats: maxnumf of a set is the same in any
-/// order), and/or (idempotent: every thread may start from R[i]), integer
-/// add and xor (only thread 0 starts from R[i], the others from 0).
+/// A reduction into memory, `R[i] = combine(R[i], v(k))` over a loop of
+/// k, that the threads of a block can share. The loop is a left fold; when
+/// the combiner is associative, splitting k into contiguous chunks, one per
+/// thread in thread order, folding each chunk, and folding the chunks'
+/// results in the same order gives the same value bit for bit. Associative
+/// here: integer max/min/and/or/xor/add (add and xor modulo 2^n, their
+/// overflow flags dropped), and the float max/min ops as the device
+/// pipeline expands them (`arith-expand`): each selects one operand, the
+/// one with the larger key (NaN, value) with ties to the right operand, and
+/// such a selection is associative, signed zeros and NaN payloads included.
+/// Float sums are not: their rounding depends on the grouping.
 struct SharedReduction {
   scf::ForOp loop;
   memref::LoadOp start;
   Operation *combine = nullptr;
   memref::StoreOp store;
-  bool idempotent = true;
 };
 
-bool isOrderFreeCombiner(Operation *op, bool &idempotent) {
-  idempotent =
-      isa<arith::MaxNumFOp, arith::MinNumFOp, arith::MaximumFOp,
-          arith::MinimumFOp, arith::MaxSIOp, arith::MinSIOp, arith::MaxUIOp,
-          arith::MinUIOp, arith::AndIOp, arith::OrIOp>(op);
-  return idempotent || isa<arith::AddIOp, arith::XOrIOp>(op);
+bool isAssociativeCombiner(Operation *op) {
+  return isa<arith::MaxNumFOp, arith::MinNumFOp, arith::MaximumFOp,
+             arith::MinimumFOp, arith::MaxSIOp, arith::MinSIOp, arith::MaxUIOp,
+             arith::MinUIOp, arith::AndIOp, arith::OrIOp, arith::XOrIOp,
+             arith::AddIOp>(op);
 }
 
 /// Matches `loop` as a shared reduction: its only write is the combined
@@ -122,7 +135,7 @@ std::optional<SharedReduction> matchReductionLoop(scf::ForOp loop) {
   r.combine = r.store.getValueToStore().getDefiningOp();
   if (!r.combine || r.combine->getBlock() != &inner ||
       r.combine->getNumOperands() != 2 || !r.combine->hasOneUse() ||
-      !isOrderFreeCombiner(r.combine, r.idempotent))
+      !isAssociativeCombiner(r.combine))
     return std::nullopt;
   for (Value operand : r.combine->getOperands())
     if (auto load = operand.getDefiningOp<memref::LoadOp>())
@@ -136,11 +149,15 @@ std::optional<SharedReduction> matchReductionLoop(scf::ForOp loop) {
     if (r.loop.getRegion().isAncestor(v.getParentRegion()))
       return std::nullopt;
   // Nothing else in the loop may read the accumulated buffer.
-  Value acc = traceRows(r.store.getMemRef()).buffer;
+  RowView acc = traceRows(r.store.getMemRef());
+  if (!acc.known)
+    return std::nullopt;
   for (Operation &op : inner.without_terminator())
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      if (load != r.start && traceRows(load.getMemRef()).buffer == acc)
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      RowView read = traceRows(load.getMemRef());
+      if (!read.known || (load != r.start && read.buffer == acc.buffer))
         return std::nullopt;
+    }
   return r;
 }
 
@@ -198,10 +215,11 @@ struct RowNest {
     bool writes;
   };
   SmallVector<Access> accesses;
-  /// Buffers loaded on the host between the previous nest of the run and
-  /// this one. The loads move into the kernel's start (before the earlier
-  /// nests), so the run must not write them.
-  SmallVector<Value> hostReads;
+  /// Buffers loaded on the host whose values the nest uses, and those
+  /// loaded between the previous nest of the run and this one
+  /// (`betweenReads`). The loads move into the kernel's start, before the
+  /// earlier nests and for every block, so the run must not write them.
+  SmallVector<Value> hostReads, betweenReads;
 };
 
 /// Whether op (between nests of one run) may move below them: it computes
@@ -240,7 +258,7 @@ struct FormRowKernelsPass
     if (!x || cast<MemRefType>(x.getType()).getRank() == 0)
       return;
 
-    SmallVector<SmallVector<RowNest>> runs(1);
+    SmallVector<SmallVector<RowNest>, 4> runs(1);
     SmallVector<SharedReduction> whole;
     SmallVector<Value> pendingReads;
     for (Operation &op : func.getBody().front()) {
@@ -269,14 +287,14 @@ struct FormRowKernelsPass
         pendingReads.clear();
         continue;
       }
-      nest->hostReads = std::move(pendingReads);
+      nest->betweenReads = std::move(pendingReads);
       pendingReads.clear();
       runs.back().push_back(std::move(*nest));
       if (isRowLocal(runs.back()))
         continue;
       // It cannot join the run; it may start the next one.
       RowNest last = runs.back().pop_back_val();
-      last.hostReads.clear();
+      last.betweenReads.clear();
       runs.emplace_back();
       if (isRowLocal(last))
         runs.back().push_back(std::move(last));
@@ -335,16 +353,36 @@ struct FormRowKernelsPass
     nest.loop = loop;
     Value row = loop.getInductionVars()[0];
     bool ok = true;
+    // Host loads the nest uses, through the host code that computes with
+    // them.
+    llvm::SmallPtrSet<Operation *, 8> seen;
+    std::function<void(Value)> visit = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != loop->getBlock() ||
+          !seen.insert(def).second)
+        return;
+      if (auto load = dyn_cast<memref::LoadOp>(def)) {
+        RowView view = traceRows(load.getMemRef());
+        ok &= view.known;
+        nest.hostReads.push_back(view.buffer);
+      }
+      for (Value operand : def->getOperands())
+        visit(operand);
+    };
+    loop->walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        if (!loop->isAncestor(operand.getParentRegion()->getParentOp()))
+          visit(operand);
+    });
     loop.getBody()->walk([&](Operation *op) {
       if (auto load = dyn_cast<memref::LoadOp>(op)) {
-        nest.accesses.push_back(
-            access(load.getMemRef(), load.getIndices(), row, /*writes=*/false));
+        nest.accesses.push_back(access(load.getMemRef(), load.getIndices(), row,
+                                       /*writes=*/false, ok));
         return;
       }
       if (auto store = dyn_cast<memref::StoreOp>(op)) {
         nest.accesses.push_back(access(store.getMemRef(), store.getIndices(),
-                                       row,
-                                       /*writes=*/true));
+                                       row, /*writes=*/true, ok));
         return;
       }
       if (isa<scf::ForOp, scf::IfOp, scf::YieldOp, scf::ReduceOp>(op))
@@ -368,8 +406,9 @@ struct FormRowKernelsPass
   }
 
   static RowNest::Access access(Value memref, ValueRange indices, Value row,
-                                bool writes) {
+                                bool writes, bool &ok) {
     RowView view = traceRows(memref);
+    ok &= view.known;
     bool rowLocal =
         view.keepsRows && !indices.empty() && indices.front() == row;
     return {view.buffer, rowLocal, writes};
@@ -387,7 +426,7 @@ struct FormRowKernelsPass
       for (const RowNest::Access &a : nest.accesses)
         if (written.contains(a.buffer) && !a.rowLocal)
           return false;
-      for (Value read : nest.hostReads)
+      for (Value read : llvm::concat<Value>(nest.hostReads, nest.betweenReads))
         if (written.contains(read))
           return false;
     }
@@ -469,41 +508,56 @@ struct FormRowKernelsPass
       b.clone(op, map);
   }
 
-  /// Every thread combines a strided part of the reduction loop in a
-  /// register; warp shuffles, then thread 0 over the warps' results, give
-  /// the row's value, which thread 0 stores.
+  /// The fold of the reduction loop regrouped over the block: thread t
+  /// folds the t-th contiguous chunk of k (thread 0 from the stored value,
+  /// the others from their first element), xor shuffles fold each warp's
+  /// chunks in lane order, thread 0 folds the warps' results in warp order
+  /// and stores the row's value. A thread whose chunk is empty carries a
+  /// false flag and drops out of the fold.
   static void emitSharedReduction(OpBuilder &b, Location loc,
                                   SharedReduction &r, IRMapping &map, Value tid,
                                   Value block, Value scratch) {
     Value start = b.clone(*r.start, map)->getResult(0);
-    Type type = start.getType();
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    if (!r.idempotent) {
-      Value first =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
-      Value identity =
-          arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
-      start = arith::SelectOp::create(b, loc, first, start, identity);
-    }
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
     auto combine = [&](Value lhs, Value rhs) {
       IRMapping operands;
-      operands.map(r.combine->getOperand(0), lhs);
-      operands.map(r.combine->getOperand(1), rhs);
-      return b.clone(*r.combine, operands)->getResult(0);
+      Value acc = r.start.getResult();
+      Value other = r.combine->getOperand(0) == acc ? r.combine->getOperand(1)
+                                                    : r.combine->getOperand(0);
+      operands.map(acc, lhs);
+      operands.map(other, rhs);
+      Operation *op = b.clone(*r.combine, operands);
+      // Regrouped, a wrapping add may overflow where the loop did not.
+      if (auto flags = dyn_cast<arith::ArithIntegerOverflowFlagsInterface>(op))
+        op->setAttr(flags.getIntegerOverflowAttrName(),
+                    arith::IntegerOverflowFlagsAttr::get(
+                        op->getContext(), arith::IntegerOverflowFlags::none));
+      return op->getResult(0);
     };
+    // Chunks: ceildiv(trips, threads) steps each, in thread order.
+    Value lb = map.lookupOrDefault(r.loop.getLowerBound());
+    Value ub = map.lookupOrDefault(r.loop.getUpperBound());
     Value step = map.lookupOrDefault(r.loop.getStep());
-    Value offset = arith::MulIOp::create(b, loc, tid, step);
-    Value lb = arith::AddIOp::create(
-        b, loc, map.lookupOrDefault(r.loop.getLowerBound()), offset);
-    Value stride = arith::MulIOp::create(b, loc, step, block);
-    auto part = scf::ForOp::create(b, loc, lb,
-                                   map.lookupOrDefault(r.loop.getUpperBound()),
-                                   stride, ValueRange{start});
+    Value span = arith::SubIOp::create(b, loc, ub, lb);
+    Value positive = arith::MaxSIOp::create(b, loc, span, zero);
+    Value trips = arith::CeilDivUIOp::create(b, loc, positive, step);
+    Value chunk = arith::CeilDivUIOp::create(b, loc, trips, block);
+    Value chunkSpan = arith::MulIOp::create(b, loc, chunk, step);
+    Value offset = arith::MulIOp::create(b, loc, tid, chunkSpan);
+    Value begin = arith::AddIOp::create(b, loc, lb, offset);
+    Value next = arith::AddIOp::create(b, loc, begin, chunkSpan);
+    Value end = arith::MinSIOp::create(b, loc, next, ub);
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
+    auto part =
+        scf::ForOp::create(b, loc, begin, end, step, ValueRange{start, first});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(part.getBody());
       map.map(r.loop.getInductionVar(), part.getInductionVar());
       Value acc = part.getRegionIterArgs()[0];
+      Value valid = part.getRegionIterArgs()[1];
       for (Operation &op : r.loop.getBody()->without_terminator()) {
         if (&op == r.start.getOperation() || &op == r.store.getOperation())
           continue;
@@ -511,20 +565,48 @@ struct FormRowKernelsPass
           Value other = r.combine->getOperand(0) == r.start.getResult()
                             ? r.combine->getOperand(1)
                             : r.combine->getOperand(0);
+          Value v = map.lookupOrDefault(other);
+          Value folded = combine(acc, v);
           map.map(r.combine->getResult(0),
-                  combine(acc, map.lookupOrDefault(other)));
+                  arith::SelectOp::create(b, loc, valid, folded, v));
           continue;
         }
         b.clone(op, map);
       }
-      scf::YieldOp::create(b, loc,
-                           map.lookupOrDefault(r.combine->getResult(0)));
+      Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{map.lookupOrDefault(r.combine->getResult(0)), yes});
     }
     Value value = part.getResult(0);
-    for (int64_t offset = kWarp / 2; offset >= 1; offset /= 2) {
-      auto shuffle = gpu::ShuffleOp::create(b, loc, value, offset, kWarp,
-                                            gpu::ShuffleMode::XOR);
-      value = combine(value, shuffle.getShuffleResult());
+    Type i32 = b.getI32Type();
+    Value valid = arith::ExtUIOp::create(b, loc, i32, part.getResult(1));
+    Value i32Zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+    Value lane32 = arith::IndexCastUIOp::create(b, loc, i32, tid);
+    for (int64_t distance = 1; distance < kWarp; distance *= 2) {
+      auto theirs = gpu::ShuffleOp::create(b, loc, value, distance, kWarp,
+                                           gpu::ShuffleMode::XOR);
+      auto theirsValid = gpu::ShuffleOp::create(b, loc, valid, distance, kWarp,
+                                                gpu::ShuffleMode::XOR);
+      Value other = theirs.getShuffleResult();
+      Value otherValid = theirsValid.getShuffleResult();
+      // The lane whose bit is clear holds the earlier chunks.
+      Value bit = arith::ConstantIntOp::create(b, loc, distance, 32);
+      Value masked = arith::AndIOp::create(b, loc, lane32, bit);
+      Value left = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         masked, i32Zero);
+      Value lhs = arith::SelectOp::create(b, loc, left, value, other);
+      Value rhs = arith::SelectOp::create(b, loc, left, other, value);
+      Value lhsValid = arith::SelectOp::create(b, loc, left, valid, otherValid);
+      Value rhsValid = arith::SelectOp::create(b, loc, left, otherValid, valid);
+      Value both = combine(lhs, rhs);
+      Value rhsOk = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          rhsValid, i32Zero);
+      Value lhsOk = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          lhsValid, i32Zero);
+      Value ifRhs = arith::SelectOp::create(b, loc, rhsOk, both, lhs);
+      value = arith::SelectOp::create(b, loc, lhsOk, ifRhs, rhs);
+      valid = arith::OrIOp::create(b, loc, lhsValid, rhsValid);
     }
     Value warp = arith::ConstantIndexOp::create(b, loc, kWarp);
     Value lane = arith::RemUIOp::create(b, loc, tid, warp);
@@ -538,22 +620,27 @@ struct FormRowKernelsPass
       memref::StoreOp::create(b, loc, value, scratch, ValueRange{warpId});
     }
     gpu::BarrierOp::create(b, loc);
-    Value first =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
     auto finish = scf::IfOp::create(b, loc, first, /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(finish.thenBlock()->getTerminator());
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    // Warp w has chunks when its first thread's chunk starts below trips.
     Value warps = arith::DivUIOp::create(b, loc, block, warp);
+    Value warpChunks = arith::MulIOp::create(b, loc, chunk, warp);
     Value head = memref::LoadOp::create(b, loc, scratch, ValueRange{zero});
     auto across = scf::ForOp::create(b, loc, one, warps, one, ValueRange{head});
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(across.getBody());
-      Value next = memref::LoadOp::create(b, loc, scratch,
-                                          ValueRange{across.getInductionVar()});
-      scf::YieldOp::create(b, loc,
-                           combine(across.getRegionIterArgs()[0], next));
+      Value w = across.getInductionVar();
+      Value acc = across.getRegionIterArgs()[0];
+      Value firstStep = arith::MulIOp::create(b, loc, w, warpChunks);
+      Value has = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        firstStep, trips);
+      Value result = memref::LoadOp::create(b, loc, scratch, ValueRange{w});
+      Value folded = combine(acc, result);
+      scf::YieldOp::create(
+          b, loc,
+          arith::SelectOp::create(b, loc, has, folded, acc).getResult());
     }
     SmallVector<Value> indices;
     for (Value index : r.store.getIndices())

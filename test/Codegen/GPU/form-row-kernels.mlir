@@ -2,9 +2,13 @@
 
 // INT8 activation quantization: amax fill, amax, scale, quantizer. One
 // launch of a block per row (128 threads: the widest nest has 128 points),
-// barriers between the nests; the amax is shared by the block (strided
-// partial maxima, xor shuffles, the warps' results in workgroup memory,
-// thread 0 stores); the other nests stride their points over the threads.
+// barriers between the nests; the other nests stride their points over
+// the threads. The amax is shared by the block as the same left fold
+// regrouped: thread t folds the t-th contiguous chunk of k (thread 0 from
+// the stored value, the others from their first element, with a flag),
+// xor shuffles fold each warp in lane order (the lane whose bit is clear
+// is the left operand), thread 0 folds the warps' results in warp order
+// (a warp whose first chunk is empty is skipped) and stores.
 // CHECK-LABEL: func.func @int8_rows
 // CHECK-SAME:    (%[[X:.*]]: memref<?x128xf32>,
 // CHECK:         %[[M:.*]] = memref.dim %[[X]], %c0
@@ -14,23 +18,41 @@
 // CHECK:             memref.store %{{.*}}, %[[AMAX:.*]][%[[ROW:.*]]] : memref<?xf32>
 // CHECK:           gpu.barrier
 // CHECK:           %[[START:.*]] = memref.load %[[AMAX]][%[[ROW]]]
-// CHECK:           %[[OFF:.*]] = arith.muli %[[TID]], %c1
-// CHECK:           %[[LB:.*]] = arith.addi %c0, %[[OFF]]
-// CHECK:           %[[STRIDE:.*]] = arith.muli %c1, %[[C128]]
-// CHECK:           %[[PART:.*]] = scf.for %[[K:.*]] = %[[LB]] to %c128 step %[[STRIDE]] iter_args(%[[ACC:.*]] = %[[START]]) -> (f32) {
+// CHECK:           %[[SPAN:.*]] = arith.subi %c128, %c0
+// CHECK:           %[[POS:.*]] = arith.maxsi %[[SPAN]], %{{.*}}
+// CHECK:           %[[TRIPS:.*]] = arith.ceildivui %[[POS]], %c1
+// CHECK:           %[[CHUNK:.*]] = arith.ceildivui %[[TRIPS]], %[[C128]]
+// CHECK:           %[[CSPAN:.*]] = arith.muli %[[CHUNK]], %c1
+// CHECK:           %[[OFF:.*]] = arith.muli %[[TID]], %[[CSPAN]]
+// CHECK:           %[[BEGIN:.*]] = arith.addi %c0, %[[OFF]]
+// CHECK:           %[[NEXT:.*]] = arith.addi %[[BEGIN]], %[[CSPAN]]
+// CHECK:           %[[END:.*]] = arith.minsi %[[NEXT]], %c128
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[TID]], %{{.*}}
+// CHECK:           %[[PART:.*]]:2 = scf.for %[[K:.*]] = %[[BEGIN]] to %[[END]] step %c1 iter_args(%[[ACC:.*]] = %[[START]], %[[OK:.*]] = %[[FIRST]]) -> (f32, i1) {
 // CHECK:             %[[V:.*]] = memref.load %[[X]][%[[ROW]], %[[K]]]
 // CHECK:             %[[A:.*]] = math.absf %[[V]]
 // CHECK:             %[[NEW:.*]] = arith.maxnumf %[[ACC]], %[[A]]
-// CHECK:             scf.yield %[[NEW]]
-// CHECK:           gpu.shuffle xor %[[PART]], %c16_i32, %c32_i32 : f32
-// CHECK-COUNT-4:   gpu.shuffle xor
+// CHECK:             %[[PICK:.*]] = arith.select %[[OK]], %[[NEW]], %[[A]]
+// CHECK:             scf.yield %[[PICK]], %true
+// CHECK:           %[[VALID:.*]] = arith.extui %[[PART]]#1 : i1 to i32
+// CHECK:           %[[LANE:.*]] = arith.index_castui %[[TID]] : index to i32
+// CHECK:           %[[THEIRS:.*]], %{{.*}} = gpu.shuffle xor %[[PART]]#0, %c1_i32, %c32_i32 : f32
+// CHECK:           %[[THEIROK:.*]], %{{.*}} = gpu.shuffle xor %[[VALID]], %{{.*}}, %{{.*}} : i32
+// CHECK:           %[[BIT:.*]] = arith.andi %[[LANE]], %{{.*}} : i32
+// CHECK:           %[[LEFT:.*]] = arith.cmpi eq, %[[BIT]], %{{.*}} : i32
+// CHECK:           %[[L:.*]] = arith.select %[[LEFT]], %[[PART]]#0, %[[THEIRS]]
+// CHECK:           %[[R:.*]] = arith.select %[[LEFT]], %[[THEIRS]], %[[PART]]#0
+// CHECK:           arith.maxnumf %[[L]], %[[R]]
+// CHECK-COUNT-8:   gpu.shuffle xor
 // CHECK:           scf.if
 // CHECK:             memref.store %{{.*}}, %[[SCRATCH]]
 // CHECK:           gpu.barrier
-// CHECK:           scf.if
+// CHECK:           scf.if %[[FIRST]]
 // CHECK:             scf.for
-// CHECK:               memref.load %[[SCRATCH]]
-// CHECK:               arith.maxnumf
+// CHECK:               %[[HAS:.*]] = arith.cmpi ult, %{{.*}}, %[[TRIPS]]
+// CHECK:               %[[W:.*]] = memref.load %[[SCRATCH]]
+// CHECK:               %[[F:.*]] = arith.maxnumf %{{.*}}, %[[W]]
+// CHECK:               arith.select %[[HAS]], %[[F]]
 // CHECK:             memref.store %{{.*}}, %[[AMAX]][%[[ROW]]]
 // CHECK:           gpu.barrier
 // CHECK:           scf.for %{{.*}} = %[[TID]] to %{{.*}} step %[[C128]] {
@@ -226,16 +248,16 @@ func.func @apart(%x: memref<?x16xf32>, %y: memref<?x16xf32>, %w: memref<32x16xf3
 
 // -----
 
-// Integer sums are shared: only thread 0 starts from the stored value, the
-// others from zero. A lone nest with a shared reduction forms a kernel.
+// Integer sums are shared (modulo 2^32 they are associative); the
+// regrouped adds drop the loop's overflow flags, which the new grouping
+// could violate. A lone nest with a shared reduction forms a kernel.
 // CHECK-LABEL: func.func @int_sum
 // CHECK:         gpu.launch
-// CHECK:           %[[START:.*]] = memref.load
-// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0
-// CHECK:           %[[INIT:.*]] = arith.select %[[FIRST]], %[[START]], %c0_i32
-// CHECK:           scf.for {{.*}} iter_args(%{{.*}} = %[[INIT]]) -> (i32)
-// CHECK:             arith.addi
-// CHECK-COUNT-5:   gpu.shuffle xor
+// CHECK:           scf.for {{.*}} -> (i32, i1)
+// CHECK:             arith.addi %{{.*}}, %{{.*}} : i32
+// CHECK-NOT:       overflow
+// CHECK-COUNT-10:  gpu.shuffle xor
+// CHECK-NOT:       overflow
 func.func @int_sum(%x: memref<?x64xi32>, %sum: memref<?xi32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -245,7 +267,7 @@ func.func @int_sum(%x: memref<?x64xi32>, %sum: memref<?xi32>) {
     scf.for %k = %c0 to %c64 step %c1 {
       %v = memref.load %x[%i, %k] : memref<?x64xi32>
       %a = memref.load %sum[%i] : memref<?xi32>
-      %n = arith.addi %a, %v : i32
+      %n = arith.addi %a, %v overflow<nsw> : i32
       memref.store %n, %sum[%i] : memref<?xi32>
     }
     scf.reduce
@@ -265,10 +287,10 @@ func.func @int_sum(%x: memref<?x64xi32>, %sum: memref<?xi32>) {
 // CHECK-NEXT:    %[[C1024:.*]] = arith.constant 1024 : index
 // CHECK-NEXT:    gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads(%[[TID:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[C1024]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) workgroup(%{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>)
 // CHECK:           %[[START:.*]] = memref.load %[[G]][]
-// CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[START]]) -> (f32) {
+// CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[START]], %{{.*}} = %{{.*}}) -> (f32, i1) {
 // CHECK:             %[[V:.*]] = memref.load %[[X]][%[[I]]]
 // CHECK:             arith.maxnumf %[[ACC]], %[[V]]
-// CHECK-COUNT-5:   gpu.shuffle xor
+// CHECK-COUNT-10:  gpu.shuffle xor
 // CHECK:           memref.store %{{.*}}, %[[G]][]
 // CHECK:           gpu.terminator
 // CHECK-NEXT:    }
@@ -316,6 +338,54 @@ func.func @scale_between(%x: memref<?x16xf32>, %y: memref<?x16xi8>, %s: memref<f
     %p = arith.mulf %v, %r : f32
     %q = arith.fptosi %p : f32 to i8
     memref.store %q, %y[%i, %j] : memref<?x16xi8>
+    scf.reduce
+  }
+  return
+}
+
+// -----
+
+// A buffer of unknown origin (a transpose: row i of the view is column i
+// of the buffer) keeps a nest out of row kernels; so does a host load, used
+// by the run, of a buffer the run writes (every block would load it at the
+// kernel's start while block 0 writes it).
+// CHECK-LABEL: func.func @unknown_origin
+// CHECK-NOT:     gpu.launch
+// CHECK-LABEL: func.func @load_before
+// CHECK-NOT:     gpu.launch
+func.func @unknown_origin(%x: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = memref.dim %x, %c0 : memref<?x?xf32>
+  %t = memref.alloc(%m, %m) : memref<?x?xf32>
+  %tt = memref.transpose %t (i, j) -> (j, i) : memref<?x?xf32> to memref<?x?xf32, affine_map<(d0, d1)[s0] -> (d1 * s0 + d0)>>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %m) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<?x?xf32>
+    memref.store %v, %tt[%i, %j] : memref<?x?xf32, affine_map<(d0, d1)[s0] -> (d1 * s0 + d0)>>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %m) step (%c1, %c1) {
+    %v = memref.load %t[%i, %j] : memref<?x?xf32>
+    memref.store %v, %x[%i, %j] : memref<?x?xf32>
+    scf.reduce
+  }
+  return
+}
+func.func @load_before(%x: memref<?x16xf32>, %y: memref<?x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %m = memref.dim %x, %c0 : memref<?x16xf32>
+  %s = memref.load %y[%c0, %c0] : memref<?x16xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c16) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<?x16xf32>
+    memref.store %v, %y[%i, %j] : memref<?x16xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %c16) step (%c1, %c1) {
+    %v = memref.load %y[%i, %j] : memref<?x16xf32>
+    %p = arith.mulf %v, %s : f32
+    memref.store %p, %x[%i, %j] : memref<?x16xf32>
     scf.reduce
   }
   return

@@ -57,20 +57,25 @@ def ComfyQuantGPUFormRowKernels
     the quantizer). Consecutive top-level `scf.parallel` nests whose first
     dimension runs over the M rows of x (from 0 by 1) form a run when every
     buffer that any nest of the run writes is accessed only at the nest's
-    row (through views that keep dim 0: subviews at offset 0 and stride 1,
-    reshapes that leave dim 0 alone, casts). The run becomes one
-    `gpu.launch` with a block per row: each nest's other points are strided
-    over the block's threads, with a barrier between nests. Ops between the
-    nests may only compute sizes, views and allocations.
+    row (through views that keep dim 0 of an argument, an allocation or a
+    view of the workspace: subviews at offset 0 and stride 1, reshapes that
+    leave dim 0 alone, casts; any other origin keeps the nest out). The run
+    becomes one `gpu.launch` with a block per row: each nest's other points
+    are strided over the block's threads, with a barrier between nests.
+    Ops between the nests may only compute sizes, views and allocations,
+    or load on the host; a host load between nests or used by one must not
+    read a buffer the run writes (it moves into the kernel's start).
 
     A nest with one point per row whose body is a reduction into memory,
-    `R[i] = combine(R[i], v(k))` over a loop of k, is shared by the block
-    when its combiner does not depend on the order (max/min of integers
-    and floats, and, or, integer add and xor) and its value is 32-bit:
-    each thread combines a strided part of k in a register, then warp
-    shuffles and the warps' results in workgroup memory give the row's
-    value, which thread 0 stores. Float sums are never shared: their
-    rounding depends on the order. A top-level reduction loop of that form
+    `R[i] = f(R[i], v(k))` over a loop of k, is shared by the block when f
+    is associative and its value is 32-bit: thread t folds the t-th
+    contiguous chunk of k (thread 0 from R[i]), xor shuffles fold each warp
+    in lane order and thread 0 folds the warps in order, so the loop's left
+    fold is only regrouped and the result is bit-identical. Associative:
+    integer max/min/and/or/xor/add (overflow flags dropped) and the float
+    max/min ops as `arith-expand` lowers them (selections with ties to the
+    right operand). Float sums are never shared: their rounding depends on
+    the grouping. A top-level reduction loop of that form
     (a reduction over the rows themselves, such as NVFP4's per-tensor
     amax) becomes one block that shares it the same way, instead of the
     one-thread launch `comfyquant-gpu-distribute-loops` would give it.
