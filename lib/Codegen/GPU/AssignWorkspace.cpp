@@ -4,6 +4,7 @@
 // device buffer of `per_row * M + fixed` bytes and every temporary is a
 // view of it at an offset that is 256-byte aligned for any M.
 //===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/GPU/HostCode.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -49,12 +50,7 @@ struct AssignWorkspacePass
     }
     // Rows of the activation: dim 0 of the first argument after the
     // launcher (x, or the indices of an embedding).
-    BlockArgument x;
-    for (BlockArgument a : func.getArguments())
-      if (isa<MemRefType>(a.getType())) {
-        x = a;
-        break;
-      }
+    BlockArgument x = activationArgument(func);
     Block &entry = func.getBody().front();
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     Location loc = func.getLoc();

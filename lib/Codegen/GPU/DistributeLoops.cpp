@@ -5,6 +5,7 @@
 // else that touches memory runs in a one-thread launch, so host code only
 // computes sizes, carves buffers and launches.
 //===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/GPU/HostCode.h"
 #include "comfyquant/Codegen/GPU/LoopPoints.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 
@@ -23,16 +24,11 @@ using namespace mlir::comfyquant;
 
 namespace {
 
-/// Operations the host may run: they compute sizes and views, never touch
-/// the memory behind a descriptor.
+/// Operations the host may run: size and view code, deallocations, the
+/// return and the launches already formed.
 bool runsOnHost(Operation *op) {
-  if (isa<memref::AllocOp, memref::DeallocOp, memref::DimOp, memref::ViewOp,
-          func::ReturnOp, gpu::LaunchOp>(op))
-    return true;
-  if (isa<ViewLikeOpInterface>(op) &&
-      isa<MemRefType>(op->getResult(0).getType()))
-    return true;
-  return isPure(op) && op->getNumRegions() == 0;
+  return isa<memref::DeallocOp, func::ReturnOp, gpu::LaunchOp>(op) ||
+         computesSizesOrViews(op);
 }
 
 /// Whether `v` is (or is computed from) a value loaded from memory: such

@@ -7,6 +7,7 @@
 // the row is shared by the block's threads. One launch replaces one per
 // nest, and the amax no longer runs K steps in one thread.
 //===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/GPU/HostCode.h"
 #include "comfyquant/Codegen/GPU/LoopPoints.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 
@@ -222,17 +223,6 @@ struct RowNest {
   SmallVector<Value> hostReads, betweenReads;
 };
 
-/// Whether op (between nests of one run) may move below them: it computes
-/// sizes, views or allocations, never touches memory.
-bool movesFreely(Operation *op) {
-  if (isa<memref::AllocOp, memref::DimOp>(op))
-    return true;
-  if (isa<ViewLikeOpInterface>(op) &&
-      isa<MemRefType>(op->getResult(0).getType()))
-    return true;
-  return isPure(op) && op->getNumRegions() == 0;
-}
-
 struct FormRowKernelsPass
     : mlir::comfyquant::impl::ComfyQuantGPUFormRowKernelsBase<
           FormRowKernelsPass> {
@@ -248,13 +238,8 @@ struct FormRowKernelsPass
           << static_cast<int64_t>(blockSize);
       return signalPassFailure();
     }
-    // Rows: dim 0 of x, the first memref argument (as the workspace rule).
-    Value x;
-    for (BlockArgument a : func.getArguments())
-      if (isa<MemRefType>(a.getType())) {
-        x = a;
-        break;
-      }
+    // Rows: dim 0 of x.
+    Value x = activationArgument(func);
     if (!x || cast<MemRefType>(x.getType()).getRank() == 0)
       return;
 
@@ -274,7 +259,8 @@ struct FormRowKernelsPass
         if (auto reduction = dyn_cast<scf::ForOp>(op))
           if (std::optional<SharedReduction> r = matchReductionLoop(reduction))
             whole.push_back(*r);
-        if (!movesFreely(&op) && !runs.back().empty()) {
+        // Size and view code may stay above the kernel formed below it.
+        if (!computesSizesOrViews(&op) && !runs.back().empty()) {
           runs.emplace_back();
           pendingReads.clear();
         }
