@@ -12,9 +12,11 @@
 //              as output scales, then the per-row activation scale applied
 //              in the timed loop: oneDNN 2.6 takes only per-N output scales
 //              and a [M,1] binary post-op drops it to ref_int8);
-//              bf16 matmul (bf16 x · bf16 W → bf16), and f32 matmul where bf16
-//              is unsupported on this CPU;
-//   memcpy     of the module's weight bytes (M = 1 decode bound).
+//              bf16 matmul (bf16 x · bf16 W → bf16) and f32 matmul, weights
+//              reordered once into the layout each primitive asks for;
+//   stream     a read of the module's weight bytes (M = 1 decode bound).
+// --openblas-probe times one sgemm and prints OpenBLAS's core name: the
+// script runs it once per OPENBLAS_CORETYPE candidate and keeps the fastest.
 // Timing: one warm-up run, then at least --reps runs (more until --min-time
 // seconds), median. GOPS = 2·M·N·K / median / 1e9.
 // Output: markdown tables on stdout; progress on stderr.
@@ -34,6 +36,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -92,7 +95,8 @@ void usage() {
       "  --single-thread-max-m M  (default 256)\n"
       "  --threads T          threads for 'all threads' (default: all cores)\n"
       "  --act bf16|f32|f16   activation dtype of ours / reference (default bf16)\n"
-      "  --artifact DIR       compiled artifact for 'ours' (comfyquant-compile -o DIR)\n";
+      "  --artifact DIR       compiled artifact for 'ours' (comfyquant-compile -o DIR)\n"
+      "  --openblas-probe     only: time one sgemm, print OpenBLAS's core and GFLOP/s\n";
 }
 
 //===----------------------------------------------------------------------===//
@@ -218,38 +222,128 @@ std::vector<uint16_t> toBf16(const std::vector<float> &v) {
 }
 
 //===----------------------------------------------------------------------===//
-// memcpy bandwidth
+// Streaming-read bandwidth
 //===----------------------------------------------------------------------===//
 
-/// Copies `bytes` with `threads` threads (caller included), each a slice.
-void parallelCopy(uint8_t *dst, const uint8_t *src, size_t bytes,
-                  int threads) {
-  if (threads <= 1) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  size_t chunk = (bytes + threads - 1) / threads;
-  chunk = (chunk + 63) / 64 * 64;
-  std::vector<std::thread> ws;
-  for (int i = 1; i < threads; ++i) {
-    size_t b = std::min(bytes, chunk * i), e = std::min(bytes, b + chunk);
-    if (b < e)
-      ws.emplace_back([=] { std::memcpy(dst + b, src + b, e - b); });
-  }
-  std::memcpy(dst, src, std::min(bytes, chunk));
-  for (std::thread &w : ws)
-    w.join();
+using U64x4 = uint64_t __attribute__((vector_size(32)));
+
+/// XOR of every 32-byte word of [b, e) (four independent chains, so the
+/// loop is bound by the loads, not by the reduction).
+template <typename Tag>
+uint64_t xorRangeImpl(const uint8_t *b, const uint8_t *e) {
+  U64x4 acc[4] = {};
+  const uint8_t *p = b;
+  for (; p + 128 <= e; p += 128)
+    for (int j = 0; j < 4; ++j) {
+      U64x4 v;
+      std::memcpy(&v, p + 32 * j, 32);
+      acc[j] ^= v;
+    }
+  uint64_t r = 0;
+  for (int j = 0; j < 4; ++j)
+    for (int l = 0; l < 4; ++l)
+      r ^= acc[j][l];
+  for (; p < e; ++p)
+    r ^= *p;
+  return r;
+}
+struct Sse2 {};
+__attribute__((target("avx2"))) uint64_t xorRangeAvx2(const uint8_t *b,
+                                                      const uint8_t *e) {
+  // Same loop with 32-byte loads.
+  U64x4 acc[4] = {};
+  const uint8_t *p = b;
+  for (; p + 128 <= e; p += 128)
+    for (int j = 0; j < 4; ++j) {
+      U64x4 v;
+      std::memcpy(&v, p + 32 * j, 32);
+      acc[j] ^= v;
+    }
+  uint64_t r = 0;
+  for (int j = 0; j < 4; ++j)
+    for (int l = 0; l < 4; ++l)
+      r ^= acc[j][l];
+  for (; p < e; ++p)
+    r ^= *p;
+  return r;
+}
+uint64_t xorRange(const uint8_t *b, const uint8_t *e) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 ? xorRangeAvx2(b, e) : xorRangeImpl<Sse2>(b, e);
 }
 
-/// GB/s (bytes copied / s) for a copy of `bytes`, cached by size.
-double memcpyGBs(size_t bytes, int threads, const Options &o) {
+/// Persistent reader threads (thread creation would cost as much as
+/// reading a cache-resident weight once): worker i reads slice i when the
+/// generation changes.
+class ReadPool {
+public:
+  explicit ReadPool(int threads) : part_(threads) {
+    for (int i = 1; i < threads; ++i)
+      ws_.emplace_back([this, i] { work(i); });
+  }
+  ~ReadPool() {
+    stop_ = true;
+    gen_.fetch_add(1);
+    for (std::thread &w : ws_)
+      w.join();
+  }
+  uint64_t read(const uint8_t *src, size_t bytes) {
+    src_ = src;
+    bytes_ = bytes;
+    done_.store(0);
+    gen_.fetch_add(1);
+    part_[0] = slice(0);
+    while (done_.load() != static_cast<int>(ws_.size()))
+      ;
+    uint64_t r = 0;
+    for (uint64_t v : part_)
+      r ^= v;
+    return r;
+  }
+
+private:
+  uint64_t slice(int i) {
+    const size_t n = part_.size();
+    size_t chunk = ((bytes_ + n - 1) / n + 63) / 64 * 64;
+    size_t b = std::min(bytes_, chunk * i), e = std::min(bytes_, b + chunk);
+    return xorRange(src_ + b, src_ + e);
+  }
+  void work(int i) {
+    uint64_t seen = 0;
+    while (true) {
+      uint64_t g;
+      while ((g = gen_.load()) == seen)
+        ;
+      seen = g;
+      if (stop_)
+        return;
+      part_[i] = slice(i);
+      done_.fetch_add(1);
+    }
+  }
+  std::vector<uint64_t> part_;
+  std::vector<std::thread> ws_;
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_{false};
+  const uint8_t *src_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+/// GB/s (bytes read / s) for a read of `bytes`, cached by size. Like a
+/// decode at M = 1, the same bytes are read again on every run (so they
+/// are cache-resident when they fit, as the weights are for ours).
+double streamGBs(size_t bytes, int threads, const Options &o) {
   static std::map<std::pair<size_t, int>, double> cache;
   auto key = std::make_pair(bytes, threads);
   if (auto it = cache.find(key); it != cache.end())
     return it->second;
-  std::vector<uint8_t> src(bytes, 1), dst(bytes, 0);
-  Timing t = timeIt([&] { parallelCopy(dst.data(), src.data(), bytes, threads); },
-                    o, -1);
+  std::vector<uint8_t> src(bytes);
+  for (size_t i = 0; i < bytes; ++i)
+    src[i] = static_cast<uint8_t>(i * 131u);
+  volatile uint64_t sink = 0;
+  ReadPool pool(threads);
+  Timing t = timeIt([&] { sink = sink ^ pool.read(src.data(), bytes); }, o, -1);
   double gbs = bytes / t.median / 1e9;
   cache[key] = gbs;
   return gbs;
@@ -475,11 +569,9 @@ public:
       }
     }
 
-    // oneDNN bf16 (x bf16, W bf16 pre-dequantized, y bf16); f32 when bf16
-    // cannot be created on this CPU.
-    bool bf16Ok = floatMatmul(r["dnnl_bf16"], "dnnl_bf16", dt::bf16, w, a, both);
-    if (!bf16Ok)
-      floatMatmul(r["dnnl_f32"], "dnnl_f32", dt::f32, w, a, both);
+    // oneDNN bf16 (x bf16, W bf16 pre-dequantized, y bf16) and f32.
+    floatMatmul(r["dnnl_bf16"], "dnnl_bf16", dt::bf16, w, a, both);
+    floatMatmul(r["dnnl_f32"], "dnnl_f32", dt::f32, w, a, both);
     return r;
   }
 
@@ -599,7 +691,7 @@ struct Row {
   uint64_t weightBytes = 0;
   Timing ours, ref;
   std::string oursNote, oursCheck;
-  double memcpyGBs = 0; // M = 1 only
+  double streamGBs = 0; // M = 1 only
 };
 
 std::string cpuModelName() {
@@ -624,8 +716,29 @@ std::string cpuModelName() {
 
 } // namespace
 
+/// --openblas-probe: one-thread sgemm at M = 256, N = K = 3072 (the
+/// smallest bench shape), printed as "CORE GFLOPS" for scripts/bench.
+int openblasProbe() {
+  const int M = 256, N = 3072, K = 3072;
+  std::vector<float> a(size_t(M) * K, 0.5f), w(size_t(N) * K, 0.25f),
+      y(size_t(M) * N);
+  openblas_set_num_threads(1);
+  Options o;
+  o.minReps = 3;
+  Timing t = timeIt(
+      [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f,
+                    a.data(), K, w.data(), K, 0.0f, y.data(), N);
+      },
+      o, -1);
+  std::printf("%s %.1f\n", openblas_get_corename(), gopsOf(M, N, K, t.median));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   Options o;
+  if (argc == 2 && std::string(argv[1]) == "--openblas-probe")
+    return openblasProbe();
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -853,7 +966,7 @@ int main(int argc, char **argv) {
         row.M = M;
         row.weightBytes = static_cast<uint64_t>(rt::moduleBytes(m.desc));
         if (M == 1)
-          row.memcpyGBs = memcpyGBs(row.weightBytes, mt, o);
+          row.streamGBs = streamGBs(row.weightBytes, mt, o);
 
         // Reference.
         std::vector<uint8_t> refY;
@@ -913,13 +1026,6 @@ int main(int argc, char **argv) {
   }
 
   // ---- Output -------------------------------------------------------------
-  bool anyBf16 = false, anyF32 = false;
-  for (auto &[k, pr] : peerResults) {
-    if (pr.count("dnnl_bf16") && pr.at("dnnl_bf16").mt.ran)
-      anyBf16 = true;
-    if (pr.count("dnnl_f32") && pr.at("dnnl_f32").mt.ran)
-      anyF32 = true;
-  }
   auto peerCell = [&](int64_t N, int64_t K, int64_t M, const std::string &p,
                       bool st = false) -> std::string {
     auto it = peerResults.find({N, K, M});
@@ -952,61 +1058,142 @@ int main(int argc, char **argv) {
     return std::string(buf);
   };
 
+  // Machines with native bf16 dot products: the float formats' target is
+  // oneDNN bf16; elsewhere the best of oneDNN f32 and OpenBLAS sgemm.
+  const bool nativeBf16 = [] {
+    using I = dnnl::cpu_isa;
+    I isa = dnnl::get_effective_cpu_isa();
+    return isa == I::avx512_core_bf16 || isa == I::avx512_core_amx;
+  }();
+  auto int8Gemv = [&](int64_t N, int64_t K) -> std::optional<double> {
+    // oneDNN int8 GEMV's weight stream: N·K bytes per call at M = 1.
+    auto g = peerGops(N, K, 1, "dnnl_int8");
+    if (!g)
+      return std::nullopt;
+    return *g / 2.0; // 2·N·K ops per N·K bytes
+  };
+  auto floatTarget = [&](int64_t N, int64_t K, int64_t M)
+      -> std::pair<std::optional<double>, std::string> {
+    if (nativeBf16)
+      return {peerGops(N, K, M, "dnnl_bf16"), "oneDNN bf16"};
+    auto f = peerGops(N, K, M, "dnnl_f32"), g = peerGops(N, K, M, "sgemm");
+    if (f && (!g || *f >= *g))
+      return {f, "oneDNN f32"};
+    return {g, "OpenBLAS sgemm"};
+  };
+  auto oursGops = [&](const std::string &label, int64_t N, int64_t K,
+                      int64_t M) -> std::optional<double> {
+    for (const Row &r : rows)
+      if (r.label == label && r.N == N && r.K == K && r.M == M && r.ours.ran)
+        return gopsOf(M, N, K, r.ours.median);
+    return std::nullopt;
+  };
+
   std::ostringstream out;
   out << "### Environment\n\n" << env.str() << "\n";
 
   out << "### Linear forward, GOPS (2·M·N·K / median time), all threads\n\n"
-      << "oneDNN int8 = the faster of s8×s8 and u8×s8 (marked s8 / u8). "
-         "target = oneDNN int8 for integer formats, oneDNN bf16 for "
-         "float formats"
-      << (anyBf16 ? "" : " (bf16 unsupported here: oneDNN f32 stands in, †)")
-      << ". Peers do not depend on the format: one measurement per (N, K, M), "
-         "repeated on each format's row. memcpy and weight GB/s: M = 1 only, "
-         "bytes = the module's stored bytes (weights + scales).\n\n";
+      << "oneDNN int8 = the faster of s8×s8 and u8×s8 (marked s8 / u8); "
+         "oneDNN weights are pre-packed (reordered once to the layout the "
+         "primitive asks for). Peers do not depend on the format: one "
+         "measurement per (N, K, M), repeated on each format's row. Weight "
+         "GB/s (M = 1): ours = the module's stored bytes (weights + scales) / "
+         "time; stream = a multi-threaded read of as many bytes; oneDNN int8 "
+         "= N·K bytes / its GEMV time. The target column is the peer of the "
+         "format's target (see Targets).\n\n";
   out << "| format | N | K | M | ours GOPS | oneDNN int8 GOPS | oneDNN bf16 GOPS |"
-      << (anyF32 || !anyBf16 ? " oneDNN f32 GOPS |" : "")
-      << " OpenBLAS sgemm GOPS | reference GOPS | memcpy GB/s | ours weight GB/s |"
-         " ours / target | ours / sgemm | ours weight BW / memcpy | ours vs ref (max rel err) |\n";
-  out << "|---|--:|--:|--:|--:|--:|--:|" << (anyF32 || !anyBf16 ? "--:|" : "")
-      << "--:|--:|--:|--:|--:|--:|--:|--:|\n";
+         " oneDNN f32 GOPS | OpenBLAS sgemm GOPS | reference GOPS |"
+         " ours weight GB/s | stream GB/s | oneDNN int8 GEMV weight GB/s |"
+         " ours / target | ours vs ref (max rel err) |\n";
+  out << "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
   for (const Row &r : rows) {
     std::optional<double> ours;
     if (r.ours.ran)
       ours = gopsOf(r.M, r.N, r.K, r.ours.median);
-    std::optional<double> target;
-    std::string tmark;
-    if (r.integer)
-      target = peerGops(r.N, r.K, r.M, "dnnl_int8");
-    else if (auto b = peerGops(r.N, r.K, r.M, "dnnl_bf16"))
-      target = b;
-    else {
-      target = peerGops(r.N, r.K, r.M, "dnnl_f32");
-      tmark = " †";
-    }
-    std::optional<double> oursBW;
+    std::optional<double> oursBW, target;
     if (r.M == 1 && r.ours.ran)
       oursBW = r.weightBytes / r.ours.median / 1e9;
+    std::string tcell;
+    if (r.M == 1) {
+      tcell = ratio(oursBW, int8Gemv(r.N, r.K)) + " (GB/s)";
+    } else {
+      target = r.integer ? peerGops(r.N, r.K, r.M, "dnnl_int8")
+                         : floatTarget(r.N, r.K, r.M).first;
+      tcell = ratio(ours, target);
+    }
     out << "| " << r.label << " | " << r.N << " | " << r.K << " | " << r.M
         << " | " << gopsCell(r.ours, r.M, r.N, r.K)
         << " | " << peerCell(r.N, r.K, r.M, "dnnl_int8")
-        << " | " << peerCell(r.N, r.K, r.M, "dnnl_bf16");
-    if (anyF32 || !anyBf16)
-      out << " | " << peerCell(r.N, r.K, r.M, "dnnl_f32");
-    out << " | " << peerCell(r.N, r.K, r.M, "sgemm")
+        << " | " << peerCell(r.N, r.K, r.M, "dnnl_bf16")
+        << " | " << peerCell(r.N, r.K, r.M, "dnnl_f32")
+        << " | " << peerCell(r.N, r.K, r.M, "sgemm")
         << " | " << gopsCell(r.ref, r.M, r.N, r.K)
-        << " | " << (r.M == 1 ? fmtNum(r.memcpyGBs) : "")
         << " | " << (oursBW ? fmtNum(*oursBW) : (r.M == 1 ? "n/a" : ""))
-        << " | " << ratio(ours, target) << (ours ? tmark : "")
-        << " | " << ratio(ours, peerGops(r.N, r.K, r.M, "sgemm"))
-        << " | " << (r.M == 1 ? ratio(oursBW, r.memcpyGBs) : "")
+        << " | " << (r.M == 1 ? fmtNum(r.streamGBs) : "")
+        << " | " << (r.M == 1 && int8Gemv(r.N, r.K) ? fmtNum(*int8Gemv(r.N, r.K)) : "")
+        << " | " << tcell
         << " | " << (r.oursCheck.empty() ? "" : r.oursCheck) << " |\n";
   }
 
+  // The targets, one line per (format, shape, M) they apply to.
+  out << "\n### Targets\n\n"
+      << "Integer formats at M ≥ 256: ours ≥ "
+      << (dnnlExactInt8() ? "1.0" : "0.7")
+      << "× oneDNN int8 ("
+      << (dnnlExactInt8() ? "VNNI/AMX machine" : "no VNNI: the exact route has half the peak")
+      << "). W4A4 / W4A8 / W6A8 at M ≥ 256: ≥ 0.9× our INT8 with the same "
+         "ConvRot (int8_tensorwise_convrot256). Float formats at M ≥ 256: ≥ "
+         "1.0× "
+      << (nativeBf16 ? "oneDNN bf16 (this CPU has bf16 dot products)"
+                     : "the best of oneDNN f32 and OpenBLAS sgemm (no bf16 dot "
+                       "products here)")
+      << ". M = 1: ours' weight bytes/s ≥ 0.9× oneDNN int8 GEMV's.\n\n";
+  out << "| target | format | N | K | M | ours | peer | peer value | ratio | "
+         "needed | met |\n|---|---|--:|--:|--:|--:|---|--:|--:|--:|---|\n";
+  int met = 0, missed = 0;
+  auto line = [&](const std::string &what, const Row &r,
+                  std::optional<double> ours, const std::string &peer,
+                  std::optional<double> peerV, double need) {
+    bool ok = ours && peerV && *peerV > 0 && *ours / *peerV >= need;
+    (ok ? met : missed)++;
+    out << "| " << what << " | " << r.label << " | " << r.N << " | " << r.K
+        << " | " << r.M << " | " << (ours ? fmtNum(*ours) : "n/a") << " | "
+        << peer << " | " << (peerV ? fmtNum(*peerV) : "n/a") << " | "
+        << ratio(ours, peerV) << " | " << need << "× | "
+        << (ok ? "yes" : "**no**") << " |\n";
+  };
+  for (const Row &r : rows) {
+    std::optional<double> ours;
+    if (r.ours.ran)
+      ours = gopsOf(r.M, r.N, r.K, r.ours.median);
+    if (r.M == 1) {
+      std::optional<double> bw;
+      if (r.ours.ran)
+        bw = r.weightBytes / r.ours.median / 1e9;
+      line("M = 1 weight GB/s", r, bw, "oneDNN int8 GEMV", int8Gemv(r.N, r.K),
+           0.9);
+      continue;
+    }
+    if (r.M < 256)
+      continue;
+    if (r.integer) {
+      line("integer GOPS", r, ours, "oneDNN int8",
+           peerGops(r.N, r.K, r.M, "dnnl_int8"), dnnlExactInt8() ? 1.0 : 0.7);
+      if (r.label == "convrot_w4a4" || r.label == "asym_w4a8_int8" ||
+          r.label == "w6a8_int8")
+        line("sub-byte vs our INT8", r, ours, "ours int8 + ConvRot",
+             oursGops("int8_tensorwise_convrot256", r.N, r.K, r.M), 0.9);
+    } else {
+      auto [v, name] = floatTarget(r.N, r.K, r.M);
+      line("float GOPS", r, ours, name, v, 1.0);
+    }
+  }
+  out << "\n" << met << " met, " << missed << " missed.\n";
+
   out << "\n### Peers per shape, GOPS" << (o.singleThread ? " (all threads / 1 thread)" : "")
       << "\n\n";
-  std::vector<std::string> peerNames = {"sgemm", "dnnl_s8s8", "dnnl_u8s8", "dnnl_bf16"};
-  if (anyF32 || !anyBf16)
-    peerNames.push_back("dnnl_f32");
+  std::vector<std::string> peerNames = {"sgemm", "dnnl_s8s8", "dnnl_u8s8",
+                                       "dnnl_bf16", "dnnl_f32"};
   out << "| N | K | M |";
   for (auto &p : peerNames)
     out << " " << p << " |";
