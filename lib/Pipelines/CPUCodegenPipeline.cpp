@@ -38,8 +38,10 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeGemm());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  // Everything around the GEMMs (quantizers, per-tile decoders, epilogues),
-  // once dead full-size producers are gone.
+  // Row amax folds as vector folds; then everything else around the GEMMs
+  // (quantizers, per-tile decoders, epilogues), once dead full-size
+  // producers are gone.
+  pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeReductions());
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

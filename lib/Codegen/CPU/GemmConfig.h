@@ -5,6 +5,8 @@
 #include "comfyquant/Codegen/Common/Gemm.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <optional>
 #include <string>
 
@@ -29,6 +31,11 @@ CpuGemmAttr gemmConfigAttr(MLIRContext *ctx, const GemmConfig &c);
 /// A micro-kernel named as on the command line ("i8-amx-emulated") or as in
 /// IR ("i8_amx_emulated").
 std::optional<CpuMicroKernel> parseMicroKernel(llvm::StringRef name);
+
+/// The lane count of the function's target (f32 lanes of the variant's
+/// vector registers), recorded by comfyquant-cpu-select-strategy, or of the
+/// target its module pins; 0 without a CPU target.
+int64_t targetLanes(func::FuncOp func);
 
 } // namespace mlir::comfyquant::detail
 

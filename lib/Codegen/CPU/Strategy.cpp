@@ -50,6 +50,16 @@ CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
   return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc);
 }
 
+int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func) {
+  auto target = func->getAttrOfType<TargetAttr>("comfyquant.target");
+  if (!target)
+    if (auto module = func->getParentOfType<ModuleOp>())
+      target = module->getAttrOfType<TargetAttr>("comfyquant.target");
+  const ::comfyquant::rt::CpuVariantInfo *v =
+      target ? target.getCpuVariant() : nullptr;
+  return v ? v->vectorBits / 32 : 0;
+}
+
 std::optional<CpuMicroKernel>
 mlir::comfyquant::detail::parseMicroKernel(StringRef name) {
   std::string spelling = name.str();

@@ -31,19 +31,6 @@ using namespace mlir::comfyquant;
 
 namespace {
 
-/// The lane count of the function's target (f32 lanes of the variant's
-/// vector registers), recorded by comfyquant-cpu-select-strategy, or of
-/// the target its module pins.
-int64_t strategyLanes(func::FuncOp func) {
-  auto target = func->getAttrOfType<TargetAttr>("comfyquant.target");
-  if (!target)
-    if (auto module = func->getParentOfType<ModuleOp>())
-      target = module->getAttrOfType<TargetAttr>("comfyquant.target");
-  const ::comfyquant::rt::CpuVariantInfo *v =
-      target ? target.getCpuVariant() : nullptr;
-  return v ? v->vectorBits / 32 : 0;
-}
-
 /// Records on a function with a target which path its elementwise ops
 /// took: `comfyquant.elementwise = "vector"`, or `"vector+scalar"` when
 /// some tiles (short remainders, ops the vectorizer rejects) stay scalar
@@ -301,7 +288,8 @@ struct VectorizeElementwisePass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    int64_t width = lanes > 0 ? int64_t(lanes) : strategyLanes(func);
+    int64_t width = lanes > 0 ? int64_t(lanes)
+                              : mlir::comfyquant::detail::targetLanes(func);
     if (width < 2)
       return;
     SmallVector<linalg::GenericOp> ops;

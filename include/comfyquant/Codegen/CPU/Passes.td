@@ -89,6 +89,31 @@ def ComfyQuantCPUVectorizeGemm
                            "::mlir::LLVM::LLVMDialect"];
 }
 
+def ComfyQuantCPUVectorizeReductions
+    : Pass<"comfyquant-cpu-vectorize-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Vectorize order-free row reductions (amax, min, bitwise)";
+  let description = [{
+    Runs after `comfyquant-cpu-vectorize-gemm`, on tensors. A
+    `linalg.generic` whose loops are parallel except the innermost, which
+    reduces a contiguous row (every input indexed by all loops in order, the
+    init by the parallel ones) with a combiner whose result does not depend
+    on the order of the fold — `maxnumf`/`minnumf`/`maximumf`/`minimumf`
+    (the activation amax), integer max/min and `and`/`or`/`xor` — becomes a
+    loop nest over the parallel dimensions and, per row, a loop of
+    `lanes`-wide vector steps folding into one vector accumulator, a
+    `vector.reduction` of it and a scalar tail. The body is widened op by op
+    (elementwise-mappable ops only). Floating-point sums are left alone:
+    regrouping them would change their rounding. The lane count is the
+    target's vector width / 32 unless `lanes` is set.
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", "0",
+           "Vector lanes (0: from the function's comfyquant.target)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def ComfyQuantCPUVectorizeElementwise
     : Pass<"comfyquant-cpu-vectorize-elementwise", "::mlir::func::FuncOp"> {
   let summary = "Vectorize elementwise linalg.generics along their innermost dimension";
