@@ -34,6 +34,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   strategy.mr = options.mr;
   strategy.nr = options.nr;
   strategy.mc = options.mc;
+  strategy.decode = options.decode;
   pm.addPass(createComfyQuantCPUSelectStrategy(strategy));
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeGemm());
   pm.addPass(createCanonicalizerPass());

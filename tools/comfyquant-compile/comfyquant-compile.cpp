@@ -117,6 +117,11 @@ static cl::opt<bool> asJson(cl::cat(toolOptions), "json",
 static cl::opt<std::string> ukernel(cl::cat(toolOptions), "ukernel",
                                     cl::desc("Force a GEMM micro-kernel"),
                                     cl::init(""));
+static cl::opt<std::string> gemmTiles(
+    cl::cat(toolOptions), "gemm-tiles",
+    cl::desc("Override the CPU GEMM register tile and M block: MRxNR or "
+             "MRxNRxMC (tuning; 0 keeps the strategy's value)"),
+    cl::init(""));
 static cl::list<std::string>
     kinds(cl::cat(toolOptions), "kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
 static cl::opt<int> compileJobs(cl::cat(toolOptions), "j",
@@ -247,6 +252,19 @@ void runCodegenJob(MLIRContext &ctx, CodegenJob &j,
     CPUCodegenOptions o;
     o.variant = j.variant->name;
     o.ukernel = ukernel;
+    if (!gemmTiles.empty()) {
+      int64_t t[3] = {0, 0, 0};
+      SmallVector<StringRef> parts;
+      StringRef(gemmTiles).split(parts, 'x');
+      if (parts.size() < 2 || parts.size() > 3)
+        die("--gemm-tiles takes MRxNR or MRxNRxMC, not '" + gemmTiles + "'");
+      for (size_t i = 0; i < parts.size(); ++i)
+        if (parts[i].getAsInteger(10, t[i]) || t[i] < 0)
+          die("--gemm-tiles: '" + parts[i].str() + "' is not a count");
+      o.mr = t[0];
+      o.nr = t[1];
+      o.mc = t[2];
+    }
     o.lowerComfyQuant = false;
     o.lowerToLLVM = emit != "mlir";
     buildComfyQuantCPUCodegenPipeline(pm, o);

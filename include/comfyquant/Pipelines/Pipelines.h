@@ -47,6 +47,10 @@ struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
                      llvm::cl::init(0)};
   Option<int64_t> mc{*this, "mc", llvm::cl::desc("M block"),
                      llvm::cl::init(0)};
+  Option<std::string> decode{
+      *this, "decode",
+      llvm::cl::desc("Where B's decoder runs: panel, register or adaptive"),
+      llvm::cl::init("")};
   Option<bool> lowerComfyQuant{
       *this, "lower-comfyquant",
       llvm::cl::desc("Run convert-comfyquant-to-linalg first"),

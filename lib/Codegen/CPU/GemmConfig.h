@@ -16,6 +16,7 @@ namespace mlir::comfyquant::detail {
 struct GemmConfig {
   CpuMicroKernel ukernel = CpuMicroKernel::f32_fma;
   int64_t mr = 1, nr = 1, kv = 1, mc = 64;
+  CpuDecode decode = CpuDecode::none;
 
   bool isAmx() const {
     return ukernel == CpuMicroKernel::i8_amx ||

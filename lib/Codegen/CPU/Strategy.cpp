@@ -42,12 +42,13 @@ std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
   c.nr = attr.getNr();
   c.kv = attr.getKv();
   c.mc = attr.getMc();
+  c.decode = attr.getDecode();
   return c;
 }
 
 CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
                                                      const GemmConfig &c) {
-  return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc);
+  return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc, c.decode);
 }
 
 int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func) {
@@ -153,6 +154,22 @@ struct SelectStrategyPass
       c.mc = mc;
     if (c.mc % c.mr)
       c.mc = (c.mc + c.mr - 1) / c.mr * c.mr;
+    // B's decoder: AMX tiles read it decoded whole; the vector kernels
+    // decode it in registers when the M block is one row (decoded values
+    // used once: a panel would be written and read back once) and into a
+    // panel shared by the block's rows otherwise.
+    if (!decoded)
+      c.decode = CpuDecode::none;
+    else if (c.isAmx())
+      c.decode = CpuDecode::whole;
+    else if (!decode.empty()) {
+      std::optional<CpuDecode> d = symbolizeCpuDecode(decode);
+      if (!d || *d == CpuDecode::none || *d == CpuDecode::whole)
+        return op.emitError("decode must be panel, register or adaptive, not '")
+               << decode << "'";
+      c.decode = *d;
+    } else
+      c.decode = CpuDecode::adaptive;
     return success();
   }
 

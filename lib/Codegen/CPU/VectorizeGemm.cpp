@@ -21,8 +21,11 @@
 //   f32-fma           acc(f32 x kv) = fma(ext(a), ext(b), acc)
 //   i8-generic        acc(i32 x kv) += sext(a) * sext(b)
 //   i8-pmaddwd        acc(i32 x kv/2) += pmaddwd(sext16(a), sext16(b))
-//   i8-vnni           acc(i32 x 16) = vpdpbusd(acc, a ^ 0x80, b); the
-//                     unsigned bias is removed with 128 · Σk B[n, k]
+//   i8-vnni           acc(i32 x 16) = vpdpbusd(acc, b ^ 0x80, a); the
+//                     unsigned bias is removed with 128 · Σk A[m, k], summed
+//                     once per row of the M block (so B needs no pass of
+//                     its own, and a decoder can feed the micro-kernel
+//                     straight from registers)
 //   i8-vnni-emulated  the same algorithm with portable vector ops (tests
 //                     the VNNI bias correction on any CPU)
 // Intrinsics are placeholders (`builtin.unrealized_conversion_cast` tagged
@@ -83,6 +86,9 @@ private:
   /// The columns [colBegin, colEnd) to compute, when the function's
   /// column-range arguments apply to this GEMM (it writes y directly).
   Value colBegin, colEnd;
+  /// VNNI: Σk A[m, k] of the rows of the current M block (tensor<mc x i32>,
+  /// indexed by m - blockStart), set while that block's nest is built.
+  mutable Value aSums, blockStart;
 
   /// The function's column-range arguments, if the nest's result is what
   /// the function materializes into y.
@@ -147,8 +153,8 @@ private:
 
   /// A loaded A (isA) or B vector in the form the micro-kernel multiplies:
   /// widened to f32 (f32-fma), sign-extended to i16 (pmaddwd) or i32
-  /// (generic), or, for A under VNNI, biased to unsigned (a ^ 0x80 =
-  /// a + 128). Done once per loaded vector, not per accumulator.
+  /// (generic), or, for B under VNNI, biased to unsigned (b ^ 0x80 =
+  /// b + 128). Done once per loaded vector, not per accumulator.
   Value prepare(ImplicitLocOpBuilder &b, Value v, bool isA) const {
     auto type = cast<VectorType>(v.getType());
     if (c.ukernel == CpuMicroKernel::f32_fma) {
@@ -160,7 +166,7 @@ private:
       return arith::ExtSIOp::create(b, type.clone(b.getI16Type()), v);
     if (c.ukernel == CpuMicroKernel::i8_generic)
       return arith::ExtSIOp::create(b, type.clone(b.getI32Type()), v);
-    if (!isA)
+    if (isA)
       return v;
     Value bias = arith::ConstantOp::create(
         b, type,
@@ -181,7 +187,7 @@ private:
       Value p = intrinsic(b, name, acc.getType(), ValueRange{a, bv});
       return arith::AddIOp::create(b, acc, p);
     }
-    return dpbusd(b, acc, a, bv);
+    return dpbusd(b, acc, /*u=*/bv, /*s=*/a);
   }
 
   Value reduce(ImplicitLocOpBuilder &b, Value acc) const {
@@ -195,9 +201,9 @@ private:
   SmallVector<Value> kLoop(ImplicitLocOpBuilder &b, SmallVector<Value> init,
                            KStep step) const;
 
-  /// Σk Bt[j, k] for j < nr (VNNI bias correction), as i32 scalars.
-  SmallVector<Value> rowSums(ImplicitLocOpBuilder &b, Value bt,
-                             int64_t nr) const;
+  /// Σk A[m, k] for the rows [mb, mEnd) of an M block (VNNI bias
+  /// correction), as a tensor<mc x i32> indexed by m - mb.
+  Value aRowSums(ImplicitLocOpBuilder &b, Value mb, Value mEnd) const;
 
   /// The epilogue's body at (row, col) with accumulator value `acc`.
   Value applyEpilogue(ImplicitLocOpBuilder &b, Value acc, Value row,
@@ -217,8 +223,7 @@ private:
 
   /// The mr x nr tile at (m0, n0) of C.
   Value microKernel(ImplicitLocOpBuilder &b, Value C, Value bt, Value m0,
-                    Value n0, int64_t mr, int64_t nr,
-                    ArrayRef<Value> sums) const;
+                    Value n0, int64_t mr, int64_t nr) const;
 
   /// All M rows of [mb, mEnd) for the N tile at n0 (nr static).
   Value nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr, Value mb,
@@ -250,31 +255,36 @@ SmallVector<Value> GemmBuilder::kLoop(ImplicitLocOpBuilder &b,
   return accs;
 }
 
-SmallVector<Value> GemmBuilder::rowSums(ImplicitLocOpBuilder &b, Value bt,
-                                        int64_t nr) const {
+Value GemmBuilder::aRowSums(ImplicitLocOpBuilder &b, Value mb,
+                            Value mEnd) const {
   auto ones = DenseElementsAttr::get(VectorType::get({c.kv}, b.getI8Type()),
                                      b.getIntegerAttr(b.getI8Type(), 1));
   Value one = arith::ConstantOp::create(b, ones.getType(), ones);
-  SmallVector<Value> accs = kLoop(
-      b, SmallVector<Value>(nr, zeroAcc(b)),
-      [&](ImplicitLocOpBuilder &ib, Value k0, ValueRange in, bool inBounds) {
-        SmallVector<Value> next;
-        for (int64_t j = 0; j < nr; ++j)
-          next.push_back(dpbusd(
-              ib, in[j], one,
-              readRow(ib, bt, arith::ConstantIndexOp::create(ib, j), k0,
-                      inBounds)));
-        return next;
+  Value sums =
+      tensor::EmptyOp::create(b, ArrayRef<int64_t>{c.mc}, b.getI32Type());
+  auto rows = scf::ForOp::create(
+      b, mb, mEnd, arith::ConstantIndexOp::create(b, 1), ValueRange{sums},
+      [&](OpBuilder &nb, Location loc, Value m, ValueRange iter) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        SmallVector<Value> acc =
+            kLoop(ib, {zeroAcc(ib)},
+                  [&](ImplicitLocOpBuilder &kb, Value k0, ValueRange in,
+                      bool inBounds) {
+                    return SmallVector<Value>{dpbusd(
+                        kb, in[0], one, readRow(kb, A, m, k0, inBounds))};
+                  });
+        Value at = arith::SubIOp::create(ib, m, mb);
+        Value total = reduce(ib, acc[0]);
+        scf::YieldOp::create(
+            ib, tensor::InsertOp::create(ib, total, iter[0], ValueRange{at})
+                    .getResult());
       });
-  SmallVector<Value> sums;
-  for (Value a : accs)
-    sums.push_back(reduce(b, a));
-  return sums;
+  return rows.getResult(0);
 }
 
 Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
-                               Value m0, Value n0, int64_t mr, int64_t nr,
-                               ArrayRef<Value> sums) const {
+                               Value m0, Value n0, int64_t mr,
+                               int64_t nr) const {
   auto rowOf = [&](ImplicitLocOpBuilder &ib, Value base, int64_t i) -> Value {
     if (i == 0)
       return base;
@@ -303,11 +313,17 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
     c128 = arith::ConstantOp::create(b, b.getI32IntegerAttr(128));
   for (int64_t i = 0; i < mr; ++i) {
     Value row = rowOf(b, m0, i);
+    Value corr;
+    if (vnni()) {
+      Value at = arith::SubIOp::create(b, row, blockStart);
+      Value sum = tensor::ExtractOp::create(b, aSums, ValueRange{at});
+      corr = arith::MulIOp::create(b, c128, sum);
+    }
     SmallVector<Value> vals;
     for (int64_t j = 0; j < nr; ++j) {
       Value s = reduce(b, accs[i * nr + j]);
       if (vnni())
-        s = arith::SubIOp::create(b, s, arith::MulIOp::create(b, c128, sums[j]));
+        s = arith::SubIOp::create(b, s, corr);
       Value col = rowOf(b, n0, j);
       if (!zeroInit) {
         Value old =
@@ -404,9 +420,10 @@ Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
 
 Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
                          Value mb, Value mEnd) const {
-  // A one-row M block (M = 1: decoding) evaluates B's producer inside the
-  // K loop, in registers: a decoded tile would be written and read once.
-  if (bProducer && !vnni()) {
+  // decode = adaptive: a one-row M block (M = 1: decoding) evaluates B's
+  // producer inside the K loop, in registers: a decoded tile would be
+  // written and read once.
+  if (bProducer && c.decode == CpuDecode::adaptive) {
     Value rows = arith::SubIOp::create(b, mEnd, mb);
     Value single = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rows,
                                          arith::ConstantIndexOp::create(b, 1));
@@ -414,8 +431,7 @@ Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
         b, single,
         [&](OpBuilder &nb, Location loc) {
           ImplicitLocOpBuilder ib(loc, nb);
-          scf::YieldOp::create(
-              ib, microKernel(ib, C, Value(), mb, n0, 1, nr, {}));
+          scf::YieldOp::create(ib, microKernel(ib, C, Value(), mb, n0, 1, nr));
         },
         [&](OpBuilder &nb, Location loc) {
           ImplicitLocOpBuilder ib(loc, nb);
@@ -433,7 +449,9 @@ Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
   SmallVector<OpFoldResult> offsets = {n0, b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(nr), b.getIndexAttr(m.k)};
   Value bt;
-  if (bProducer) {
+  // decode = register: every M tile evaluates the producer per K step.
+  const bool inRegisters = bProducer && c.decode == CpuDecode::reg;
+  if (bProducer && !inRegisters) {
     linalg::GenericOp producer = bProducer;
     FailureOr<TilingResult> tiled =
         cast<TilingInterface>(producer.getOperation())
@@ -451,15 +469,12 @@ Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
             tiledOp.getDpsInitsMutable()[0].set(decodeBuffers.lookup(nr));
     }
   }
-  if (!bt) {
+  if (!bt && !inRegisters) {
     SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
     auto type = RankedTensorType::get(
         {nr, m.k}, cast<RankedTensorType>(B.getType()).getElementType());
     bt = tensor::ExtractSliceOp::create(b, type, B, offsets, sizes, strides);
   }
-  SmallVector<Value> sums;
-  if (vnni())
-    sums = rowSums(b, bt, nr);
   // Full mr-row tiles, then single rows.
   Value span = arith::SubIOp::create(b, mEnd, mb);
   Value mrC = arith::ConstantIndexOp::create(b, c.mr);
@@ -470,8 +485,8 @@ Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
       b, mb, fullEnd, mrC, ValueRange{C},
       [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
         ImplicitLocOpBuilder ib(loc, nb);
-        scf::YieldOp::create(
-            ib, microKernel(ib, iter[0], bt, m0, n0, c.mr, nr, sums));
+        scf::YieldOp::create(ib,
+                             microKernel(ib, iter[0], bt, m0, n0, c.mr, nr));
       });
   if (c.mr == 1)
     return full.getResult(0);
@@ -480,8 +495,7 @@ Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
       full.getResults(),
       [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
         ImplicitLocOpBuilder ib(loc, nb);
-        scf::YieldOp::create(ib,
-                             microKernel(ib, iter[0], bt, m0, n0, 1, nr, sums));
+        scf::YieldOp::create(ib, microKernel(ib, iter[0], bt, m0, n0, 1, nr));
       });
   return rest.getResult(0);
 }
@@ -500,7 +514,9 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
   epilogue = matchEpilogue(op, epilogueAcc);
   if (epilogue)
     dest = epilogue.getDpsInits()[0];
-  if (auto producer = B.getDefiningOp<linalg::GenericOp>())
+  // decode = none: B is used as it is (a producer, if any, runs whole).
+  if (auto producer = B.getDefiningOp<linalg::GenericOp>();
+      producer && c.decode != CpuDecode::none)
     if (producer.getNumResults() == 1 &&
         producer.getNumReductionLoops() == 0 && producer.getNumLoops() == 2)
       bProducer = producer;
@@ -529,6 +545,10 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
         Value mEnd = arith::MinSIOp::create(
             ib, arith::AddIOp::create(ib, mb, mcC), M);
         Value C = iter[0];
+        if (vnni()) {
+          blockStart = mb;
+          aSums = aRowSums(ib, mb, mEnd);
+        }
         if (colBegin) {
           // A column range: full nr tiles, then single columns.
           Value nrC = arith::ConstantIndexOp::create(ib, c.nr);

@@ -36,7 +36,7 @@
 func.func @amx(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memref<?x32xi32>) {
   linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<?x128xi8>, memref<32x128xi8>) outs(%c : memref<?x32xi32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = whole>} {
   ^bb0(%x: i8, %y: i8, %acc: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -126,7 +126,7 @@ func.func @amx(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memref<?x32xi32>
 func.func @emulated(%a: memref<?x64xi8>, %b: memref<16x64xi8>, %c: memref<?x16xi32>) {
   linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<?x64xi8>, memref<16x64xi8>) outs(%c : memref<?x16xi32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 64>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 64, decode = whole>} {
   ^bb0(%x: i8, %y: i8, %acc: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -163,7 +163,7 @@ func.func @fused_epilogue(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memre
   linalg.fill ins(%z : i32) outs(%c : memref<?x32xi32>)
   linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : memref<?x128xi8>, memref<32x128xi8>) outs(%c : memref<?x32xi32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = whole>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %x32 = arith.extsi %x : i8 to i32
     %w32 = arith.extsi %w : i8 to i32

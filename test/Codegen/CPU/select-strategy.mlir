@@ -16,15 +16,15 @@
 // V3-LABEL:   func.func @i8
 // V3-SAME:      comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">
 // V3:           linalg.generic
-// V3-SAME:      comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 16, mc = 64>
+// V3-SAME:      comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 16, mc = 64, decode = none>
 // VNNI-LABEL: func.func @i8
 // VNNI-SAME:    comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
-// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64>
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = none>
 // AMX-LABEL:  func.func @i8
 // AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
-// AMX:          comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64>
+// AMX:          comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = none>
 // FORCE-LABEL: func.func @i8
-// FORCE:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni_emulated, mr = 2, nr = 5, kv = 64, mc = 16>
+// FORCE:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni_emulated, mr = 2, nr = 5, kv = 64, mc = 16, decode = none>
 func.func @i8(%a: tensor<?x64xi8>, %b: tensor<32x64xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x64xi8>, tensor<32x64xi8>) outs(%c : tensor<?x32xi32>) {
@@ -47,9 +47,9 @@ func.func @i8(%a: tensor<?x64xi8>, %b: tensor<32x64xi8>, %c: tensor<?x32xi32>) -
 // A float GEMM whose B is decoded by an element-wise producer gets a larger
 // M block (the decoder runs once per N tile and M block).
 // V3-LABEL:   func.func @f32
-// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 256>
+// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 256, decode = adaptive>
 // VNNI-LABEL: func.func @f32
-// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 4, kv = 16, mc = 256>
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 4, kv = 16, mc = 256, decode = adaptive>
 // FORCE-ERR:  error: micro-kernel 'i8-vnni-emulated' does not apply to this GEMM
 func.func @f32(%a: tensor<?x64xbf16>, %w: tensor<32x64xi8>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
   %e = tensor.empty() : tensor<32x64xf32>
@@ -102,7 +102,7 @@ func.func @not_a_gemm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16
 // takes it (V3 runs without one); an explicit option wins (AMX).
 // V3-LABEL:   func.func @pinned
 // V3-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
-// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64>
+// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = none>
 // AMX-LABEL:  func.func @pinned
 // AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
 module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
@@ -118,4 +118,40 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
     } -> tensor<?x32xi32>
     return %r : tensor<?x32xi32>
   }
+}
+
+// -----
+
+// Where B's decoder runs: in registers for one-row M blocks, through a
+// panel otherwise (adaptive) on the vector kernels; AMX reads B decoded
+// whole; the option forces a placement.
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni decode=register" 2>/dev/null | FileCheck %s --check-prefix=DECODE
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="decode=whole" 2>&1 >/dev/null | FileCheck %s --check-prefix=DECODE-ERR
+// V3-LABEL:     func.func @decoded_int8
+// V3:             decode = adaptive>
+// VNNI-LABEL:   func.func @decoded_int8
+// VNNI:           #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 256, decode = adaptive>
+// AMX-LABEL:    func.func @decoded_int8
+// AMX:            #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 256, decode = whole>
+// DECODE-LABEL: func.func @decoded_int8
+// DECODE:         #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 256, decode = register>
+// DECODE-ERR:   error: decode must be panel, register or adaptive, not 'whole'
+func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
+  %e = tensor.empty() : tensor<32x64xi8>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k floordiv 2)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<32x32xi8>) outs(%e : tensor<32x64xi8>) {
+  ^bb0(%x: i8, %o: i8):
+    %s = arith.shrsi %x, %x : i8
+    linalg.yield %s : i8
+  } -> tensor<32x64xi8>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x64xi8>, tensor<32x64xi8>) outs(%c : tensor<?x32xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x32xi32>
+  return %r : tensor<?x32xi32>
 }

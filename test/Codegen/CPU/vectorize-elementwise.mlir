@@ -206,7 +206,7 @@ func.func @untouched(%x: tensor<4x16xf32>, %y: tensor<?xf32>, %w: tensor<3x16xf3
   %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<4x3xf32>) -> tensor<4x3xf32>
   %g = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%x, %w : tensor<4x16xf32>, tensor<3x16xf32>) outs(%f3 : tensor<4x3xf32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 1, kv = 8, mc = 4>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 1, kv = 8, mc = 4, decode = adaptive>} {
   ^bb0(%a: f32, %b: f32, %acc: f32):
     %p = arith.mulf %a, %b : f32
     %s = arith.addf %acc, %p : f32

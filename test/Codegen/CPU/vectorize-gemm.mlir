@@ -35,7 +35,7 @@ func.func @i8_pmaddwd(%a: tensor<?x40xi8>, %b: tensor<7x40xi8>) -> tensor<?x7xi3
   %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x7xi32>) -> tensor<?x7xi32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x40xi8>, tensor<7x40xi8>) outs(%f : tensor<?x7xi32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 2, nr = 3, kv = 16, mc = 4>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 2, nr = 3, kv = 16, mc = 4, decode = adaptive>} {
   ^bb0(%x: i8, %y: i8, %acc: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -52,17 +52,23 @@ func.func @i8_pmaddwd(%a: tensor<?x40xi8>, %b: tensor<7x40xi8>) -> tensor<?x7xi3
 #B = affine_map<(m, n, k) -> (n, k)>
 #C = affine_map<(m, n, k) -> (m, n)>
 
-// VNNI: a ^ 0x80 as the unsigned operand of vpdpbusd, and 128·Σk B[n,k]
-// (computed per N tile with vpdpbusd against ones) subtracted.
+// VNNI: b ^ 0x80 as the unsigned operand of vpdpbusd, and 128·Σk A[m,k]
+// (computed once per row of the M block, with vpdpbusd of ones against A)
+// subtracted.
 // CHECK-LABEL: func.func @i8_vnni
-// CHECK:       scf.for {{.*}} -> (vector<16xi32>)
-// CHECK:         {comfyquant.intrinsic = "llvm.x86.avx512.vpdpbusd.512"}
-// CHECK:       %[[WS:.*]] = vector.reduction <add>
+// CHECK:       %[[SUMS:.*]] = scf.for %[[ROW:[a-z0-9_]+]] = {{.*}} -> (tensor<8xi32>)
+// CHECK:         scf.for {{.*}} -> (vector<16xi32>)
+// CHECK:           %[[AROW:.*]] = vector.transfer_read %{{.*}}[%[[ROW]], %{{.*}}]
+// CHECK:           {comfyquant.intrinsic = "llvm.x86.avx512.vpdpbusd.512"}
+// CHECK:         vector.reduction <add>
+// CHECK:         tensor.insert
 // CHECK:       scf.for
-// CHECK:         arith.xori %{{.*}}, %cst{{.*}} : vector<64xi8>
-// CHECK:         {comfyquant.intrinsic = "llvm.x86.avx512.vpdpbusd.512"}
+// CHECK:         scf.for {{.*}} -> (vector<16xi32>)
+// CHECK:           %[[B:.*]] = arith.xori %{{.*}}, %cst{{.*}} : vector<64xi8>
+// CHECK:           builtin.unrealized_conversion_cast %{{.*}}, %[[B]], %{{.*}} : vector<16xi32>, vector<64xi8>, vector<64xi8> to vector<16xi32> {comfyquant.intrinsic = "llvm.x86.avx512.vpdpbusd.512"}
+// CHECK:         %[[AS:.*]] = tensor.extract %[[SUMS]]
+// CHECK:         %[[CORR:.*]] = arith.muli %[[AS]], %c128_i32 : i32
 // CHECK:         %[[S:.*]] = vector.reduction <add>
-// CHECK:         %[[CORR:.*]] = arith.muli %[[WS]], %c128_i32 : i32
 // CHECK:         arith.subi %[[S]], %[[CORR]] : i32
 func.func @i8_vnni(%a: tensor<?x128xi8>, %b: tensor<1x128xi8>) -> tensor<?x1xi32> {
   %c0 = arith.constant 0 : index
@@ -72,7 +78,7 @@ func.func @i8_vnni(%a: tensor<?x128xi8>, %b: tensor<1x128xi8>) -> tensor<?x1xi32
   %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x1xi32>) -> tensor<?x1xi32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x128xi8>, tensor<1x128xi8>) outs(%f : tensor<?x1xi32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 1, nr = 1, kv = 64, mc = 8>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 1, nr = 1, kv = 64, mc = 8, decode = adaptive>} {
   ^bb0(%x: i8, %y: i8, %acc: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -128,7 +134,7 @@ func.func @f32_fused_b(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
   } -> tensor<8x16xf32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x16xbf16>, tensor<8x16xf32>) outs(%c : tensor<?x8xf32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 4, kv = 8, mc = 16>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 4, kv = 8, mc = 16, decode = adaptive>} {
   ^bb0(%x: bf16, %y: f32, %acc: f32):
     %x32 = arith.extf %x : bf16 to f32
     %p = arith.mulf %x32, %y : f32
@@ -168,7 +174,7 @@ func.func @fused_epilogue(%a: tensor<?x32xi8>, %b: tensor<5x32xi8>, %rs: tensor<
   %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x5xi32>) -> tensor<?x5xi32>
   %acc = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x32xi8>, tensor<5x32xi8>) outs(%f : tensor<?x5xi32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 1, nr = 2, kv = 16, mc = 8>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 1, nr = 2, kv = 16, mc = 8, decode = adaptive>} {
   ^bb0(%x: i8, %y: i8, %o: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -205,7 +211,7 @@ func.func @shared_accumulator(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) -> (tens
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
   %acc = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<4x8xf32>, tensor<3x8xf32>) outs(%f : tensor<4x3xf32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 1, kv = 8, mc = 4>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 1, kv = 8, mc = 4, decode = adaptive>} {
   ^bb0(%x: f32, %y: f32, %o: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %o, %p : f32
@@ -219,4 +225,91 @@ func.func @shared_accumulator(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) -> (tens
     linalg.yield %h : bf16
   } -> tensor<4x3xbf16>
   return %acc, %y : tensor<4x3xf32>, tensor<4x3xbf16>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// decode = panel: every M block decodes each N tile into the panel, with
+// no one-row branch; decode = register (next): no panel at all, the
+// producer is evaluated per kv-vector in every M tile's K loop; decode =
+// none (last): B's producer is not fused and runs whole.
+// CHECK-LABEL: func.func @decode_panel
+// CHECK-NOT:   scf.if
+// CHECK:       %[[TB:.*]] = tensor.empty() : tensor<4x16xf32>
+// CHECK:       scf.for %[[N0:.*]] = %c0 to %c8 step %c4
+// CHECK:         linalg.generic {{.*}} outs(%[[TB]] : tensor<4x16xf32>)
+// CHECK:         scf.for
+// CHECK-COUNT-4:     vector.transfer_read %{{.*}} : tensor<4x16xf32>, vector<8xf32>
+// CHECK-LABEL: func.func @decode_register
+// CHECK-NOT:   scf.if
+// CHECK-NOT:   tensor<4x16xf32>
+// CHECK:       scf.for %[[N0:.*]] = %c0 to %c8 step %c4
+// CHECK:         scf.for
+// CHECK:           scf.for %[[K:.*]] = %c0 to %c16 step %c8
+// CHECK:             tensor.extract_slice %arg1[%[[N0]], %[[K]]] [1, 8] [1, 1] : tensor<8x16xi8> to tensor<1x8xi8>
+// CHECK:             linalg.generic {{.*}} outs(%{{.*}} : tensor<1x8xf32>)
+// CHECK-LABEL: func.func @decode_none
+// CHECK:       %[[WHOLE:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<8x16xf32>)
+// CHECK:       scf.for
+// CHECK:         tensor.extract_slice %[[WHOLE]]
+func.func @decode_panel(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<8x16xi8>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: i8, %o: f32):
+    %f = arith.sitofp %x : i8 to f32
+    linalg.yield %f : f32
+  } -> tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x16xbf16>, tensor<8x16xf32>) outs(%c : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 4, kv = 8, mc = 16, decode = panel>} {
+  ^bb0(%x: bf16, %y: f32, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %p = arith.mulf %x32, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+func.func @decode_register(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<8x16xi8>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: i8, %o: f32):
+    %f = arith.sitofp %x : i8 to f32
+    linalg.yield %f : f32
+  } -> tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x16xbf16>, tensor<8x16xf32>) outs(%c : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 4, kv = 8, mc = 16, decode = register>} {
+  ^bb0(%x: bf16, %y: f32, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %p = arith.mulf %x32, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<8x16xi8>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: i8, %o: f32):
+    %f = arith.sitofp %x : i8 to f32
+    linalg.yield %f : f32
+  } -> tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x16xbf16>, tensor<8x16xf32>) outs(%c : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 4, kv = 8, mc = 16, decode = none>} {
+  ^bb0(%x: bf16, %y: f32, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %p = arith.mulf %x32, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
 }

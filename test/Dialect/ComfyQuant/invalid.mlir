@@ -2618,22 +2618,38 @@ func.func private @f() attributes {t = #comfyquant.target<cuda, "sm_75">}
 // -----
 
 // expected-error @+1 {{i8_amx computes 16 x 16 tiles with K steps of 64}}
-func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 4, nr = 4, kv = 64, mc = 64>}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 4, nr = 4, kv = 64, mc = 64, decode = none>}
 
 // -----
 
 // expected-error @+1 {{i8_vnni takes K steps of 64}}
-func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 16, mc = 64>}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 16, mc = 64, decode = none>}
 
 // -----
 
 // expected-error @+1 {{mc = 30 must be a multiple of mr = 4}}
-func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 30>}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 30, decode = none>}
 
 // -----
 
 // expected-error @+1 {{mr, nr, kv and mc must be positive}}
-func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 0, nr = 3, kv = 8, mc = 64>}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 0, nr = 3, kv = 8, mc = 64, decode = none>}
+
+// -----
+
+// expected-error @+1 {{i8_amx reads B as stored or decoded whole, not decode = panel}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = panel>}
+
+// -----
+
+// expected-error @+1 {{f32_fma decodes B per tile or per step, not whole}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = whole>}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::comfyquant::CpuDecode to be one of: none, whole, panel, register, adaptive}}
+// expected-error @+1 {{failed to parse ComfyQuant_CpuGemmAttr parameter 'decode'}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = somewhere>}
 
 // -----
 
@@ -2681,9 +2697,9 @@ func.func @warpgroup_mma_space(%a: memref<512xi32>, %b: memref<1024xi32>) -> vec
 // -----
 
 // expected-error @+1 {{i8_pmaddwd takes K steps of 16 or 32 (one register)}}
-func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 8, mc = 64>}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 8, mc = 64, decode = none>}
 
 // -----
 
 // expected-error @+1 {{f32_fma takes K steps of 8 or 16 (one register)}}
-func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 4, mc = 64>}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 4, mc = 64, decode = none>}

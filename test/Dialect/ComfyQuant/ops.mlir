@@ -710,6 +710,6 @@ func.func @warpgroup_mma(%a: memref<512xi32, #gpu.address_space<workgroup>>, %b:
 
 // The code generators' typed records round-trip.
 // CHECK-LABEL: func.func private @codegen_records()
-// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>, #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 256>]
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>, #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 256, decode = whole>]
 // CHECK-SAME:    comfyquant.target = #comfyquant.target<cuda, "sm_120a">
-func.func private @codegen_records() attributes {comfyquant.target = #comfyquant.target<cuda, "sm_120a">, comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>, #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 256>]}
+func.func private @codegen_records() attributes {comfyquant.target = #comfyquant.target<cuda, "sm_120a">, comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>, #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 256, decode = whole>]}

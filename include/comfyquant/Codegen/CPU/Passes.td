@@ -58,7 +58,10 @@ def ComfyQuantCPUSelectStrategy
            "i8-vnni-emulated, i8-amx, i8-amx-emulated)">,
     Option<"mr", "mr", "int64_t", "0", "Register tile rows (0: default)">,
     Option<"nr", "nr", "int64_t", "0", "Register tile columns (0: default)">,
-    Option<"mc", "mc", "int64_t", "0", "M block (0: default)">
+    Option<"mc", "mc", "int64_t", "0", "M block (0: default)">,
+    Option<"decode", "decode", "std::string", "",
+           "Where B's decoder runs: panel, register or adaptive (empty: "
+           "default)">
   ];
 }
 

@@ -173,13 +173,23 @@ const rt::CudaArchInfo *TargetAttr::getCudaArch() const {
 
 LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   CpuMicroKernel ukernel, int64_t mr,
-                                  int64_t nr, int64_t kv, int64_t mc) {
+                                  int64_t nr, int64_t kv, int64_t mc,
+                                  CpuDecode decode) {
   if (mr <= 0 || nr <= 0 || kv <= 0 || mc <= 0)
     return emitError() << "mr, nr, kv and mc must be positive";
   if (mc % mr)
     return emitError() << "mc = " << mc << " must be a multiple of mr = " << mr;
   bool amx = ukernel == CpuMicroKernel::i8_amx ||
              ukernel == CpuMicroKernel::i8_amx_emulated;
+  // AMX tiles are built after bufferization from a whole decoded B; the
+  // vector micro-kernels decode per tile or per step, never whole.
+  if (amx && decode != CpuDecode::none && decode != CpuDecode::whole)
+    return emitError() << stringifyCpuMicroKernel(ukernel)
+                       << " reads B as stored or decoded whole, not decode = "
+                       << stringifyCpuDecode(decode);
+  if (!amx && decode == CpuDecode::whole)
+    return emitError() << stringifyCpuMicroKernel(ukernel)
+                       << " decodes B per tile or per step, not whole";
   if (amx && (mr != 16 || nr != 16 || kv != 64))
     return emitError() << stringifyCpuMicroKernel(ukernel)
                        << " computes 16 x 16 tiles with K steps of 64";

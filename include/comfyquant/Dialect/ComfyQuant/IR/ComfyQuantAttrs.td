@@ -89,6 +89,19 @@ def ComfyQuant_CpuMicroKernel : I32EnumAttr<"CpuMicroKernel",
   let genSpecializedAttr = 0;
 }
 
+def ComfyQuant_CpuDecode : I32EnumAttr<"CpuDecode",
+    "where a CPU GEMM's B operand is decoded from its packed storage", [
+    I32EnumAttrCase<"none", 0>,     // B is read as stored (no decoder)
+    I32EnumAttrCase<"whole", 1>,    // decoded whole before the GEMM (AMX)
+    I32EnumAttrCase<"panel", 2>,    // once per N tile into a reused [nr, K]
+                                    // panel that the M block's tiles share
+    I32EnumAttrCase<"reg", 3, "register">, // per kv-vector in the K loop
+    I32EnumAttrCase<"adaptive", 4>]> { // register for a one-row M block,
+                                       // panel otherwise (decided at run time)
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
 def ComfyQuant_GpuMmaKind : I32EnumAttr<"GpuMmaKind",
     "the operands a tensor-core GEMM kernel multiplies", [
     I32EnumAttrCase<"s8", 0>,                // i8 x i8 -> i32
@@ -298,17 +311,22 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
   let description = [{
     The micro-kernel and its tiles: `mr` x `nr` vector registers of
     accumulators (rows of C x vectors of columns; AMX: one 16 x 16 i32
-    tile), `kv` elements of K per step, and `mc` rows of A per block that
-    a packed panel of B is reused across (a multiple of `mr`).
+    tile), `kv` elements of K per step, `mc` rows of A per block that
+    a packed panel of B is reused across (a multiple of `mr`), and where
+    B's decoder runs (`decode`): not at all (`none`, B is used as stored),
+    whole before the GEMM (`whole`), once per N tile into a reused panel
+    (`panel`), per K step in registers (`register`), or in registers for
+    one-row M blocks and through the panel otherwise (`adaptive`).
 
     ```mlir
-    #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64>
+    #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = adaptive>
     ```
   }];
   let parameters = (ins EnumParameter<ComfyQuant_CpuMicroKernel>:$ukernel,
                         "int64_t":$mr, "int64_t":$nr, "int64_t":$kv,
-                        "int64_t":$mc);
-  let assemblyFormat = "`<` $ukernel `,` struct($mr, $nr, $kv, $mc) `>`";
+                        "int64_t":$mc, EnumParameter<ComfyQuant_CpuDecode>:$decode);
+  let assemblyFormat =
+      "`<` $ukernel `,` struct($mr, $nr, $kv, $mc, $decode) `>`";
   let genVerifyDecl = 1;
 }
 
