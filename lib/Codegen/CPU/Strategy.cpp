@@ -87,9 +87,12 @@ struct SelectStrategyPass
     // mr*nr accumulators plus mr A vectors and the B vectors; a B tile of
     // nr rows should stay in L1 while the M block streams past it. Measured
     // on AVX2 (3072x3072, M = 256, one core): f32 4x3 (~65 GFLOP/s) over
-    // 3x4 (~40); i8 pmaddwd 4x2 (~125 GOPS) over 3x4 (~95).
+    // 3x4 (~40); i8 pmaddwd 4x2 (~125 GOPS) over 3x4 (~95). On AVX-512
+    // (Zen 5, same shape, one core, comfyquant-compile --gemm-tiles): 4x6
+    // over 4x4 for VNNI (537 vs 434 GOPS) and f32 (118 vs 94); 8x2, 8x3,
+    // 3x8, 4x8 and 5x6 were slower.
     c.mr = 4;
-    c.nr = wide ? 4 : (isFloat ? 3 : 2);
+    c.nr = wide ? 6 : (isFloat ? 3 : 2);
     // A B operand decoded per N tile is worth a larger M block.
     bool decoded = op.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
     c.mc = decoded ? 256 : 64;

@@ -19,7 +19,7 @@
 // V3-SAME:      comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 16, mc = 64, decode = none>
 // VNNI-LABEL: func.func @i8
 // VNNI-SAME:    comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
-// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = none>
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 64, decode = none>
 // AMX-LABEL:  func.func @i8
 // AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
 // AMX:          comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = none>
@@ -49,7 +49,7 @@ func.func @i8(%a: tensor<?x64xi8>, %b: tensor<32x64xi8>, %c: tensor<?x32xi32>) -
 // V3-LABEL:   func.func @f32
 // V3:           comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 256, decode = adaptive>
 // VNNI-LABEL: func.func @f32
-// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 4, kv = 16, mc = 256, decode = adaptive>
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 6, kv = 16, mc = 256, decode = adaptive>
 // FORCE-ERR:  error: micro-kernel 'i8-vnni-emulated' does not apply to this GEMM
 func.func @f32(%a: tensor<?x64xbf16>, %w: tensor<32x64xi8>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
   %e = tensor.empty() : tensor<32x64xf32>
@@ -102,7 +102,7 @@ func.func @not_a_gemm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16
 // takes it (V3 runs without one); an explicit option wins (AMX).
 // V3-LABEL:   func.func @pinned
 // V3-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
-// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = none>
+// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 64, decode = none>
 // AMX-LABEL:  func.func @pinned
 // AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
 module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
@@ -130,11 +130,11 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
 // V3-LABEL:     func.func @decoded_int8
 // V3:             decode = adaptive>
 // VNNI-LABEL:   func.func @decoded_int8
-// VNNI:           #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 256, decode = adaptive>
+// VNNI:           #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = adaptive>
 // AMX-LABEL:    func.func @decoded_int8
 // AMX:            #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 256, decode = whole>
 // DECODE-LABEL: func.func @decoded_int8
-// DECODE:         #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 256, decode = register>
+// DECODE:         #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = register>
 // DECODE-ERR:   error: decode must be panel, register or adaptive, not 'whole'
 func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
   %e = tensor.empty() : tensor<32x64xi8>
