@@ -19,7 +19,7 @@
 // V3-SAME:      comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 16, mc = 64, decode = none>
 // VNNI-LABEL: func.func @i8
 // VNNI-SAME:    comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
-// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 64, decode = none>
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = none>
 // AMX-LABEL:  func.func @i8
 // AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
 // AMX:          comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = none>
@@ -102,7 +102,7 @@ func.func @not_a_gemm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16
 // takes it (V3 runs without one); an explicit option wins (AMX).
 // V3-LABEL:   func.func @pinned
 // V3-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
-// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 64, decode = none>
+// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = none>
 // AMX-LABEL:  func.func @pinned
 // AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
 module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
