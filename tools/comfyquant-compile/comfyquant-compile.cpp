@@ -122,6 +122,11 @@ static cl::opt<std::string> gemmTiles(
     cl::desc("Override the CPU GEMM register tile and M block: MRxNR or "
              "MRxNRxMC (tuning; 0 keeps the strategy's value)"),
     cl::init(""));
+static cl::opt<std::string>
+    gemmDecode(cl::cat(toolOptions), "gemm-decode",
+               cl::desc("Where every vector GEMM decodes B: panel, register or "
+                        "adaptive (tuning and tests; default: the strategy's)"),
+               cl::init(""));
 static cl::list<std::string>
     kinds(cl::cat(toolOptions), "kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
 static cl::opt<int> compileJobs(cl::cat(toolOptions), "j",
@@ -265,6 +270,7 @@ void runCodegenJob(MLIRContext &ctx, CodegenJob &j,
       o.nr = t[1];
       o.mc = t[2];
     }
+    o.decode = gemmDecode;
     o.lowerComfyQuant = false;
     o.lowerToLLVM = emit != "mlir";
     buildComfyQuantCPUCodegenPipeline(pm, o);

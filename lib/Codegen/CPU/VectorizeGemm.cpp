@@ -613,6 +613,15 @@ struct VectorizeGemmPass
           gemms.push_back(op);
     });
     IRRewriter rw(&getContext());
+    // The configs outlive their ops: recorded on the function (as the CUDA
+    // back end does), so the chosen blocking and decode stay visible in the
+    // lowered IR and the emitted MLIR.
+    SmallVector<Attribute> configs;
+    for (linalg::GenericOp op : gemms)
+      configs.push_back(op->getAttr("comfyquant.gemm"));
+    if (!configs.empty())
+      getOperation()->setAttr("comfyquant.gemms",
+                              ArrayAttr::get(&getContext(), configs));
     for (linalg::GenericOp op : gemms) {
       std::optional<GemmMatch> m = matchGemm(op);
       std::optional<GemmConfig> c = readGemmConfig(op);

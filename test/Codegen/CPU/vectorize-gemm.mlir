@@ -236,8 +236,10 @@ func.func @shared_accumulator(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) -> (tens
 // decode = panel: every M block decodes each N tile into the panel, with
 // no one-row branch; decode = register (next): no panel at all, the
 // producer is evaluated per kv-vector in every M tile's K loop; decode =
-// none (last): B's producer is not fused and runs whole.
+// none (last): B's producer is not fused and runs whole. Each function
+// records the configs of the GEMMs it lowered (comfyquant.gemms).
 // CHECK-LABEL: func.func @decode_panel
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.cpu_gemm<f32_fma, mr = 1, nr = 4, kv = 8, mc = 16, decode = panel>]
 // CHECK-NOT:   scf.if
 // CHECK:       %[[TB:.*]] = tensor.empty() : tensor<4x16xf32>
 // CHECK:       scf.for %[[N0:.*]] = %c0 to %c8 step %c4
@@ -245,6 +247,7 @@ func.func @shared_accumulator(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) -> (tens
 // CHECK:         scf.for
 // CHECK-COUNT-4:     vector.transfer_read %{{.*}} : tensor<4x16xf32>, vector<8xf32>
 // CHECK-LABEL: func.func @decode_register
+// CHECK-SAME:    decode = register>]
 // CHECK-NOT:   scf.if
 // CHECK-NOT:   tensor<4x16xf32>
 // CHECK:       scf.for %[[N0:.*]] = %c0 to %c8 step %c4
@@ -253,6 +256,7 @@ func.func @shared_accumulator(%a: tensor<4x8xf32>, %b: tensor<3x8xf32>) -> (tens
 // CHECK:             tensor.extract_slice %arg1[%[[N0]], %[[K]]] [1, 8] [1, 1] : tensor<8x16xi8> to tensor<1x8xi8>
 // CHECK:             linalg.generic {{.*}} outs(%{{.*}} : tensor<1x8xf32>)
 // CHECK-LABEL: func.func @decode_none
+// CHECK-SAME:    decode = none>]
 // CHECK:       %[[WHOLE:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<8x16xf32>)
 // CHECK:       scf.for
 // CHECK:         tensor.extract_slice %[[WHOLE]]
