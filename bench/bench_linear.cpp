@@ -228,9 +228,10 @@ std::vector<uint16_t> toBf16(const std::vector<float> &v) {
 using U64x4 = uint64_t __attribute__((vector_size(32)));
 
 /// XOR of every 32-byte word of [b, e) (four independent chains, so the
-/// loop is bound by the loads, not by the reduction).
-template <typename Tag>
-uint64_t xorRangeImpl(const uint8_t *b, const uint8_t *e) {
+/// loop is bound by the loads, not by the reduction). Inlined into each
+/// ISA's entry below, which decides the load width.
+__attribute__((always_inline)) inline uint64_t xorBody(const uint8_t *b,
+                                                       const uint8_t *e) {
   U64x4 acc[4] = {};
   const uint8_t *p = b;
   for (; p + 128 <= e; p += 128)
@@ -247,29 +248,16 @@ uint64_t xorRangeImpl(const uint8_t *b, const uint8_t *e) {
     r ^= *p;
   return r;
 }
-struct Sse2 {};
+uint64_t xorRangeSse2(const uint8_t *b, const uint8_t *e) {
+  return xorBody(b, e);
+}
 __attribute__((target("avx2"))) uint64_t xorRangeAvx2(const uint8_t *b,
                                                       const uint8_t *e) {
-  // Same loop with 32-byte loads.
-  U64x4 acc[4] = {};
-  const uint8_t *p = b;
-  for (; p + 128 <= e; p += 128)
-    for (int j = 0; j < 4; ++j) {
-      U64x4 v;
-      std::memcpy(&v, p + 32 * j, 32);
-      acc[j] ^= v;
-    }
-  uint64_t r = 0;
-  for (int j = 0; j < 4; ++j)
-    for (int l = 0; l < 4; ++l)
-      r ^= acc[j][l];
-  for (; p < e; ++p)
-    r ^= *p;
-  return r;
+  return xorBody(b, e);
 }
 uint64_t xorRange(const uint8_t *b, const uint8_t *e) {
   static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2 ? xorRangeAvx2(b, e) : xorRangeImpl<Sse2>(b, e);
+  return avx2 ? xorRangeAvx2(b, e) : xorRangeSse2(b, e);
 }
 
 /// Persistent reader threads (thread creation would cost as much as
