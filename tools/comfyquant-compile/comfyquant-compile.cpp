@@ -144,6 +144,31 @@ struct Fatal {
 
 [[noreturn]] void die(const std::string &msg) { throw Fatal{msg}; }
 
+/// --gemm-tiles as counts (0: the strategy's value), parsed once before
+/// any job runs.
+struct GemmTileOverride {
+  int64_t mr = 0, nr = 0, mc = 0;
+};
+GemmTileOverride tileOverride;
+
+GemmTileOverride parseGemmTiles(StringRef spec) {
+  GemmTileOverride o;
+  if (spec.empty())
+    return o;
+  int64_t t[3] = {0, 0, 0};
+  SmallVector<StringRef> parts;
+  spec.split(parts, 'x');
+  if (parts.size() < 2 || parts.size() > 3)
+    die("--gemm-tiles takes MRxNR or MRxNRxMC, not '" + spec.str() + "'");
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (parts[i].getAsInteger(10, t[i]) || t[i] < 0)
+      die("--gemm-tiles: '" + parts[i].str() + "' is not a count");
+  o.mr = t[0];
+  o.nr = t[1];
+  o.mc = t[2];
+  return o;
+}
+
 std::string hex64(uint64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -257,19 +282,9 @@ void runCodegenJob(MLIRContext &ctx, CodegenJob &j,
     CPUCodegenOptions o;
     o.variant = j.variant->name;
     o.ukernel = ukernel;
-    if (!gemmTiles.empty()) {
-      int64_t t[3] = {0, 0, 0};
-      SmallVector<StringRef> parts;
-      StringRef(gemmTiles).split(parts, 'x');
-      if (parts.size() < 2 || parts.size() > 3)
-        die("--gemm-tiles takes MRxNR or MRxNRxMC, not '" + gemmTiles + "'");
-      for (size_t i = 0; i < parts.size(); ++i)
-        if (parts[i].getAsInteger(10, t[i]) || t[i] < 0)
-          die("--gemm-tiles: '" + parts[i].str() + "' is not a count");
-      o.mr = t[0];
-      o.nr = t[1];
-      o.mc = t[2];
-    }
+    o.mr = tileOverride.mr;
+    o.nr = tileOverride.nr;
+    o.mc = tileOverride.mc;
     o.decode = gemmDecode;
     o.lowerComfyQuant = false;
     o.lowerToLLVM = emit != "mlir";
@@ -541,6 +556,11 @@ static int compileMain(int argc, char **argv) {
                               "  The standard --mlir-* pass manager options "
                               "(--mlir-print-ir-after-all, --mlir-timing,\n"
                               "  ...) apply to every pass manager.\n");
+  tileOverride = parseGemmTiles(gemmTiles);
+  if (!gemmDecode.empty() && gemmDecode != "panel" &&
+      gemmDecode != "register" && gemmDecode != "adaptive")
+    die("--gemm-decode takes panel, register or adaptive, not '" + gemmDecode +
+        "'");
   // --target cpu | cuda[:ARCH[,ARCH]...] | cpu,cuda:ARCH,...
   bool wantCpu = false, wantCuda = false;
   std::vector<const CUDAArch *> cudaArchs;

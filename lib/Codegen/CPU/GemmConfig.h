@@ -33,10 +33,11 @@ CpuGemmAttr gemmConfigAttr(MLIRContext *ctx, const GemmConfig &c);
 /// IR ("i8_amx_emulated").
 std::optional<CpuMicroKernel> parseMicroKernel(llvm::StringRef name);
 
-/// The lane count of the function's target (f32 lanes of the variant's
-/// vector registers), recorded by comfyquant-cpu-select-strategy, or of the
-/// target its module pins; 0 without a CPU target.
-int64_t targetLanes(func::FuncOp func);
+/// The lane count a vectorizing pass uses: `requested` when positive (its
+/// `lanes` option), else the f32 lanes of the function's target's vector
+/// registers (recorded by comfyquant-cpu-select-strategy, or the target
+/// its module pins); 0 without either.
+int64_t targetLanes(func::FuncOp func, int64_t requested = 0);
 
 } // namespace mlir::comfyquant::detail
 

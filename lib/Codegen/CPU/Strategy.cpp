@@ -51,7 +51,10 @@ CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
   return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc, c.decode);
 }
 
-int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func) {
+int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func,
+                                              int64_t requested) {
+  if (requested > 0)
+    return requested;
   auto target = func->getAttrOfType<TargetAttr>("comfyquant.target");
   if (!target)
     if (auto module = func->getParentOfType<ModuleOp>())

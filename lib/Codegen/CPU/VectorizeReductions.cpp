@@ -267,8 +267,7 @@ struct VectorizeReductionsPass
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    int64_t width = lanes > 0 ? int64_t(lanes)
-                              : mlir::comfyquant::detail::targetLanes(func);
+    int64_t width = mlir::comfyquant::detail::targetLanes(func, lanes);
     if (width < 2)
       return;
     SmallVector<RowReduction> found;
