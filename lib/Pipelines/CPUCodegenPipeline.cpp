@@ -35,6 +35,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   strategy.nr = options.nr;
   strategy.mc = options.mc;
   strategy.decode = options.decode;
+  strategy.form = options.form;
   pm.addPass(createComfyQuantCPUSelectStrategy(strategy));
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeGemm());
   pm.addPass(createCanonicalizerPass());

@@ -45,6 +45,8 @@ std::string hashString(uint64_t h) {
 }
 
 /// Column split granularity: every part but the last is a multiple of it.
+/// A multiple of the CPU kernels' f32/i32 lanes (8 or 16), so a column's
+/// tile form, and with it its float sums, is the same for every split.
 constexpr int64_t kColumnChunk = 16;
 
 std::string baseName(const std::string &p) {

@@ -127,6 +127,11 @@ static cl::opt<std::string>
                cl::desc("Where every vector GEMM decodes B: panel, register or "
                         "adaptive (tuning and tests; default: the strategy's)"),
                cl::init(""));
+static cl::opt<std::string>
+    gemmForm(cl::cat(toolOptions), "gemm-form",
+             cl::desc("Accumulator layout of every vector GEMM: inner or "
+                      "outer (tuning and tests; default: the strategy's)"),
+             cl::init(""));
 static cl::list<std::string>
     kinds(cl::cat(toolOptions), "kind", cl::desc("Module kind override NAME=linear|embedding|moe"));
 static cl::opt<int> compileJobs(cl::cat(toolOptions), "j",
@@ -286,6 +291,7 @@ void runCodegenJob(MLIRContext &ctx, CodegenJob &j,
     o.nr = tileOverride.nr;
     o.mc = tileOverride.mc;
     o.decode = gemmDecode;
+    o.form = gemmForm;
     o.lowerComfyQuant = false;
     o.lowerToLLVM = emit != "mlir";
     buildComfyQuantCPUCodegenPipeline(pm, o);
@@ -561,6 +567,8 @@ static int compileMain(int argc, char **argv) {
       gemmDecode != "register" && gemmDecode != "adaptive")
     die("--gemm-decode takes panel, register or adaptive, not '" + gemmDecode +
         "'");
+  if (!gemmForm.empty() && gemmForm != "inner" && gemmForm != "outer")
+    die("--gemm-form takes inner or outer, not '" + gemmForm + "'");
   // --target cpu | cuda[:ARCH[,ARCH]...] | cpu,cuda:ARCH,...
   bool wantCpu = false, wantCuda = false;
   std::vector<const CUDAArch *> cudaArchs;

@@ -51,6 +51,10 @@ struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
       *this, "decode",
       llvm::cl::desc("Where B's decoder runs: panel, register or adaptive"),
       llvm::cl::init("")};
+  Option<std::string> form{
+      *this, "form",
+      llvm::cl::desc("Accumulator layout of the vector GEMMs: inner or outer"),
+      llvm::cl::init("")};
   Option<bool> lowerComfyQuant{
       *this, "lower-comfyquant",
       llvm::cl::desc("Run convert-comfyquant-to-linalg first"),

@@ -17,7 +17,9 @@ struct GemmConfig {
   CpuMicroKernel ukernel = CpuMicroKernel::f32_fma;
   int64_t mr = 1, nr = 1, kv = 1, mc = 64;
   CpuDecode decode = CpuDecode::none;
+  CpuGemmForm form = CpuGemmForm::inner;
 
+  bool isOuter() const { return form == CpuGemmForm::outer; }
   bool isAmx() const {
     return ukernel == CpuMicroKernel::i8_amx ||
            ukernel == CpuMicroKernel::i8_amx_emulated;

@@ -43,12 +43,14 @@ std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
   c.kv = attr.getKv();
   c.mc = attr.getMc();
   c.decode = attr.getDecode();
+  c.form = attr.getForm();
   return c;
 }
 
 CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
                                                      const GemmConfig &c) {
-  return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc, c.decode);
+  return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc, c.decode,
+                          c.form);
 }
 
 int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func,
@@ -151,6 +153,32 @@ struct SelectStrategyPass
       if (*k == CpuMicroKernel::i8_amx && !amxVariant)
         return op.emitError("micro-kernel 'i8-amx' needs the amx variant");
     }
+    // The outer-product form (N along the lanes, broadcast A, a K-major B
+    // panel) wherever the micro-kernel has one: no horizontal reduction per
+    // tile, one B load per mr multiply-adds. 6 rows x 4 vectors (AVX-512) or
+    // 6 x 2 (AVX2) leave registers for the B vectors and the broadcast.
+    const bool outerKernel = c.ukernel == CpuMicroKernel::f32_fma ||
+                             c.ukernel == CpuMicroKernel::i8_vnni ||
+                             c.ukernel == CpuMicroKernel::i8_vnni_emulated;
+    // decode = register (asked for) keeps the inner form unless the outer
+    // one is asked for too (then it is an error below).
+    c.form = outerKernel && decode != "register" ? CpuGemmForm::outer
+                                                 : CpuGemmForm::inner;
+    if (!form.empty()) {
+      std::optional<CpuGemmForm> f = symbolizeCpuGemmForm(form);
+      if (!f)
+        return op.emitError("form must be inner or outer, not '")
+               << form << "'";
+      if (*f == CpuGemmForm::outer && !outerKernel)
+        return op.emitError("form = outer needs the f32-fma or a VNNI "
+                            "micro-kernel, not ")
+               << stringifyCpuMicroKernel(c.ukernel);
+      c.form = *f;
+    }
+    if (c.isOuter()) {
+      c.mr = 6;
+      c.nr = wide ? 4 : 2;
+    }
     // On 512-bit variants the int8 GEMM on stored weights also gains from
     // the larger M block (Zen 5, 3072², M = 256, one core, 4x6: mc = 256
     // 639 GOPS, 128: 488, 64: 477); AMX keeps its block.
@@ -178,6 +206,9 @@ struct SelectStrategyPass
       if (!d || *d == CpuDecode::none || *d == CpuDecode::whole)
         return op.emitError("decode must be panel, register or adaptive, not '")
                << decode << "'";
+      if (*d == CpuDecode::reg && c.isOuter())
+        return op.emitError("decode = register needs form = inner (the "
+                            "outer form packs B per N tile)");
       c.decode = *d;
     } else
       c.decode = CpuDecode::adaptive;

@@ -28,6 +28,24 @@
 //                     straight from registers)
 //   i8-vnni-emulated  the same algorithm with portable vector ops (tests
 //                     the VNNI bias correction on any CPU)
+//
+// The outer form (`form = outer`, f32-fma and VNNI) turns the tile around:
+// an accumulator is one vector of `lanes` adjacent columns of C, a tile is
+// mr rows x nr such vectors, and each K step multiplies a broadcast element
+// of A (VNNI: four bytes) by nr vectors of a K-major panel of B:
+//
+//   for mb ...                                    (M block)
+//     for n0 in [0, N) step nr·lanes
+//       P[p, j] = B[n0 + j, p]   (decoded tile, transposed lanes x lanes at
+//                                 a time in registers; VNNI: 32-bit groups
+//                                 of four K bytes, biased to unsigned)
+//       for m0 in block step mr
+//         acc[i][v] += bcast(A[m0+i, p]) * P[p, v·lanes :]   for p in K
+//         C[m0+i, n0 + v·lanes :] = epilogue(acc[i][v]) (vector epilogue)
+//
+// so no horizontal reduction is left and one panel load feeds mr products.
+// One-row M blocks (decode adaptive or none) and column tails narrower than
+// a vector use the inner form.
 // Intrinsics are placeholders (`builtin.unrealized_conversion_cast` tagged
 // `comfyquant.intrinsic`) until comfyquant-cpu-materialize-intrinsics.
 //===----------------------------------------------------------------------===//
@@ -80,9 +98,11 @@ private:
   linalg::GenericOp epilogue;
   unsigned epilogueAcc = 0;
   linalg::GenericOp bProducer;
-  /// tensor.empty [rows, K] for B's decoded tiles, by tile rows (nr, the
-  /// static partial tile N % nr, or 1 for a dynamic column range's tail).
-  llvm::SmallDenseMap<int64_t, Value> decodeBuffers;
+  /// tensor.empty [rows, K] for B's decoded tiles, by tile rows, and (outer
+  /// form) [panelRows, columns] panels, by columns: made on first use before
+  /// `anchor`, the nest's first op, so every tile reuses one buffer.
+  mutable llvm::SmallDenseMap<int64_t, Value> decodeBuffers, panelBuffers;
+  Operation *anchor = nullptr;
   /// The columns [colBegin, colEnd) to compute, when the function's
   /// column-range arguments apply to this GEMM (it writes y directly).
   Value colBegin, colEnd;
@@ -94,6 +114,20 @@ private:
   /// the function materializes into y.
   std::pair<Value, Value> columnRange(Operation *producerOfY) const;
   bool ints() const { return m.kind == GemmMatch::Kind::I8I8I32; }
+  bool outer() const { return c.isOuter(); }
+  /// Outer form: columns of C per accumulator vector (the i32 or f32 lanes
+  /// of one register).
+  int64_t lanes() const { return vnni() ? c.kv / 4 : c.kv; }
+  /// Outer form: rows of the K-major panel: K, or ⌈K / 4⌉ four-byte groups
+  /// (VNNI).
+  int64_t panelRows() const { return vnni() ? (m.k + 3) / 4 : m.k; }
+  /// The inner kernel's tile where the outer form falls back to it (column
+  /// tails, one-row blocks): the outer tile is too wide for K-vector
+  /// accumulators.
+  int64_t innerMr() const {
+    return outer() ? std::min<int64_t>(c.mr, 4) : c.mr;
+  }
+  static constexpr int64_t kInnerNrInOuter = 4;
   bool vnni() const {
     return c.ukernel == CpuMicroKernel::i8_vnni ||
            c.ukernel == CpuMicroKernel::i8_vnni_emulated;
@@ -220,6 +254,35 @@ private:
   /// to the FMA and never stored).
   Value bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j, Value k0,
              bool inBounds) const;
+
+  /// A tensor.empty made before the nest (see decodeBuffers).
+  Value emptyBeforeNest(ArrayRef<int64_t> shape, Type elt) const;
+  Value decodeBuffer(int64_t rows) const;
+
+  /// B's rows [n0, n0 + rows) as a [rows, K] tensor: a slice of B, or B's
+  /// elementwise producer computed for the slice into a reused buffer.
+  Value bTile(ImplicitLocOpBuilder &b, Value n0, int64_t rows) const;
+
+  using MTile = function_ref<Value(ImplicitLocOpBuilder &, Value C, Value m0,
+                                   int64_t rows)>;
+  /// `tile` over [mb, mEnd): full mr-row tiles, then single rows.
+  Value mTiles(ImplicitLocOpBuilder &b, Value C, Value mb, Value mEnd,
+               int64_t mr, MTile tile) const;
+
+  /// Outer form: the columns [n0, n0 + vecs·lanes) of B packed K-major,
+  /// read from `bt` ([vecs·lanes, K]) or, without it, decoded by B's
+  /// producer in registers on the way.
+  Value packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
+                  int64_t vecs) const;
+  /// Outer form: the mr x (vecs·lanes) tile at (m0, n0) of C.
+  Value outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel, Value m0,
+                    Value n0, int64_t mr, int64_t vecs) const;
+  /// Outer form: the columns [n0, n0 + vecs·lanes) of the rows [mb, mEnd).
+  Value outerTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t vecs,
+                  Value mb, Value mEnd) const;
+  /// The inner form over `cols` static columns, kInnerNrInOuter at a time.
+  Value innerColumns(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t cols,
+                     Value mb, Value mEnd, bool oneRow) const;
 
   /// The mr x nr tile at (m0, n0) of C.
   Value microKernel(ImplicitLocOpBuilder &b, Value C, Value bt, Value m0,
@@ -442,23 +505,31 @@ Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
   return bufferedTile(b, C, n0, nr, mb, mEnd);
 }
 
-Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
-                                int64_t nr, Value mb, Value mEnd) const {
-  // The B rows of this tile: a slice, or B's elementwise producer computed
-  // for the slice only (e.g. a weight decoder, once per tile).
+Value GemmBuilder::emptyBeforeNest(ArrayRef<int64_t> shape, Type elt) const {
+  OpBuilder ob(anchor);
+  return tensor::EmptyOp::create(ob, anchor->getLoc(), shape, elt);
+}
+
+Value GemmBuilder::decodeBuffer(int64_t rows) const {
+  Value &buf = decodeBuffers[rows];
+  if (!buf)
+    buf = emptyBeforeNest({rows, m.k},
+                          cast<RankedTensorType>(B.getType()).getElementType());
+  return buf;
+}
+
+Value GemmBuilder::bTile(ImplicitLocOpBuilder &b, Value n0,
+                         int64_t rows) const {
   SmallVector<OpFoldResult> offsets = {n0, b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(nr), b.getIndexAttr(m.k)};
-  Value bt;
-  // decode = register: every M tile evaluates the producer per K step.
-  const bool inRegisters = bProducer && c.decode == CpuDecode::reg;
-  if (bProducer && !inRegisters) {
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(rows), b.getIndexAttr(m.k)};
+  if (bProducer) {
     linalg::GenericOp producer = bProducer;
     FailureOr<TilingResult> tiled =
         cast<TilingInterface>(producer.getOperation())
             .generateResultTileValue(b, 0, offsets, sizes);
     if (succeeded(tiled)) {
-      bt = tiled->tiledValues[0];
-      // Decode into one [nr, K] buffer reused by every tile, not into a
+      Value bt = tiled->tiledValues[0];
+      // Decode into one [rows, K] buffer reused by every tile, not into a
       // slice of a full-size [N, K] temporary (which bufferizes to an N x K
       // allocation per call).
       auto tiledOp = dyn_cast<linalg::GenericOp>(bt.getDefiningOp());
@@ -466,18 +537,20 @@ Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
         if (auto slice = tiledOp.getDpsInits()[0]
                              .getDefiningOp<tensor::ExtractSliceOp>())
           if (slice.getSource().getDefiningOp<tensor::EmptyOp>())
-            tiledOp.getDpsInitsMutable()[0].set(decodeBuffers.lookup(nr));
+            tiledOp.getDpsInitsMutable()[0].set(decodeBuffer(rows));
+      return bt;
     }
   }
-  if (!bt && !inRegisters) {
-    SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
-    auto type = RankedTensorType::get(
-        {nr, m.k}, cast<RankedTensorType>(B.getType()).getElementType());
-    bt = tensor::ExtractSliceOp::create(b, type, B, offsets, sizes, strides);
-  }
-  // Full mr-row tiles, then single rows.
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(1), b.getIndexAttr(1)};
+  auto type = RankedTensorType::get(
+      {rows, m.k}, cast<RankedTensorType>(B.getType()).getElementType());
+  return tensor::ExtractSliceOp::create(b, type, B, offsets, sizes, strides);
+}
+
+Value GemmBuilder::mTiles(ImplicitLocOpBuilder &b, Value C, Value mb,
+                          Value mEnd, int64_t mr, MTile tile) const {
   Value span = arith::SubIOp::create(b, mEnd, mb);
-  Value mrC = arith::ConstantIndexOp::create(b, c.mr);
+  Value mrC = arith::ConstantIndexOp::create(b, mr);
   Value fullEnd = arith::AddIOp::create(
       b, mb,
       arith::MulIOp::create(b, arith::DivUIOp::create(b, span, mrC), mrC));
@@ -485,19 +558,300 @@ Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
       b, mb, fullEnd, mrC, ValueRange{C},
       [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
         ImplicitLocOpBuilder ib(loc, nb);
-        scf::YieldOp::create(ib,
-                             microKernel(ib, iter[0], bt, m0, n0, c.mr, nr));
+        scf::YieldOp::create(ib, tile(ib, iter[0], m0, mr));
       });
-  if (c.mr == 1)
+  if (mr == 1)
     return full.getResult(0);
   auto rest = scf::ForOp::create(
       b, fullEnd, mEnd, arith::ConstantIndexOp::create(b, 1),
       full.getResults(),
       [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
         ImplicitLocOpBuilder ib(loc, nb);
-        scf::YieldOp::create(ib, microKernel(ib, iter[0], bt, m0, n0, 1, nr));
+        scf::YieldOp::create(ib, tile(ib, iter[0], m0, 1));
       });
   return rest.getResult(0);
+}
+
+Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,
+                                int64_t nr, Value mb, Value mEnd) const {
+  // decode = register: every M tile evaluates the producer per K step.
+  // Otherwise the B rows of this tile: a slice, or B's elementwise producer
+  // computed for the slice only (e.g. a weight decoder, once per tile).
+  const bool inRegisters = bProducer && c.decode == CpuDecode::reg;
+  Value bt = inRegisters ? Value() : bTile(b, n0, nr);
+  return mTiles(
+      b, C, mb, mEnd, innerMr(),
+      [&](ImplicitLocOpBuilder &ib, Value Ci, Value m0, int64_t rows) {
+        return microKernel(ib, Ci, bt, m0, n0, rows, nr);
+      });
+}
+
+/// rows[t][s] -> result[s][t] for n vectors of n lanes (n a power of two):
+/// log2(n) rounds that interleave row i with row i + n/2 into rows 2i and
+/// 2i + 1 (a perfect shuffle of the row index, which after log2(n) rounds
+/// has swapped the row and lane indices). Each shuffle is one two-source
+/// permute (vpermt2ps / vpermt2d on AVX-512).
+static SmallVector<Value> transposeSquare(ImplicitLocOpBuilder &b,
+                                          SmallVector<Value> rows) {
+  const int64_t n = rows.size(), half = n / 2;
+  SmallVector<int64_t> lo, hi;
+  for (int64_t i = 0; i < half; ++i) {
+    lo.append({i, n + i});
+    hi.append({half + i, n + half + i});
+  }
+  for (int64_t round = 1; round < n; round *= 2) {
+    SmallVector<Value> next;
+    for (int64_t i = 0; i < half; ++i) {
+      next.push_back(vector::ShuffleOp::create(b, rows[i], rows[i + half], lo));
+      next.push_back(vector::ShuffleOp::create(b, rows[i], rows[i + half], hi));
+    }
+    rows = std::move(next);
+  }
+  return rows;
+}
+
+Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
+                             int64_t vecs) const {
+  const int64_t L = lanes(), P = panelRows();
+  // Blocks of L panel rows whose kv source elements (L, or 4L bytes for
+  // VNNI) all lie inside K; then at most L rows from K's last K % kv
+  // elements, zero-padded (the padding multiplies A's zero padding).
+  const int64_t full = m.k / c.kv, tailRows = P - full * L;
+  Type elt32 = vnni() ? Type(b.getI32Type()) : Type(b.getF32Type());
+  auto vt = VectorType::get({L}, elt32);
+  // The L x L block of vector v at panel row p0 (source K offset k0).
+  auto block = [&](ImplicitLocOpBuilder &ib, int64_t v, Value p0, Value k0,
+                   int64_t count, bool inBounds, Value panel) {
+    SmallVector<Value> src;
+    for (int64_t t = 0; t < L; ++t) {
+      Value r = prepare(ib, bRow(ib, bt, n0, v * L + t, k0, inBounds),
+                        /*isA=*/false);
+      if (vnni())
+        r = vector::BitCastOp::create(ib, vt, r);
+      src.push_back(r);
+    }
+    SmallVector<Value> cols = transposeSquare(ib, src);
+    Value col = arith::ConstantIndexOp::create(ib, v * L);
+    for (int64_t r = 0; r < count; ++r) {
+      Value at = p0;
+      if (r)
+        at = arith::AddIOp::create(ib, p0,
+                                   arith::ConstantIndexOp::create(ib, r));
+      panel = vector::TransferWriteOp::create(
+                  ib, cols[r], panel, ValueRange{at, col}, ArrayRef<bool>{true})
+                  .getResult();
+    }
+    return panel;
+  };
+  Value &buffer = panelBuffers[vecs * L];
+  if (!buffer)
+    buffer = emptyBeforeNest({P, vecs * L}, elt32);
+  Value panel = buffer;
+  // One column vector at a time: L source rows of B stream at once (not
+  // vecs·L), which the hardware prefetchers follow.
+  for (int64_t v = 0; v < vecs; ++v) {
+    if (full > 0) {
+      Value lb = arith::ConstantIndexOp::create(b, 0);
+      Value ub = arith::ConstantIndexOp::create(b, full * c.kv);
+      Value step = arith::ConstantIndexOp::create(b, c.kv);
+      auto loop = scf::ForOp::create(
+          b, lb, ub, step, ValueRange{panel},
+          [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
+            ImplicitLocOpBuilder ib(loc, nb);
+            Value p0 = k0;
+            if (vnni())
+              p0 = arith::DivUIOp::create(
+                  ib, k0, arith::ConstantIndexOp::create(ib, 4));
+            scf::YieldOp::create(ib, block(ib, v, p0, k0, L, true, iter[0]));
+          });
+      panel = loop.getResult(0);
+    }
+    if (tailRows > 0) {
+      Value p0 = arith::ConstantIndexOp::create(b, full * L);
+      Value k0 = arith::ConstantIndexOp::create(b, full * c.kv);
+      panel = block(b, v, p0, k0, tailRows, false, panel);
+    }
+  }
+  return panel;
+}
+
+Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
+                               Value m0, Value n0, int64_t mr,
+                               int64_t vecs) const {
+  const int64_t L = lanes();
+  auto rowOf = [&](ImplicitLocOpBuilder &ib, Value base, int64_t i) -> Value {
+    if (i == 0)
+      return base;
+    return arith::AddIOp::create(ib, base,
+                                 arith::ConstantIndexOp::create(ib, i));
+  };
+  VectorType acc = accType(b);
+  Type elt32 = acc.getElementType();
+  auto bytes = VectorType::get({4 * L}, b.getI8Type());
+  // A[row, p] broadcast to every lane (VNNI: the four bytes of group p).
+  auto broadcastA = [&](ImplicitLocOpBuilder &ib, Value row, Value p,
+                        bool inBounds) -> Value {
+    if (!vnni()) {
+      Value a = tensor::ExtractOp::create(ib, A, ValueRange{row, p});
+      if (!a.getType().isF32())
+        a = arith::ExtFOp::create(ib, ib.getF32Type(), a);
+      return vector::BroadcastOp::create(ib, acc, a);
+    }
+    Value k =
+        arith::MulIOp::create(ib, p, arith::ConstantIndexOp::create(ib, 4));
+    Value pad = arith::ConstantOp::create(ib, ib.getI8IntegerAttr(0));
+    Value four = vector::TransferReadOp::create(
+        ib, VectorType::get({4}, ib.getI8Type()), A, ValueRange{row, k}, pad,
+        ArrayRef<bool>{inBounds});
+    Value word = vector::BitCastOp::create(
+        ib, VectorType::get({1}, ib.getI32Type()), four);
+    Value all = vector::BroadcastOp::create(ib, acc, word);
+    return vector::BitCastOp::create(ib, bytes, all);
+  };
+  auto step = [&](ImplicitLocOpBuilder &ib, Value p, ValueRange in,
+                  bool inBounds) {
+    SmallVector<Value> bs, out;
+    Value pad = arith::ConstantOp::create(ib, ib.getZeroAttr(elt32));
+    for (int64_t v = 0; v < vecs; ++v) {
+      Value col = arith::ConstantIndexOp::create(ib, v * L);
+      Value bv = vector::TransferReadOp::create(
+          ib, acc, panel, ValueRange{p, col}, pad, ArrayRef<bool>{true});
+      if (vnni())
+        bv = vector::BitCastOp::create(ib, bytes, bv);
+      bs.push_back(bv);
+    }
+    for (int64_t i = 0; i < mr; ++i) {
+      Value a = broadcastA(ib, rowOf(ib, m0, i), p, inBounds);
+      for (int64_t v = 0; v < vecs; ++v) {
+        Value prev = in[i * vecs + v];
+        out.push_back(vnni()
+                          ? dpbusd(ib, prev, /*u=*/bs[v], /*s=*/a)
+                          : Value(vector::FMAOp::create(ib, a, bs[v], prev)));
+      }
+    }
+    return out;
+  };
+  // Panel rows whose A elements are all inside K, then (VNNI, K % 4) the
+  // last group, read with zero padding.
+  const int64_t pIn = vnni() ? m.k / 4 : m.k;
+  SmallVector<Value> accs(mr * vecs, zeroAcc(b));
+  if (pIn > 0) {
+    Value lb = arith::ConstantIndexOp::create(b, 0);
+    Value ub = arith::ConstantIndexOp::create(b, pIn);
+    Value one = arith::ConstantIndexOp::create(b, 1);
+    auto loop = scf::ForOp::create(
+        b, lb, ub, one, accs,
+        [&](OpBuilder &nb, Location loc, Value p, ValueRange iter) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          scf::YieldOp::create(ib, step(ib, p, iter, /*inBounds=*/true));
+        });
+    accs = loop.getResults();
+  }
+  if (panelRows() > pIn)
+    accs = step(b, arith::ConstantIndexOp::create(b, pIn), accs,
+                /*inBounds=*/false);
+
+  Type outElt = epilogue
+                    ? cast<RankedTensorType>(dest.getType()).getElementType()
+                    : accElt(b);
+  Value c128;
+  if (vnni())
+    c128 = arith::ConstantOp::create(b, b.getI32IntegerAttr(128));
+  for (int64_t i = 0; i < mr; ++i) {
+    Value row = rowOf(b, m0, i);
+    Value corr;
+    if (vnni()) {
+      Value at = arith::SubIOp::create(b, row, blockStart);
+      Value sum = tensor::ExtractOp::create(b, aSums, ValueRange{at});
+      corr = vector::BroadcastOp::create(b, acc,
+                                         arith::MulIOp::create(b, c128, sum));
+    }
+    for (int64_t v = 0; v < vecs; ++v) {
+      Value s = accs[i * vecs + v];
+      if (vnni())
+        s = arith::SubIOp::create(b, s, corr);
+      Value col = rowOf(b, n0, v * L);
+      if (!zeroInit) {
+        Value pad = arith::ConstantOp::create(b, b.getZeroAttr(elt32));
+        Value old = vector::TransferReadOp::create(
+            b, acc, accInit, ValueRange{row, col}, pad, ArrayRef<bool>{true});
+        s = ints() ? Value(arith::AddIOp::create(b, old, s))
+                   : Value(arith::AddFOp::create(b, old, s));
+      }
+      if (epilogue) {
+        Value e = emitEpilogueVectorAt(b, b.getLoc(), epilogue, epilogueAcc, s,
+                                       row, col);
+        if (!e) {
+          // Lane by lane where the body has no vector form.
+          SmallVector<Value> vals;
+          for (int64_t l = 0; l < L; ++l) {
+            Value x = vector::ExtractOp::create(b, s, ArrayRef<int64_t>{l});
+            vals.push_back(applyEpilogue(b, x, row, rowOf(b, col, l)));
+          }
+          e = vector::FromElementsOp::create(b, VectorType::get({L}, outElt),
+                                             vals);
+        }
+        s = e;
+      }
+      C = vector::TransferWriteOp::create(b, s, C, ValueRange{row, col},
+                                          ArrayRef<bool>{true})
+              .getResult();
+    }
+  }
+  return C;
+}
+
+Value GemmBuilder::innerColumns(ImplicitLocOpBuilder &b, Value C, Value n0,
+                                int64_t cols, Value mb, Value mEnd,
+                                bool oneRow) const {
+  for (int64_t off = 0; off < cols; off += kInnerNrInOuter) {
+    const int64_t w = std::min<int64_t>(kInnerNrInOuter, cols - off);
+    Value n = off ? Value(arith::AddIOp::create(
+                        b, n0, arith::ConstantIndexOp::create(b, off)))
+                  : n0;
+    if (!oneRow) {
+      C = nTile(b, C, n, w, mb, mEnd);
+      continue;
+    }
+    // One row: B's producer in registers, or B's rows as stored.
+    Value bt = bProducer ? Value() : bTile(b, n, w);
+    C = microKernel(b, C, bt, mb, n, 1, w);
+  }
+  return C;
+}
+
+Value GemmBuilder::outerTile(ImplicitLocOpBuilder &b, Value C, Value n0,
+                             int64_t vecs, Value mb, Value mEnd) const {
+  auto packed = [&](ImplicitLocOpBuilder &ib) {
+    // B's decoder runs on the way into the panel (no decoded tile).
+    Value bt = bProducer ? Value() : bTile(ib, n0, vecs * lanes());
+    Value panel = packPanel(ib, n0, bt, vecs);
+    return mTiles(
+        ib, C, mb, mEnd, c.mr,
+        [&](ImplicitLocOpBuilder &kb, Value Ci, Value m0, int64_t rows) {
+          return outerKernel(kb, Ci, panel, m0, n0, rows, vecs);
+        });
+  };
+  if (c.decode == CpuDecode::panel)
+    return packed(b);
+  // A one-row M block (M = 1) uses each element of B once: packing it would
+  // cost more than the products; the inner form reads B (or decodes it in
+  // registers) directly.
+  Value rows = arith::SubIOp::create(b, mEnd, mb);
+  Value single = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rows,
+                                       arith::ConstantIndexOp::create(b, 1));
+  auto branch = scf::IfOp::create(
+      b, single,
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib, innerColumns(ib, C, n0, vecs * lanes(), mb,
+                                              mEnd, /*oneRow=*/true));
+      },
+      [&](OpBuilder &nb, Location loc) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib, packed(ib));
+      });
+  return branch.getResult(0);
 }
 
 LogicalResult GemmBuilder::build(RewriterBase &rw) {
@@ -525,19 +879,21 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
   // before it; the GEMM's operands dominate it too).
   rw.setInsertionPoint(epilogue ? epilogue.getOperation() : op.getOperation());
   ImplicitLocOpBuilder b(op.getLoc(), rw);
-  const int64_t N = m.n, nFull = N - N % c.nr;
+  // Columns per N tile: nr vectors of lanes (outer form) or nr columns.
+  const int64_t width = outer() ? c.nr * lanes() : c.nr;
+  const int64_t N = m.n, nFull = N - N % width;
   Value M = tensor::DimOp::create(b, A, 0);
+  anchor = M.getDefiningOp();
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value mcC = arith::ConstantIndexOp::create(b, c.mc);
   std::tie(colBegin, colEnd) =
       columnRange(epilogue ? epilogue.getOperation() : op.getOperation());
-  if (bProducer) {
-    Type elt = cast<RankedTensorType>(B.getType()).getElementType();
-    for (int64_t rows : {c.nr, colBegin ? int64_t(1) : N % c.nr})
-      if (rows > 0 && !decodeBuffers.count(rows))
-        decodeBuffers[rows] =
-            tensor::EmptyOp::create(b, ArrayRef<int64_t>{rows, m.k}, elt);
-  }
+  // A full N tile at n0.
+  auto tile = [&](ImplicitLocOpBuilder &ib, Value C, Value n0, Value mb,
+                  Value mEnd) {
+    return outer() ? outerTile(ib, C, n0, c.nr, mb, mEnd)
+                   : nTile(ib, C, n0, c.nr, mb, mEnd);
+  };
   auto blocks = scf::ForOp::create(
       b, zero, M, mcC, ValueRange{dest},
       [&](OpBuilder &nb, Location loc, Value mb, ValueRange iter) {
@@ -550,8 +906,8 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
           aSums = aRowSums(ib, mb, mEnd);
         }
         if (colBegin) {
-          // A column range: full nr tiles, then single columns.
-          Value nrC = arith::ConstantIndexOp::create(ib, c.nr);
+          // A column range: full tiles, then single columns.
+          Value nrC = arith::ConstantIndexOp::create(ib, width);
           Value span = arith::SubIOp::create(ib, colEnd, colBegin);
           Value fullEnd = arith::AddIOp::create(
               ib, colBegin,
@@ -561,12 +917,33 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
               ib, colBegin, fullEnd, nrC, ValueRange{C},
               [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
                 ImplicitLocOpBuilder ib2(loc2, nb2);
-                scf::YieldOp::create(ib2,
-                                     nTile(ib2, it2[0], n0, c.nr, mb, mEnd));
+                scf::YieldOp::create(ib2, tile(ib2, it2[0], n0, mb, mEnd));
               });
+          Value restBegin = fullEnd, Cr = tiles.getResult(0);
+          if (outer()) {
+            // Then single vectors: with a range that starts at a multiple of
+            // lanes, every column below the last whole vector of N takes the
+            // outer form and the others the inner one, however the columns
+            // are split (float sums do not depend on the thread count).
+            Value lanesC = arith::ConstantIndexOp::create(ib, lanes());
+            Value left = arith::SubIOp::create(ib, colEnd, fullEnd);
+            Value vecEnd = arith::AddIOp::create(
+                ib, fullEnd,
+                arith::MulIOp::create(
+                    ib, arith::DivUIOp::create(ib, left, lanesC), lanesC));
+            auto vecs = scf::ForOp::create(
+                ib, fullEnd, vecEnd, lanesC, ValueRange{Cr},
+                [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
+                  ImplicitLocOpBuilder ib2(loc2, nb2);
+                  scf::YieldOp::create(ib2,
+                                       outerTile(ib2, it2[0], n0, 1, mb, mEnd));
+                });
+            restBegin = vecEnd;
+            Cr = vecs.getResult(0);
+          }
           auto rest = scf::ForOp::create(
-              ib, fullEnd, colEnd, arith::ConstantIndexOp::create(ib, 1),
-              tiles.getResults(),
+              ib, restBegin, colEnd, arith::ConstantIndexOp::create(ib, 1),
+              ValueRange{Cr},
               [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
                 ImplicitLocOpBuilder ib2(loc2, nb2);
                 scf::YieldOp::create(ib2, nTile(ib2, it2[0], n0, 1, mb, mEnd));
@@ -577,18 +954,31 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
         if (nFull > 0) {
           Value lb = arith::ConstantIndexOp::create(ib, 0);
           Value ub = arith::ConstantIndexOp::create(ib, nFull);
-          Value nStep = arith::ConstantIndexOp::create(ib, c.nr);
+          Value nStep = arith::ConstantIndexOp::create(ib, width);
           auto tiles = scf::ForOp::create(
               ib, lb, ub, nStep, ValueRange{C},
               [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
                 ImplicitLocOpBuilder ib2(loc2, nb2);
-                scf::YieldOp::create(ib2, nTile(ib2, it2[0], n0, c.nr, mb, mEnd));
+                scf::YieldOp::create(ib2, tile(ib2, it2[0], n0, mb, mEnd));
               });
           C = tiles.getResult(0);
         }
-        if (N % c.nr)
-          C = nTile(ib, C, arith::ConstantIndexOp::create(ib, nFull), N % c.nr,
-                    mb, mEnd);
+        const int64_t tail = N % width;
+        if (tail && !outer())
+          C = nTile(ib, C, arith::ConstantIndexOp::create(ib, nFull), tail, mb,
+                    mEnd);
+        // Outer form: whole vectors of the tail, then its last columns in
+        // the inner form.
+        const int64_t tailVecs = outer() ? tail / lanes() : 0;
+        if (tailVecs)
+          C = outerTile(ib, C, arith::ConstantIndexOp::create(ib, nFull),
+                        tailVecs, mb, mEnd);
+        if (outer() && tail % lanes()) {
+          Value n0 =
+              arith::ConstantIndexOp::create(ib, nFull + tailVecs * lanes());
+          C = innerColumns(ib, C, n0, tail % lanes(), mb, mEnd,
+                           /*oneRow=*/false);
+        }
         scf::YieldOp::create(ib, C);
       });
   Value result = blocks.getResult(0);

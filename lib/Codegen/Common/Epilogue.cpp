@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -84,4 +85,120 @@ Value mlir::comfyquant::detail::emitEpilogueAt(OpBuilder &b, Location loc,
     b.clone(o, map);
   }
   return map.lookup(cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]);
+}
+
+Value mlir::comfyquant::detail::emitEpilogueVectorAt(OpBuilder &b, Location loc,
+                                                     linalg::GenericOp epi,
+                                                     unsigned accOperand,
+                                                     Value acc, Value row,
+                                                     Value col) {
+  auto accType = cast<VectorType>(acc.getType());
+  const int64_t lanes = accType.getNumElements();
+  Block &body = epi.getRegion().front();
+  // The position of the column dim in an operand's indices when the
+  // operand is contiguous along it (every later index a constant 0 into a
+  // dim of size 1, e.g. a [N, 1] scale); -1 if the columns do not index it;
+  // nullopt if they do but not contiguously.
+  auto columnPosition = [&](OpOperand *in) -> std::optional<int64_t> {
+    ArrayRef<AffineExpr> exprs = epi.getMatchingIndexingMap(in).getResults();
+    auto type = dyn_cast<RankedTensorType>(in->get().getType());
+    for (auto [i, e] : llvm::enumerate(exprs)) {
+      if (!e.isFunctionOfDim(1))
+        continue;
+      if (!type || !isa<AffineDimExpr>(e))
+        return std::nullopt;
+      for (size_t j = i + 1; j < exprs.size(); ++j) {
+        auto cst = dyn_cast<AffineConstantExpr>(exprs[j]);
+        if (!cst || cst.getValue() != 0 || type.getDimSize(j) != 1)
+          return std::nullopt;
+      }
+      return int64_t(i);
+    }
+    return int64_t(-1);
+  };
+  // Checked first, so a refusal leaves no IR behind.
+  for (OpOperand *in : epi.getDpsInputOperands())
+    if (in->getOperandNumber() != accOperand && !columnPosition(in))
+      return Value();
+  for (Operation &o : body.without_terminator())
+    if (!isa<linalg::IndexOp>(o) && o.getNumOperands() &&
+        !OpTrait::hasElementwiseMappableTraits(&o))
+      return Value();
+
+  auto vectorOf = [&](Type t) { return VectorType::get({lanes}, t); };
+  IRMapping map;
+  for (OpOperand *in : epi.getDpsInputOperands()) {
+    BlockArgument arg = body.getArgument(in->getOperandNumber());
+    if (in->getOperandNumber() == accOperand) {
+      map.map(arg, acc);
+      continue;
+    }
+    const int64_t colAt = *columnPosition(in);
+    SmallVector<Value> at;
+    for (AffineExpr e : epi.getMatchingIndexingMap(in).getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) {
+        at.push_back(d.getPosition() == 0 ? row : col);
+      } else {
+        at.push_back(arith::ConstantIndexOp::create(
+            b, loc, cast<AffineConstantExpr>(e).getValue()));
+      }
+    }
+    Value v = in->get();
+    if (colAt >= 0) {
+      // Unit dims after the columns folded into them: a plain vector read.
+      auto type = cast<RankedTensorType>(v.getType());
+      if (colAt + 1 < type.getRank()) {
+        SmallVector<ReassociationIndices> groups;
+        for (int64_t i = 0; i < colAt; ++i)
+          groups.push_back({i});
+        groups.emplace_back();
+        for (int64_t i = colAt; i < type.getRank(); ++i)
+          groups.back().push_back(i);
+        v = tensor::CollapseShapeOp::create(b, loc, v, groups);
+        at.resize(colAt + 1);
+      }
+      Type elt = arg.getType();
+      Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(elt));
+      v = vector::TransferReadOp::create(b, loc, vectorOf(elt), v, at, pad,
+                                         ArrayRef<bool>{true});
+    } else if (isa<RankedTensorType>(v.getType())) {
+      v = tensor::ExtractOp::create(b, loc, v, at);
+    } else if (isa<MemRefType>(v.getType())) {
+      v = memref::LoadOp::create(b, loc, v, at);
+    }
+    map.map(arg, v);
+  }
+  auto asVector = [&](Value v) -> Value {
+    if (isa<VectorType>(v.getType()))
+      return v;
+    return vector::BroadcastOp::create(b, loc, vectorOf(v.getType()), v);
+  };
+  for (Operation &o : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(o)) {
+      Value v = row;
+      if (index.getDim() == 1) {
+        Value step = vector::StepOp::create(b, loc, vectorOf(b.getIndexType()));
+        v = arith::AddIOp::create(b, loc, asVector(col), step);
+      }
+      map.map(index.getResult(), v);
+      continue;
+    }
+    // Ops on values the same for every column stay scalar.
+    if (llvm::none_of(o.getOperands(), [&](Value v) {
+          return isa<VectorType>(map.lookupOrDefault(v).getType());
+        })) {
+      b.clone(o, map);
+      continue;
+    }
+    OperationState state(loc, o.getName());
+    for (Value v : o.getOperands())
+      state.addOperands(asVector(map.lookupOrDefault(v)));
+    for (Type t : o.getResultTypes())
+      state.addTypes(vectorOf(t));
+    state.addAttributes(o.getAttrs());
+    Operation *n = b.create(state);
+    map.map(o.getResults(), n->getResults());
+  }
+  return asVector(map.lookupOrDefault(
+      cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]));
 }

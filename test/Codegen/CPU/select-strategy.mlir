@@ -3,11 +3,17 @@
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=amx | FileCheck %s --check-prefix=AMX
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-vnni-emulated mr=2 nr=5 mc=16" 2>/dev/null | FileCheck %s --check-prefix=FORCE
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-vnni-emulated mr=2 nr=5 mc=16" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORCE-ERR
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni form=inner" | FileCheck %s --check-prefix=INNER
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="form=outer" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-ERR
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="form=diagonal" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORM-ERR
+// FORM-ERR: error: form must be inner or outer, not 'diagonal'
 
 // The strategy is recorded on the function (its target, a CPU variant of
 // the runtime's table: LLVM cpu, vector width) and on every matmul-like op
 // (#comfyquant.cpu_gemm: micro-kernel, register tile mr x nr of kv-element
-// accumulators, M block mc).
+// accumulators, M block mc, accumulator form: the f32 and VNNI kernels take
+// the outer form, mr rows x nr vectors of columns; mc rounds up to a
+// multiple of mr).
 
 #A = affine_map<(m, n, k) -> (m, k)>
 #B = affine_map<(m, n, k) -> (n, k)>
@@ -19,12 +25,15 @@
 // V3-SAME:      comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 16, mc = 64, decode = none>
 // VNNI-LABEL: func.func @i8
 // VNNI-SAME:    comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
-// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = none>
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = none, form = outer>
 // AMX-LABEL:  func.func @i8
 // AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
 // AMX:          comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = none>
 // FORCE-LABEL: func.func @i8
-// FORCE:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni_emulated, mr = 2, nr = 5, kv = 64, mc = 16, decode = none>
+// FORCE:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni_emulated, mr = 2, nr = 5, kv = 64, mc = 16, decode = none, form = outer>
+// INNER-LABEL: func.func @i8
+// INNER:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = none>
+// OUTER-ERR:    error: form = outer needs the f32-fma or a VNNI micro-kernel, not i8_pmaddwd
 func.func @i8(%a: tensor<?x64xi8>, %b: tensor<32x64xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x64xi8>, tensor<32x64xi8>) outs(%c : tensor<?x32xi32>) {
@@ -47,9 +56,11 @@ func.func @i8(%a: tensor<?x64xi8>, %b: tensor<32x64xi8>, %c: tensor<?x32xi32>) -
 // A float GEMM whose B is decoded by an element-wise producer gets a larger
 // M block (the decoder runs once per N tile and M block).
 // V3-LABEL:   func.func @f32
-// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 256, decode = adaptive>
+// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 2, kv = 8, mc = 258, decode = adaptive, form = outer>
 // VNNI-LABEL: func.func @f32
-// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 6, kv = 16, mc = 256, decode = adaptive>
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer>
+// INNER-LABEL: func.func @f32
+// INNER:        comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 6, kv = 16, mc = 256, decode = adaptive>
 // FORCE-ERR:  error: micro-kernel 'i8-vnni-emulated' does not apply to this GEMM
 func.func @f32(%a: tensor<?x64xbf16>, %w: tensor<32x64xi8>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
   %e = tensor.empty() : tensor<32x64xf32>
@@ -102,7 +113,7 @@ func.func @not_a_gemm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16
 // takes it (V3 runs without one); an explicit option wins (AMX).
 // V3-LABEL:   func.func @pinned
 // V3-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
-// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = none>
+// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = none, form = outer>
 // AMX-LABEL:  func.func @pinned
 // AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
 module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
@@ -130,12 +141,16 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
 // V3-LABEL:     func.func @decoded_int8
 // V3:             decode = adaptive>
 // VNNI-LABEL:   func.func @decoded_int8
-// VNNI:           #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = adaptive>
+// VNNI:           #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
 // AMX-LABEL:    func.func @decoded_int8
 // AMX:            #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 256, decode = whole>
 // DECODE-LABEL: func.func @decoded_int8
 // DECODE:         #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = register>
 // DECODE-ERR:   error: decode must be panel, register or adaptive, not 'whole'
+// decode = register keeps the inner form (DECODE); with form = outer it is
+// refused.
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni form=outer decode=register" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-REG
+// OUTER-REG:    error: decode = register needs form = inner (the outer form packs B per N tile)
 func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
   %e = tensor.empty() : tensor<32x64xi8>
   %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k floordiv 2)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}

@@ -317,3 +317,126 @@ func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
   } -> tensor<?x8xf32>
   return %r : tensor<?x8xf32>
 }
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// form = outer, f32: tiles of nr = 2 vectors of 8 columns (N = 28: one
+// 16-column tile, one 8-column vector, 4 columns in the inner form). Each
+// tile's producer (the decoder) runs on the way into a K-major [K, 16]
+// panel (8 x 8 blocks transposed by shuffles, K = 12: one block and a
+// 4-row tail); the micro-kernel broadcasts one A element per K step against
+// the panel's vectors; the epilogue runs on vectors, its [N, 1] scale read
+// as a vector through a collapse of the unit dim. One-row blocks take the
+// inner form (scf.if).
+// CHECK-LABEL: func.func @outer_f32
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 2, kv = 8, mc = 16, decode = adaptive, form = outer>]
+// CHECK-DAG:   %[[P16:.*]] = tensor.empty() : tensor<12x16xf32>
+// CHECK-DAG:   %[[P8:.*]] = tensor.empty() : tensor<12x8xf32>
+// CHECK-DAG:   %[[TAIL:.*]] = tensor.empty() : tensor<4x12xf32>
+// CHECK:       scf.for
+// CHECK:         scf.if
+// CHECK:           vector.fma {{.*}} : vector<8xf32>
+// CHECK:         } else {
+// CHECK-COUNT-24:  vector.shuffle
+// CHECK:           vector.transfer_write %{{.*}}, %[[P16]][%c0, %c0] {in_bounds = [true]} : vector<8xf32>, tensor<12x16xf32>
+// CHECK:           %[[PANEL:.*]] = vector.transfer_write %{{.*}}[%c11, %c8] {in_bounds = [true]} : vector<8xf32>, tensor<12x16xf32>
+// CHECK:           scf.for %[[M0:.*]] = {{.*}} step %c2
+// CHECK:             scf.for %[[P:.*]] = %c0 to %c12 step %c1 {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK:               vector.transfer_read %[[PANEL]][%[[P]], %c0]
+// CHECK:               vector.transfer_read %[[PANEL]][%[[P]], %c8]
+// CHECK:               %[[A:.*]] = tensor.extract %arg0[%[[M0]], %[[P]]] : tensor<?x12xbf16>
+// CHECK:               %[[A32:.*]] = arith.extf %[[A]] : bf16 to f32
+// CHECK:               %[[AB:.*]] = vector.broadcast %[[A32]] : f32 to vector<8xf32>
+// CHECK:               vector.fma %[[AB]], {{.*}} : vector<8xf32>
+// CHECK:             %[[S:.*]] = tensor.collapse_shape %arg2 {{\[}}[0, 1]] : tensor<28x1xf32> into tensor<28xf32>
+// CHECK:             vector.transfer_read %[[S]][%c0]{{.*}} : tensor<28xf32>, vector<8xf32>
+// CHECK:             arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK:             vector.transfer_write %{{.*}}[%[[M0]], %c0] {in_bounds = [true]} : vector<8xbf16>, tensor<?x28xbf16>
+// CHECK:       scf.if
+// CHECK:         } else {
+// CHECK:           vector.transfer_write %{{.*}}, %[[P8]]
+// CHECK:       scf.if
+// CHECK:         } else {
+// CHECK:           linalg.generic {{.*}} outs(%[[TAIL]] : tensor<4x12xf32>)
+func.func @outer_f32(%a: tensor<?x12xbf16>, %w: tensor<28x12xi8>, %s: tensor<28x1xf32>) -> tensor<?x28xbf16> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x12xbf16>
+  %e = tensor.empty() : tensor<28x12xf32>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<28x12xi8>) outs(%e : tensor<28x12xf32>) {
+  ^bb0(%x: i8, %o: f32):
+    %f = arith.sitofp %x : i8 to f32
+    linalg.yield %f : f32
+  } -> tensor<28x12xf32>
+  %ce = tensor.empty(%m) : tensor<?x28xf32>
+  %z = arith.constant 0.0 : f32
+  %cz = linalg.fill ins(%z : f32) outs(%ce : tensor<?x28xf32>) -> tensor<?x28xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x12xbf16>, tensor<28x12xf32>) outs(%cz : tensor<?x28xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 2, kv = 8, mc = 16, decode = adaptive, form = outer>} {
+  ^bb0(%x: bf16, %y: f32, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %p = arith.mulf %x32, %y : f32
+    %q = arith.addf %acc, %p : f32
+    linalg.yield %q : f32
+  } -> tensor<?x28xf32>
+  %ye = tensor.empty(%m) : tensor<?x28xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n, 0)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %s : tensor<?x28xf32>, tensor<28x1xf32>) outs(%ye : tensor<?x28xbf16>) {
+  ^bb0(%v: f32, %sc: f32, %o: bf16):
+    %t = arith.mulf %v, %sc : f32
+    %u = arith.truncf %t : f32 to bf16
+    linalg.yield %u : bf16
+  } -> tensor<?x28xbf16>
+  return %y : tensor<?x28xbf16>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// form = outer, VNNI: the panel holds 32-bit groups of four K bytes of 16
+// columns (B ^ 0x80), [⌈70 / 4⌉ = 18, 16]; the K loop covers the 17 groups
+// inside K, and the last group (bytes 68, 69) is read with zero padding.
+// A's four bytes are broadcast as one i32; the bias correction
+// 128·Σk A[m, k] is subtracted as a vector.
+// CHECK-LABEL: func.func @outer_vnni
+// CHECK:       %[[PANEL0:.*]] = tensor.empty() : tensor<18x16xi32>
+// CHECK:       } else {
+// CHECK:         arith.xori %{{.*}} : vector<64xi8>
+// CHECK:         vector.bitcast %{{.*}} : vector<64xi8> to vector<16xi32>
+// CHECK:         vector.shuffle
+// CHECK:         scf.for %[[M0:.*]] = {{.*}} step %c2
+// CHECK:           scf.for %[[P:.*]] = %c0 to %c17 step %c1
+// CHECK:             %[[K:.*]] = arith.muli %[[P]], %c4 : index
+// CHECK:             %[[A4:.*]] = vector.transfer_read %arg0[%[[M0]], %[[K]]], %c0_i8 {in_bounds = [true]} : tensor<?x70xi8>, vector<4xi8>
+// CHECK:             %[[A1:.*]] = vector.bitcast %[[A4]] : vector<4xi8> to vector<1xi32>
+// CHECK:             vector.broadcast %[[A1]] : vector<1xi32> to vector<16xi32>
+// CHECK:             {comfyquant.intrinsic = "llvm.x86.avx512.vpdpbusd.512"}
+// CHECK:           vector.transfer_read %arg0[%[[M0]], %c68], %c0_i8 : tensor<?x70xi8>, vector<4xi8>
+// CHECK:           %[[CORR:.*]] = vector.broadcast %{{.*}} : i32 to vector<16xi32>
+// CHECK:           arith.subi %{{.*}}, %[[CORR]] : vector<16xi32>
+func.func @outer_vnni(%a: tensor<?x70xi8>, %b: tensor<16x70xi8>) -> tensor<?x16xi32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x70xi8>
+  %e = tensor.empty(%m) : tensor<?x16xi32>
+  %z = arith.constant 0 : i32
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x16xi32>) -> tensor<?x16xi32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x70xi8>, tensor<16x70xi8>) outs(%f : tensor<?x16xi32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 2, nr = 1, kv = 64, mc = 8, decode = none, form = outer>} {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x16xi32>
+  return %r : tensor<?x16xi32>
+}

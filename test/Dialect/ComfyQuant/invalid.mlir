@@ -2653,6 +2653,22 @@ func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr 
 
 // -----
 
+// expected-error @+1 {{form = outer needs f32_fma, i8_vnni or i8_vnni_emulated, not i8_pmaddwd}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 6, nr = 2, kv = 16, mc = 60, decode = none, form = outer>}
+
+// -----
+
+// expected-error @+1 {{form = outer packs B per N tile; decode = register does not apply}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 60, decode = register, form = outer>}
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::comfyquant::CpuGemmForm to be one of: inner, outer}}
+// expected-error @+1 {{failed to parse ComfyQuant_CpuGemmAttr parameter 'form'}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none, form = sideways>}
+
+// -----
+
 // expected-error @+1 {{the block tile [64, 128] must be a positive multiple of the warp tile [48, 128]}}
 func.func private @f() attributes {g = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [48, 128], k_bytes = 32, stages = 1>}
 

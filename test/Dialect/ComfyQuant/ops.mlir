@@ -708,6 +708,12 @@ func.func @warpgroup_mma(%a: memref<512xi32, #gpu.address_space<workgroup>>, %b:
   return %d, %e, %f, %g, %h : vector<16x2x2xi32>, vector<16x2x2xf32>, vector<8x2x2xf32>, vector<16x2x2xf32>, vector<16x2x2xf32>
 }
 
+// The accumulator form is printed only when it is not the default (inner).
+// CHECK-LABEL: func.func private @cpu_gemm_forms
+// CHECK-SAME:    a = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
+// CHECK-SAME:    b = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none>}
+func.func private @cpu_gemm_forms() attributes {a = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>, b = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none, form = inner>}
+
 // The code generators' typed records round-trip.
 // CHECK-LABEL: func.func private @codegen_records()
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>, #comfyquant.cpu_gemm<i8_amx_emulated, mr = 16, nr = 16, kv = 64, mc = 256, decode = whole>]

@@ -33,17 +33,21 @@ def ComfyQuantCPUSelectStrategy
     the runtime's target table: LLVM cpu, features, vector width) and on
     every matmul-like `linalg.generic` (`C[m,n] += A[m,k]·B[n,k]`, i8·i8
     -> i32 or f32/bf16/f16 -> f32) `comfyquant.gemm =
-    #comfyquant.cpu_gemm<ukernel, mr, nr, kv, mc>`: the micro-kernel, the
-    register tile (mr rows x nr columns of accumulators of kv K-elements
-    each) and the M block; both are verified.
+    #comfyquant.cpu_gemm<ukernel, mr, nr, kv, mc, decode, form>`: the
+    micro-kernel, the register tile, the M block, where B's decoder runs and
+    the accumulator form (inner: mr rows x nr columns of accumulators of kv
+    K-elements each; outer: mr rows x nr vectors of columns); both are
+    verified.
 
-    | variant (LLVM cpu)           | f32 GEMM              | i8 GEMM                      |
-    |------------------------------|-----------------------|------------------------------|
-    | x86-64-v3 (x86-64-v3)        | f32-fma, 4x3, kv 8    | i8-pmaddwd, 4x2, kv 16       |
-    | avx512-vnni (cascadelake)    | f32-fma, 4x4, kv 16   | i8-vnni, 4x4, kv 64          |
-    | amx (sapphirerapids)         | f32-fma, 4x4, kv 16   | i8-amx (16x16 tiles) when N % 16 == 0 and K % 64 == 0, else i8-vnni |
+    | variant (LLVM cpu)           | f32 GEMM                  | i8 GEMM                          |
+    |------------------------------|---------------------------|----------------------------------|
+    | x86-64-v3 (x86-64-v3)        | f32-fma, outer 6x2, kv 8  | i8-pmaddwd, inner 4x2, kv 16     |
+    | avx512-vnni (cascadelake)    | f32-fma, outer 6x4, kv 16 | i8-vnni, outer 6x4, kv 64        |
+    | amx (sapphirerapids)         | f32-fma, outer 6x4, kv 16 | i8-amx (16x16 tiles) when N % 16 == 0 and K % 64 == 0, else i8-vnni |
 
-    mc is 64 rows, 256 when B is decoded per N tile.
+    mc is 64 rows, 256 when B is decoded per N tile or on a 512-bit variant
+    (AMX: 64), rounded up to a multiple of mr. `decode = register` keeps
+    the inner form unless `form = outer` is asked for (an error).
 
     The variant is the `variant` option, else the module's
     `comfyquant.target` (so test IR can pin it), else x86-64-v3.
@@ -61,7 +65,10 @@ def ComfyQuantCPUSelectStrategy
     Option<"mc", "mc", "int64_t", "0", "M block (0: default)">,
     Option<"decode", "decode", "std::string", "",
            "Where B's decoder runs: panel, register or adaptive (empty: "
-           "default)">
+           "default)">,
+    Option<"form", "form", "std::string", "",
+           "Accumulator layout of the vector micro-kernels: inner or outer "
+           "(empty: default)">
   ];
 }
 
@@ -86,6 +93,16 @@ def ComfyQuantCPUVectorizeGemm
     result is what the function writes to y, the N loop runs over the
     function's column-range arguments and the function is marked
     `comfyquant.column_range`.
+
+    `form = outer` (f32-fma, VNNI): each N tile of nr vectors of columns is
+    packed once per M block into a K-major panel (B's producer evaluated
+    per vector on the way, lanes x lanes blocks transposed by shuffles; for
+    VNNI 32-bit groups of four K bytes, biased to unsigned); the
+    micro-kernel broadcasts A (one element, or four bytes) against the
+    panel's vectors, and the epilogue runs on vectors of columns. One-row M
+    blocks (decode adaptive or none) and column tails narrower than a
+    vector take the inner form; in a column range, whole vectors take the
+    outer one, so a column's form does not depend on how columns are split.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",

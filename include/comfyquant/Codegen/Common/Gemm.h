@@ -80,6 +80,16 @@ std::optional<unsigned> epilogueAccOperand(linalg::GenericOp epi, Value acc);
 Value emitEpilogueAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
                      unsigned accOperand, Value acc, Value row, Value col);
 
+/// emitEpilogueAt for the columns [col, col + lanes) at once, `acc` a
+/// vector of `lanes`: operands that vary along the column dim are read as
+/// vectors (tensors only, all columns in bounds), the others once and
+/// broadcast, and the body is cloned on vectors. Null, with nothing
+/// emitted, when an op of the body has no elementwise vector form or an
+/// operand is not contiguous along the columns.
+Value emitEpilogueVectorAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
+                           unsigned accOperand, Value acc, Value row,
+                           Value col);
+
 /// The elementwise op that fills `operand`, a temporary GEMM operand, if the
 /// GEMM can evaluate it per element instead of reading the temporary: the
 /// operand is a static 2-D memref.alloc used only by `gemm` and that op

@@ -174,7 +174,7 @@ const rt::CudaArchInfo *TargetAttr::getCudaArch() const {
 LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   CpuMicroKernel ukernel, int64_t mr,
                                   int64_t nr, int64_t kv, int64_t mc,
-                                  CpuDecode decode) {
+                                  CpuDecode decode, CpuGemmForm form) {
   if (mr <= 0 || nr <= 0 || kv <= 0 || mc <= 0)
     return emitError() << "mr, nr, kv and mc must be positive";
   if (mc % mr)
@@ -207,6 +207,17 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " takes K steps of 16 or 32 (one register)";
   if (ukernel == CpuMicroKernel::f32_fma && kv != 8 && kv != 16)
     return emitError() << "f32_fma takes K steps of 8 or 16 (one register)";
+  // The outer form reads B from a K-major panel it packs per N tile; a
+  // decoder in the K loop would decode each element once per M tile.
+  if (form == CpuGemmForm::outer) {
+    if (ukernel != CpuMicroKernel::f32_fma && !vnni)
+      return emitError() << "form = outer needs f32_fma, i8_vnni or "
+                            "i8_vnni_emulated, not "
+                         << stringifyCpuMicroKernel(ukernel);
+    if (decode == CpuDecode::reg)
+      return emitError() << "form = outer packs B per N tile; decode = "
+                            "register does not apply";
+  }
   return success();
 }
 

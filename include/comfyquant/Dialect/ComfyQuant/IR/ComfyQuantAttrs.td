@@ -102,6 +102,22 @@ def ComfyQuant_CpuDecode : I32EnumAttr<"CpuDecode",
   let genSpecializedAttr = 0;
 }
 
+def ComfyQuant_CpuGemmForm : I32EnumAttr<"CpuGemmForm",
+    "how a vector CPU GEMM's micro-kernel lays its accumulators", [
+    I32EnumAttrCase<"inner", 0>,  // K along the lanes: each accumulator is
+                                  // one C element's partial dot product,
+                                  // reduced horizontally per tile
+    I32EnumAttrCase<"outer", 1>]> { // N along the lanes: broadcast A times a
+                                    // K-major packed panel of B, no reduction
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
+/// `form` defaults to `inner`, and is then left out of the printed form.
+def ComfyQuant_CpuGemmFormParameter : EnumParameter<ComfyQuant_CpuGemmForm> {
+  let defaultValue = "::mlir::comfyquant::CpuGemmForm::inner";
+}
+
 def ComfyQuant_GpuMmaKind : I32EnumAttr<"GpuMmaKind",
     "the operands a tensor-core GEMM kernel multiplies", [
     I32EnumAttrCase<"s8", 0>,                // i8 x i8 -> i32
@@ -318,15 +334,26 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
     (`panel`), per K step in registers (`register`), or in registers for
     one-row M blocks and through the panel otherwise (`adaptive`).
 
+    `form` says which way the accumulators run. `inner` (the default): each
+    of the mr x nr accumulators holds kv K-elements of one C element's dot
+    product and is reduced once per tile. `outer` (f32_fma and the VNNI
+    kernels): each accumulator holds one vector of adjacent C columns, so a
+    tile is mr rows x nr vectors of columns; A is broadcast one element (VNNI:
+    four bytes) at a time and B is read from a K-major panel packed once per
+    N tile and M block. One-row M blocks and column tails narrower than a
+    vector use the inner form.
+
     ```mlir
     #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = adaptive>
+    #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 128, decode = none, form = outer>
     ```
   }];
   let parameters = (ins EnumParameter<ComfyQuant_CpuMicroKernel>:$ukernel,
                         "int64_t":$mr, "int64_t":$nr, "int64_t":$kv,
-                        "int64_t":$mc, EnumParameter<ComfyQuant_CpuDecode>:$decode);
+                        "int64_t":$mc, EnumParameter<ComfyQuant_CpuDecode>:$decode,
+                        ComfyQuant_CpuGemmFormParameter:$form);
   let assemblyFormat =
-      "`<` $ukernel `,` struct($mr, $nr, $kv, $mc, $decode) `>`";
+      "`<` $ukernel `,` struct($mr, $nr, $kv, $mc, $decode, $form) `>`";
   let genVerifyDecl = 1;
 }
 
