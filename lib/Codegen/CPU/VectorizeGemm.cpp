@@ -145,6 +145,21 @@ private:
     return VectorType::get({lanes}, accElt(b));
   }
 
+  /// base + i (base itself for i = 0).
+  static Value plus(ImplicitLocOpBuilder &b, Value base, int64_t i) {
+    if (i == 0)
+      return base;
+    return arith::AddIOp::create(b, base, arith::ConstantIndexOp::create(b, i));
+  }
+
+  /// VNNI: 128·Σk A[row, k], the bias of B's unsigned operand to subtract.
+  Value biasCorrection(ImplicitLocOpBuilder &b, Value row) const {
+    Value at = arith::SubIOp::create(b, row, blockStart);
+    Value sum = tensor::ExtractOp::create(b, aSums, ValueRange{at});
+    Value c128 = arith::ConstantOp::create(b, b.getI32IntegerAttr(128));
+    return arith::MulIOp::create(b, c128, sum);
+  }
+
   Value zeroAcc(ImplicitLocOpBuilder &b) const {
     VectorType t = accType(b);
     return arith::ConstantOp::create(b, t, b.getZeroAttr(t));
@@ -348,18 +363,12 @@ Value GemmBuilder::aRowSums(ImplicitLocOpBuilder &b, Value mb,
 Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
                                Value m0, Value n0, int64_t mr,
                                int64_t nr) const {
-  auto rowOf = [&](ImplicitLocOpBuilder &ib, Value base, int64_t i) -> Value {
-    if (i == 0)
-      return base;
-    return arith::AddIOp::create(ib, base,
-                                 arith::ConstantIndexOp::create(ib, i));
-  };
   auto step = [&](ImplicitLocOpBuilder &ib, Value k0, ValueRange in,
                   bool inBounds) {
     SmallVector<Value> as, bs, out;
     for (int64_t i = 0; i < mr; ++i)
-      as.push_back(prepare(
-          ib, readRow(ib, A, rowOf(ib, m0, i), k0, inBounds), /*isA=*/true));
+      as.push_back(prepare(ib, readRow(ib, A, plus(ib, m0, i), k0, inBounds),
+                           /*isA=*/true));
     for (int64_t j = 0; j < nr; ++j)
       bs.push_back(prepare(ib, bRow(ib, bt, n0, j, k0, inBounds),
                            /*isA=*/false));
@@ -371,23 +380,17 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
   SmallVector<Value> accs =
       kLoop(b, SmallVector<Value>(mr * nr, zeroAcc(b)), step);
   Type elt = accElt(b);
-  Value c128;
-  if (vnni())
-    c128 = arith::ConstantOp::create(b, b.getI32IntegerAttr(128));
   for (int64_t i = 0; i < mr; ++i) {
-    Value row = rowOf(b, m0, i);
+    Value row = plus(b, m0, i);
     Value corr;
-    if (vnni()) {
-      Value at = arith::SubIOp::create(b, row, blockStart);
-      Value sum = tensor::ExtractOp::create(b, aSums, ValueRange{at});
-      corr = arith::MulIOp::create(b, c128, sum);
-    }
+    if (vnni())
+      corr = biasCorrection(b, row);
     SmallVector<Value> vals;
     for (int64_t j = 0; j < nr; ++j) {
       Value s = reduce(b, accs[i * nr + j]);
       if (vnni())
         s = arith::SubIOp::create(b, s, corr);
-      Value col = rowOf(b, n0, j);
+      Value col = plus(b, n0, j);
       if (!zeroInit) {
         Value old =
             tensor::ExtractOp::create(b, accInit, ValueRange{row, col});
@@ -633,10 +636,7 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
     SmallVector<Value> cols = transposeSquare(ib, src);
     Value col = arith::ConstantIndexOp::create(ib, v * L);
     for (int64_t r = 0; r < count; ++r) {
-      Value at = p0;
-      if (r)
-        at = arith::AddIOp::create(ib, p0,
-                                   arith::ConstantIndexOp::create(ib, r));
+      Value at = plus(ib, p0, r);
       panel = vector::TransferWriteOp::create(
                   ib, cols[r], panel, ValueRange{at, col}, ArrayRef<bool>{true})
                   .getResult();
@@ -679,12 +679,6 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
                                Value m0, Value n0, int64_t mr,
                                int64_t vecs) const {
   const int64_t L = lanes();
-  auto rowOf = [&](ImplicitLocOpBuilder &ib, Value base, int64_t i) -> Value {
-    if (i == 0)
-      return base;
-    return arith::AddIOp::create(ib, base,
-                                 arith::ConstantIndexOp::create(ib, i));
-  };
   VectorType acc = accType(b);
   Type elt32 = acc.getElementType();
   auto bytes = VectorType::get({4 * L}, b.getI8Type());
@@ -721,7 +715,7 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
       bs.push_back(bv);
     }
     for (int64_t i = 0; i < mr; ++i) {
-      Value a = broadcastA(ib, rowOf(ib, m0, i), p, inBounds);
+      Value a = broadcastA(ib, plus(ib, m0, i), p, inBounds);
       for (int64_t v = 0; v < vecs; ++v) {
         Value prev = in[i * vecs + v];
         out.push_back(vnni()
@@ -754,23 +748,16 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
   Type outElt = epilogue
                     ? cast<RankedTensorType>(dest.getType()).getElementType()
                     : accElt(b);
-  Value c128;
-  if (vnni())
-    c128 = arith::ConstantOp::create(b, b.getI32IntegerAttr(128));
   for (int64_t i = 0; i < mr; ++i) {
-    Value row = rowOf(b, m0, i);
+    Value row = plus(b, m0, i);
     Value corr;
-    if (vnni()) {
-      Value at = arith::SubIOp::create(b, row, blockStart);
-      Value sum = tensor::ExtractOp::create(b, aSums, ValueRange{at});
-      corr = vector::BroadcastOp::create(b, acc,
-                                         arith::MulIOp::create(b, c128, sum));
-    }
+    if (vnni())
+      corr = vector::BroadcastOp::create(b, acc, biasCorrection(b, row));
     for (int64_t v = 0; v < vecs; ++v) {
       Value s = accs[i * vecs + v];
       if (vnni())
         s = arith::SubIOp::create(b, s, corr);
-      Value col = rowOf(b, n0, v * L);
+      Value col = plus(b, n0, v * L);
       if (!zeroInit) {
         Value pad = arith::ConstantOp::create(b, b.getZeroAttr(elt32));
         Value old = vector::TransferReadOp::create(
@@ -786,7 +773,7 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
           SmallVector<Value> vals;
           for (int64_t l = 0; l < L; ++l) {
             Value x = vector::ExtractOp::create(b, s, ArrayRef<int64_t>{l});
-            vals.push_back(applyEpilogue(b, x, row, rowOf(b, col, l)));
+            vals.push_back(applyEpilogue(b, x, row, plus(b, col, l)));
           }
           e = vector::FromElementsOp::create(b, VectorType::get({L}, outElt),
                                              vals);
@@ -806,9 +793,7 @@ Value GemmBuilder::innerColumns(ImplicitLocOpBuilder &b, Value C, Value n0,
                                 bool oneRow) const {
   for (int64_t off = 0; off < cols; off += kInnerNrInOuter) {
     const int64_t w = std::min<int64_t>(kInnerNrInOuter, cols - off);
-    Value n = off ? Value(arith::AddIOp::create(
-                        b, n0, arith::ConstantIndexOp::create(b, off)))
-                  : n0;
+    Value n = plus(b, n0, off);
     if (!oneRow) {
       C = nTile(b, C, n, w, mb, mEnd);
       continue;

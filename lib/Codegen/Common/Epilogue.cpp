@@ -50,6 +50,21 @@ mlir::comfyquant::detail::epilogueAccOperand(linalg::GenericOp epi,
   return found;
 }
 
+/// The indices at which `epi` reads operand `in` for the element (row, col).
+static SmallVector<Value> operandIndices(OpBuilder &b, Location loc,
+                                         linalg::GenericOp epi, OpOperand *in,
+                                         Value row, Value col) {
+  SmallVector<Value> at;
+  for (AffineExpr e : epi.getMatchingIndexingMap(in).getResults()) {
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      at.push_back(d.getPosition() == 0 ? row : col);
+    else
+      at.push_back(arith::ConstantIndexOp::create(
+          b, loc, cast<AffineConstantExpr>(e).getValue()));
+  }
+  return at;
+}
+
 Value mlir::comfyquant::detail::emitEpilogueAt(OpBuilder &b, Location loc,
                                                linalg::GenericOp epi,
                                                unsigned accOperand, Value acc,
@@ -62,14 +77,7 @@ Value mlir::comfyquant::detail::emitEpilogueAt(OpBuilder &b, Location loc,
       map.map(arg, acc);
       continue;
     }
-    SmallVector<Value> at;
-    for (AffineExpr e : epi.getMatchingIndexingMap(in).getResults()) {
-      if (auto d = dyn_cast<AffineDimExpr>(e))
-        at.push_back(d.getPosition() == 0 ? row : col);
-      else
-        at.push_back(arith::ConstantIndexOp::create(
-            b, loc, cast<AffineConstantExpr>(e).getValue()));
-    }
+    SmallVector<Value> at = operandIndices(b, loc, epi, in, row, col);
     Value v = in->get();
     if (isa<RankedTensorType>(v.getType()))
       v = tensor::ExtractOp::create(b, loc, v, at);
@@ -134,15 +142,7 @@ Value mlir::comfyquant::detail::emitEpilogueVectorAt(OpBuilder &b, Location loc,
       continue;
     }
     const int64_t colAt = *columnPosition(in);
-    SmallVector<Value> at;
-    for (AffineExpr e : epi.getMatchingIndexingMap(in).getResults()) {
-      if (auto d = dyn_cast<AffineDimExpr>(e)) {
-        at.push_back(d.getPosition() == 0 ? row : col);
-      } else {
-        at.push_back(arith::ConstantIndexOp::create(
-            b, loc, cast<AffineConstantExpr>(e).getValue()));
-      }
-    }
+    SmallVector<Value> at = operandIndices(b, loc, epi, in, row, col);
     Value v = in->get();
     if (colAt >= 0) {
       // Unit dims after the columns folded into them: a plain vector read.
