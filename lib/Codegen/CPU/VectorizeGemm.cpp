@@ -245,10 +245,17 @@ private:
 
   using KStep = function_ref<SmallVector<Value>(
       ImplicitLocOpBuilder &, Value k0, ValueRange acc, bool inBounds)>;
-  /// Folds `step` over K: a loop of full kv steps, then one padded step for
-  /// a K tail; returns the final accumulators.
+  /// Folds `step` over [0, end) in steps of `stride` (in bounds), then, if
+  /// `tail`, once more at `end` with padding; returns the accumulators.
+  static SmallVector<Value> foldSteps(ImplicitLocOpBuilder &b,
+                                      SmallVector<Value> accs, int64_t end,
+                                      int64_t stride, bool tail, KStep step);
+  /// foldSteps over K: full kv steps, then one padded step for a K tail.
   SmallVector<Value> kLoop(ImplicitLocOpBuilder &b, SmallVector<Value> init,
-                           KStep step) const;
+                           KStep step) const {
+    const int64_t kFull = m.k - m.k % c.kv;
+    return foldSteps(b, std::move(init), kFull, c.kv, m.k % c.kv != 0, step);
+  }
 
   /// Σk A[m, k] for the rows [mb, mEnd) of an M block (VNNI bias
   /// correction), as a tensor<mc x i32> indexed by m - mb.
@@ -311,24 +318,24 @@ private:
                      Value mb, Value mEnd) const;
 };
 
-SmallVector<Value> GemmBuilder::kLoop(ImplicitLocOpBuilder &b,
-                                      SmallVector<Value> accs,
-                                      KStep step) const {
-  const int64_t K = m.k, kFull = K - K % c.kv;
-  if (kFull > 0) {
+SmallVector<Value> GemmBuilder::foldSteps(ImplicitLocOpBuilder &b,
+                                          SmallVector<Value> accs, int64_t end,
+                                          int64_t stride, bool tail,
+                                          KStep step) {
+  if (end > 0) {
     Value lb = arith::ConstantIndexOp::create(b, 0);
-    Value ub = arith::ConstantIndexOp::create(b, kFull);
-    Value kStep = arith::ConstantIndexOp::create(b, c.kv);
+    Value ub = arith::ConstantIndexOp::create(b, end);
+    Value strideC = arith::ConstantIndexOp::create(b, stride);
     auto loop = scf::ForOp::create(
-        b, lb, ub, kStep, accs,
+        b, lb, ub, strideC, accs,
         [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
           ImplicitLocOpBuilder ib(loc, nb);
           scf::YieldOp::create(ib, step(ib, k0, iter, /*inBounds=*/true));
         });
     accs = loop.getResults();
   }
-  if (K % c.kv)
-    accs = step(b, arith::ConstantIndexOp::create(b, kFull), accs,
+  if (tail)
+    accs = step(b, arith::ConstantIndexOp::create(b, end), accs,
                 /*inBounds=*/false);
   return accs;
 }
@@ -728,22 +735,9 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
   // Panel rows whose A elements are all inside K, then (VNNI, K % 4) the
   // last group, read with zero padding.
   const int64_t pIn = vnni() ? m.k / 4 : m.k;
-  SmallVector<Value> accs(mr * vecs, zeroAcc(b));
-  if (pIn > 0) {
-    Value lb = arith::ConstantIndexOp::create(b, 0);
-    Value ub = arith::ConstantIndexOp::create(b, pIn);
-    Value one = arith::ConstantIndexOp::create(b, 1);
-    auto loop = scf::ForOp::create(
-        b, lb, ub, one, accs,
-        [&](OpBuilder &nb, Location loc, Value p, ValueRange iter) {
-          ImplicitLocOpBuilder ib(loc, nb);
-          scf::YieldOp::create(ib, step(ib, p, iter, /*inBounds=*/true));
-        });
-    accs = loop.getResults();
-  }
-  if (panelRows() > pIn)
-    accs = step(b, arith::ConstantIndexOp::create(b, pIn), accs,
-                /*inBounds=*/false);
+  SmallVector<Value> accs =
+      foldSteps(b, SmallVector<Value>(mr * vecs, zeroAcc(b)), pIn, 1,
+                panelRows() > pIn, step);
 
   Type outElt = epilogue
                     ? cast<RankedTensorType>(dest.getType()).getElementType()
