@@ -135,7 +135,8 @@ bool cpuSupportsVariant(const std::string &variant, std::string *why) {
       missing += ", ";
     missing += name;
   };
-  // What each level of cpuVariants() (x86-64-v3, avx512-vnni, amx) adds
+  // What each level of cpuVariants() (x86-64-v3, avx512-vnni, avx512-bf16,
+  // amx) adds
   // to the one before it.
   const int level = cpuVariantLevel(variant);
   if (level < 0) {
@@ -154,10 +155,11 @@ bool cpuSupportsVariant(const std::string &variant, std::string *why) {
     need(f.avx512vnni, "AVX512-VNNI");
     need(f.osAvx512, "OS support for AVX-512 state");
   }
+  if (level >= cpuVariantLevel("avx512-bf16"))
+    need(f.avx512bf16, "AVX512-BF16");
   if (level >= cpuVariantLevel("amx")) {
-    need(f.avx512bf16 && f.avx512fp16 && f.avx512vbmi && f.avx512vbmi2 &&
-             f.avxvnni,
-         "AVX512-BF16/FP16/VBMI/VBMI2 and AVX-VNNI");
+    need(f.avx512fp16 && f.avx512vbmi && f.avx512vbmi2 && f.avxvnni,
+         "AVX512-FP16/VBMI/VBMI2 and AVX-VNNI");
     need(f.amxTile && f.amxInt8 && f.amxBf16, "AMX TILE/INT8/BF16");
     need(f.osAmx, "OS support for AMX tile state");
   }

@@ -5,11 +5,13 @@ namespace comfyquant::rt {
 
 const std::vector<CpuVariantInfo> &cpuVariants() {
   // x86-64-v3: Haswell, Zen 1 and later. avx512-vnni: Cascade Lake, Ice
-  // Lake, Zen 4. amx: Sapphire Rapids and later.
+  // Lake. avx512-bf16: Cooper Lake, Zen 4 and later. amx: Sapphire Rapids
+  // and later.
   static const std::vector<CpuVariantInfo> variants = {
-      {"x86-64-v3", "v3", "x86-64-v3", "", 256, false},
-      {"avx512-vnni", "vnni", "cascadelake", "", 512, false},
-      {"amx", "amx", "sapphirerapids", "", 512, true},
+      {"x86-64-v3", "v3", "x86-64-v3", "", 256, false, false},
+      {"avx512-vnni", "vnni", "cascadelake", "", 512, false, false},
+      {"avx512-bf16", "bf16", "cascadelake", "+avx512bf16", 512, false, true},
+      {"amx", "amx", "sapphirerapids", "", 512, true, true},
   };
   return variants;
 }

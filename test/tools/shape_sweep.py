@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import compare as cmp  # noqa: E402
 import safetensors_util as st  # noqa: E402
 
-VARIANTS = ("x86-64-v3", "avx512-vnni", "amx")
+VARIANTS = ("x86-64-v3", "avx512-vnni", "avx512-bf16", "amx")
 DTYPES = {"f32": ("F32", 2.0 ** -24), "bf16": ("BF16", 2.0 ** -8), "f16": ("F16", 2.0 ** -11)}
 ROTATED = {"convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"}
 

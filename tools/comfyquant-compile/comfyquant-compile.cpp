@@ -1,7 +1,7 @@
 //===- comfyquant-compile.cpp - checkpoint -> CPU kernel artifact ---------===//
 //
 //   comfyquant-compile CHECKPOINT --target cpu -o DIR [--modules GLOB]...
-//       [--dtypes f32,bf16,f16] [--variants x86-64-v3,avx512-vnni,amx]
+//       [--dtypes f32,bf16,f16] [--variants x86-64-v3,avx512-vnni,...]
 //       [--emit=so|mlir|llvm|asm] [--overwrite] [--quiet] [--json]
 //       [--kind NAME=KIND]... [--shape NAME=NxK]... [-j N]
 //       [--mlir-print-ir-after-all] [--mlir-timing] (any --mlir-* pass
@@ -99,7 +99,8 @@ static cl::list<std::string> dtypes(cl::cat(toolOptions), "dtypes",
                                     cl::CommaSeparated);
 static cl::list<std::string>
     variants(cl::cat(toolOptions), "variants",
-             cl::desc("CPU variants (x86-64-v3,avx512-vnni,amx; default all)"),
+             cl::desc("CPU variants (x86-64-v3,avx512-vnni,avx512-bf16,amx; "
+                      "default all)"),
              cl::CommaSeparated);
 static cl::opt<std::string>
     emit(cl::cat(toolOptions), "emit",
@@ -638,8 +639,12 @@ static int compileMain(int argc, char **argv) {
       vs.push_back(&v);
   for (const std::string &v : variants) {
     const CPUVariant *cv = lookupCPUVariant(v);
-    if (!cv)
-      die("unknown CPU variant '" + v + "' (x86-64-v3, avx512-vnni, amx)");
+    if (!cv) {
+      std::string known;
+      for (const CPUVariant &k : getCPUVariants())
+        known += (known.empty() ? "" : ", ") + std::string(k.name);
+      die("unknown CPU variant '" + v + "' (" + known + ")");
+    }
     vs.push_back(cv);
   }
   if (!wantCpu) {

@@ -32,7 +32,10 @@ def ConvertComfyQuantToLinalg
     * `qmatmul`/`qgemm` become a `linalg.generic` contraction
       `C[m,n] += A[m,k]·B[n,k]`: i8·i8 accumulates exactly in i32. With
       `gemm-operands=decoded` (the default, for CPU micro-kernels) float
-      operands (with their block scales) are decoded to exact f32 values;
+      operands (with their block scales) are decoded to exact values, in
+      bf16 where every value of both operands is one (FP8 codes, E2M1 or
+      E2M1 x E4M3; the CPU's bf16 dot products take them as they are), in
+      f32 otherwise (MXFP8's E8M0 scales);
       with `gemm-operands=native` (tensor cores) FP8 operands stay i8
       codes widened in the contraction body, and block-scaled contractions
       read codes and block scales as stored: MXFP8 (E8M0 scales at
@@ -54,7 +57,7 @@ def ConvertComfyQuantToLinalg
            "What GEMM contractions read for float formats",
            [{::llvm::cl::values(
              clEnumValN(::mlir::comfyquant::GemmOperands::Decoded, "decoded",
-                        "exact f32 values (CPU)"),
+                        "exact bf16 or f32 values (CPU)"),
              clEnumValN(::mlir::comfyquant::GemmOperands::Native, "native",
                         "FP8 and E2M1 codes, MXFP8/NVFP4 block scales (tensor cores)"))}]>
   ];

@@ -36,7 +36,7 @@ void registerComfyQuantPipelines();
 struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
   Option<std::string> variant{*this, "variant",
                               llvm::cl::desc("CPU variant (x86-64-v3, "
-                                             "avx512-vnni, amx)"),
+                                             "avx512-vnni, avx512-bf16, amx)"),
                               llvm::cl::init("x86-64-v3")};
   Option<std::string> ukernel{*this, "ukernel",
                               llvm::cl::desc("Force a GEMM micro-kernel"),

@@ -103,7 +103,12 @@ struct SelectStrategyPass
     c.mc = decoded ? 256 : 64;
     const bool amxVariant = v.amxTiles;
     const bool amxShape = m.n % 16 == 0 && m.k % 64 == 0;
-    if (m.kind == GemmMatch::Kind::FloatF32) {
+    // bf16 x bf16 products are exact in f32: vdpbf16ps takes two per lane.
+    const bool bf16Operands = isFloat && m.aElt.isBF16() && m.bElt.isBF16();
+    if (bf16Operands && v.bf16Dot) {
+      c.ukernel = CpuMicroKernel::bf16_dot;
+      c.kv = 32;
+    } else if (isFloat) {
       c.ukernel = CpuMicroKernel::f32_fma;
       c.kv = v.vectorBits / 32;
     } else if (amxVariant && amxShape) {
@@ -131,6 +136,11 @@ struct SelectStrategyPass
         applies = f;
         c.kv = v.vectorBits / 32;
         break;
+      case CpuMicroKernel::bf16_dot:
+      case CpuMicroKernel::bf16_dot_emulated:
+        applies = bf16Operands;
+        c.kv = v.vectorBits / 16;
+        break;
       case CpuMicroKernel::i8_generic:
       case CpuMicroKernel::i8_pmaddwd:
         c.kv = v.vectorBits / 16;
@@ -150,6 +160,9 @@ struct SelectStrategyPass
                << ukernel << "' does not apply to this GEMM";
       if (*k == CpuMicroKernel::i8_vnni && !wide)
         return op.emitError("micro-kernel 'i8-vnni' needs a 512-bit variant");
+      if (*k == CpuMicroKernel::bf16_dot && !v.bf16Dot)
+        return op.emitError("micro-kernel 'bf16-dot' needs a variant with "
+                            "AVX512-BF16");
       if (*k == CpuMicroKernel::i8_amx && !amxVariant)
         return op.emitError("micro-kernel 'i8-amx' needs the amx variant");
     }
@@ -159,7 +172,9 @@ struct SelectStrategyPass
     // 6 x 2 (AVX2) leave registers for the B vectors and the broadcast.
     const bool outerKernel = c.ukernel == CpuMicroKernel::f32_fma ||
                              c.ukernel == CpuMicroKernel::i8_vnni ||
-                             c.ukernel == CpuMicroKernel::i8_vnni_emulated;
+                             c.ukernel == CpuMicroKernel::i8_vnni_emulated ||
+                             c.ukernel == CpuMicroKernel::bf16_dot ||
+                             c.ukernel == CpuMicroKernel::bf16_dot_emulated;
     // decode = register (asked for) keeps the inner form unless the outer
     // one is asked for too (then it is an error below).
     c.form = outerKernel && decode != "register" ? CpuGemmForm::outer
@@ -170,8 +185,8 @@ struct SelectStrategyPass
         return op.emitError("form must be inner or outer, not '")
                << form << "'";
       if (*f == CpuGemmForm::outer && !outerKernel)
-        return op.emitError("form = outer needs the f32-fma or a VNNI "
-                            "micro-kernel, not ")
+        return op.emitError("form = outer needs the f32-fma, a VNNI or a "
+                            "bf16 micro-kernel, not ")
                << stringifyCpuMicroKernel(c.ukernel);
       c.form = *f;
     }

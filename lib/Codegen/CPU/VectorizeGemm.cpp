@@ -28,17 +28,22 @@
 //                     straight from registers)
 //   i8-vnni-emulated  the same algorithm with portable vector ops (tests
 //                     the VNNI bias correction on any CPU)
+//   bf16-dot          acc(f32 x kv/2) = vdpbf16ps(acc, a, b): bf16 operands,
+//                     two exact products per lane (odd, then even element)
+//   bf16-dot-emulated the same with portable vector ops
 //
-// The outer form (`form = outer`, f32-fma and VNNI) turns the tile around:
-// an accumulator is one vector of `lanes` adjacent columns of C, a tile is
-// mr rows x nr such vectors, and each K step multiplies a broadcast element
-// of A (VNNI: four bytes) by nr vectors of a K-major panel of B:
+// The outer form (`form = outer`, f32-fma, VNNI and bf16) turns the tile
+// around: an accumulator is one vector of `lanes` adjacent columns of C, a
+// tile is mr rows x nr such vectors, and each K step multiplies a broadcast
+// element of A (VNNI: four bytes, bf16: two values; a group) by nr vectors
+// of a K-major panel of B:
 //
 //   for mb ...                                    (M block)
 //     for n0 in [0, N) step nr·lanes
 //       P[p, j] = B[n0 + j, p]   (decoded tile, transposed lanes x lanes at
-//                                 a time in registers; VNNI: 32-bit groups
-//                                 of four K bytes, biased to unsigned)
+//                                 a time in registers; VNNI and bf16:
+//                                 32-bit groups of four K bytes, biased to
+//                                 unsigned, or of two bf16 K values)
 //       for m0 in block step mr
 //         acc[i][v] += bcast(A[m0+i, p]) * P[p, v·lanes :]   for p in K
 //         C[m0+i, n0 + v·lanes :] = epilogue(acc[i][v]) (vector epilogue)
@@ -115,12 +120,15 @@ private:
   std::pair<Value, Value> columnRange(Operation *producerOfY) const;
   bool ints() const { return m.kind == GemmMatch::Kind::I8I8I32; }
   bool outer() const { return c.isOuter(); }
+  /// K elements per 32-bit lane of the dot product: 4 bytes (VNNI), 2 bf16
+  /// values, else 1.
+  int64_t group() const { return vnni() ? 4 : bf16Dot() ? 2 : 1; }
   /// Outer form: columns of C per accumulator vector (the i32 or f32 lanes
   /// of one register).
-  int64_t lanes() const { return vnni() ? c.kv / 4 : c.kv; }
-  /// Outer form: rows of the K-major panel: K, or ⌈K / 4⌉ four-byte groups
-  /// (VNNI).
-  int64_t panelRows() const { return vnni() ? (m.k + 3) / 4 : m.k; }
+  int64_t lanes() const { return c.kv / group(); }
+  /// Outer form: rows of the K-major panel: ⌈K / group⌉ (one 32-bit group
+  /// per lane).
+  int64_t panelRows() const { return (m.k + group() - 1) / group(); }
   /// The inner kernel's tile where the outer form falls back to it (column
   /// tails, one-row blocks): the outer tile is too wide for K-vector
   /// accumulators.
@@ -132,6 +140,10 @@ private:
     return c.ukernel == CpuMicroKernel::i8_vnni ||
            c.ukernel == CpuMicroKernel::i8_vnni_emulated;
   }
+  bool bf16Dot() const {
+    return c.ukernel == CpuMicroKernel::bf16_dot ||
+           c.ukernel == CpuMicroKernel::bf16_dot_emulated;
+  }
 
   Type accElt(ImplicitLocOpBuilder &b) const {
     return ints() ? Type(b.getI32Type()) : Type(b.getF32Type());
@@ -140,8 +152,8 @@ private:
     int64_t lanes = c.kv;
     if (c.ukernel == CpuMicroKernel::i8_pmaddwd)
       lanes = c.kv / 2;
-    else if (vnni())
-      lanes = c.kv / 4;
+    else
+      lanes = c.kv / group();
     return VectorType::get({lanes}, accElt(b));
   }
 
@@ -200,12 +212,36 @@ private:
     return sum;
   }
 
+  /// vdpbf16ps semantics: acc[i] += f32(a[2i+1])·f32(b[2i+1]), then
+  /// += f32(a[2i])·f32(b[2i]) (each product exact).
+  Value dpbf16(ImplicitLocOpBuilder &b, Value acc, Value x, Value y) const {
+    if (c.ukernel == CpuMicroKernel::bf16_dot)
+      return intrinsic(b, "llvm.x86.avx512bf16.dpbf16ps.512", acc.getType(),
+                       ValueRange{acc, x, y});
+    auto wide = VectorType::get({c.kv}, b.getF32Type());
+    Value xw = arith::ExtFOp::create(b, wide, x);
+    Value yw = arith::ExtFOp::create(b, wide, y);
+    Value p = arith::MulFOp::create(b, xw, yw);
+    Value sum = acc;
+    for (int64_t j : {1, 0}) {
+      SmallVector<int64_t> mask;
+      for (int64_t i = 0; i < c.kv / 2; ++i)
+        mask.push_back(2 * i + j);
+      sum = arith::AddFOp::create(b, sum,
+                                  vector::ShuffleOp::create(b, p, p, mask));
+    }
+    return sum;
+  }
+
   /// A loaded A (isA) or B vector in the form the micro-kernel multiplies:
   /// widened to f32 (f32-fma), sign-extended to i16 (pmaddwd) or i32
   /// (generic), or, for B under VNNI, biased to unsigned (b ^ 0x80 =
-  /// b + 128). Done once per loaded vector, not per accumulator.
+  /// b + 128); bf16 pairs as they are. Done once per loaded vector, not per
+  /// accumulator.
   Value prepare(ImplicitLocOpBuilder &b, Value v, bool isA) const {
     auto type = cast<VectorType>(v.getType());
+    if (bf16Dot())
+      return v;
     if (c.ukernel == CpuMicroKernel::f32_fma) {
       if (type.getElementType().isF32())
         return v;
@@ -236,6 +272,8 @@ private:
       Value p = intrinsic(b, name, acc.getType(), ValueRange{a, bv});
       return arith::AddIOp::create(b, acc, p);
     }
+    if (bf16Dot())
+      return dpbf16(b, acc, a, bv);
     return dpbusd(b, acc, /*u=*/bv, /*s=*/a);
   }
 
@@ -623,11 +661,12 @@ static SmallVector<Value> transposeSquare(ImplicitLocOpBuilder &b,
 Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
                              int64_t vecs) const {
   const int64_t L = lanes(), P = panelRows();
-  // Blocks of L panel rows whose kv source elements (L, or 4L bytes for
-  // VNNI) all lie inside K; then at most L rows from K's last K % kv
-  // elements, zero-padded (the padding multiplies A's zero padding).
+  // Blocks of L panel rows whose kv source elements (L groups) all lie
+  // inside K; then at most L rows from K's last K % kv elements,
+  // zero-padded (the padding multiplies A's zero padding).
   const int64_t full = m.k / c.kv, tailRows = P - full * L;
-  Type elt32 = vnni() ? Type(b.getI32Type()) : Type(b.getF32Type());
+  const bool grouped = group() > 1;
+  Type elt32 = grouped ? Type(b.getI32Type()) : Type(b.getF32Type());
   auto vt = VectorType::get({L}, elt32);
   // The L x L block of vector v at panel row p0 (source K offset k0).
   auto block = [&](ImplicitLocOpBuilder &ib, int64_t v, Value p0, Value k0,
@@ -636,7 +675,7 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
     for (int64_t t = 0; t < L; ++t) {
       Value r = prepare(ib, bRow(ib, bt, n0, v * L + t, k0, inBounds),
                         /*isA=*/false);
-      if (vnni())
+      if (grouped)
         r = vector::BitCastOp::create(ib, vt, r);
       src.push_back(r);
     }
@@ -666,9 +705,9 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
           [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
             ImplicitLocOpBuilder ib(loc, nb);
             Value p0 = k0;
-            if (vnni())
+            if (grouped)
               p0 = arith::DivUIOp::create(
-                  ib, k0, arith::ConstantIndexOp::create(ib, 4));
+                  ib, k0, arith::ConstantIndexOp::create(ib, group()));
             scf::YieldOp::create(ib, block(ib, v, p0, k0, L, true, iter[0]));
           });
       panel = loop.getResult(0);
@@ -685,56 +724,67 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
 Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
                                Value m0, Value n0, int64_t mr,
                                int64_t vecs) const {
-  const int64_t L = lanes();
+  const int64_t L = lanes(), g = group();
   VectorType acc = accType(b);
   Type elt32 = acc.getElementType();
-  auto bytes = VectorType::get({4 * L}, b.getI8Type());
-  // A[row, p] broadcast to every lane (VNNI: the four bytes of group p).
+  // Grouped kernels: the panel holds i32 groups, multiplied as g·L
+  // elements of A's type (i8 or bf16).
+  auto words = VectorType::get({L}, b.getI32Type());
+  Type aElt = cast<RankedTensorType>(A.getType()).getElementType();
+  auto groups = VectorType::get({g * L}, aElt);
+  // A[row, p] broadcast to every lane (grouped: the g elements of group p).
   auto broadcastA = [&](ImplicitLocOpBuilder &ib, Value row, Value p,
                         bool inBounds) -> Value {
-    if (!vnni()) {
+    if (g == 1) {
       Value a = tensor::ExtractOp::create(ib, A, ValueRange{row, p});
       if (!a.getType().isF32())
         a = arith::ExtFOp::create(ib, ib.getF32Type(), a);
       return vector::BroadcastOp::create(ib, acc, a);
     }
     Value k =
-        arith::MulIOp::create(ib, p, arith::ConstantIndexOp::create(ib, 4));
-    Value pad = arith::ConstantOp::create(ib, ib.getI8IntegerAttr(0));
-    Value four = vector::TransferReadOp::create(
-        ib, VectorType::get({4}, ib.getI8Type()), A, ValueRange{row, k}, pad,
-        ArrayRef<bool>{inBounds});
+        arith::MulIOp::create(ib, p, arith::ConstantIndexOp::create(ib, g));
+    Value pad = arith::ConstantOp::create(ib, ib.getZeroAttr(aElt));
+    Value elems = vector::TransferReadOp::create(ib, VectorType::get({g}, aElt),
+                                                 A, ValueRange{row, k}, pad,
+                                                 ArrayRef<bool>{inBounds});
     Value word = vector::BitCastOp::create(
-        ib, VectorType::get({1}, ib.getI32Type()), four);
-    Value all = vector::BroadcastOp::create(ib, acc, word);
-    return vector::BitCastOp::create(ib, bytes, all);
+        ib, VectorType::get({1}, ib.getI32Type()), elems);
+    Value all = vector::BroadcastOp::create(ib, words, word);
+    return vector::BitCastOp::create(ib, groups, all);
   };
   auto step = [&](ImplicitLocOpBuilder &ib, Value p, ValueRange in,
                   bool inBounds) {
     SmallVector<Value> bs, out;
-    Value pad = arith::ConstantOp::create(ib, ib.getZeroAttr(elt32));
+    VectorType panelVec = g > 1 ? words : acc;
+    Value pad = arith::ConstantOp::create(
+        ib, ib.getZeroAttr(panelVec.getElementType()));
     for (int64_t v = 0; v < vecs; ++v) {
       Value col = arith::ConstantIndexOp::create(ib, v * L);
       Value bv = vector::TransferReadOp::create(
-          ib, acc, panel, ValueRange{p, col}, pad, ArrayRef<bool>{true});
-      if (vnni())
-        bv = vector::BitCastOp::create(ib, bytes, bv);
+          ib, panelVec, panel, ValueRange{p, col}, pad, ArrayRef<bool>{true});
+      if (g > 1)
+        bv = vector::BitCastOp::create(ib, groups, bv);
       bs.push_back(bv);
     }
     for (int64_t i = 0; i < mr; ++i) {
       Value a = broadcastA(ib, plus(ib, m0, i), p, inBounds);
       for (int64_t v = 0; v < vecs; ++v) {
         Value prev = in[i * vecs + v];
-        out.push_back(vnni()
-                          ? dpbusd(ib, prev, /*u=*/bs[v], /*s=*/a)
-                          : Value(vector::FMAOp::create(ib, a, bs[v], prev)));
+        Value next;
+        if (vnni())
+          next = dpbusd(ib, prev, /*u=*/bs[v], /*s=*/a);
+        else if (bf16Dot())
+          next = dpbf16(ib, prev, a, bs[v]);
+        else
+          next = vector::FMAOp::create(ib, a, bs[v], prev);
+        out.push_back(next);
       }
     }
     return out;
   };
-  // Panel rows whose A elements are all inside K, then (VNNI, K % 4) the
-  // last group, read with zero padding.
-  const int64_t pIn = vnni() ? m.k / 4 : m.k;
+  // Panel rows whose A elements are all inside K, then (K % g) the last
+  // group, read with zero padding.
+  const int64_t pIn = m.k / g;
   SmallVector<Value> accs =
       foldSteps(b, SmallVector<Value>(mr * vecs, zeroAcc(b)), pIn, 1,
                 panelRows() > pIn, step);
@@ -1001,6 +1051,13 @@ struct VectorizeGemmPass
       }
       if (c->mr < 1 || c->nr < 1 || c->kv < 1 || c->mc < 1) {
         op.emitError("comfyquant.gemm tile sizes must be positive");
+        return signalPassFailure();
+      }
+      const bool bf16Kernel = c->ukernel == CpuMicroKernel::bf16_dot ||
+                              c->ukernel == CpuMicroKernel::bf16_dot_emulated;
+      if (bf16Kernel && !(m->aElt.isBF16() && m->bElt.isBF16())) {
+        op.emitError(stringifyCpuMicroKernel(c->ukernel))
+            << " multiplies bf16 operands, not " << m->aElt << " x " << m->bElt;
         return signalPassFailure();
       }
       GemmBuilder builder(op, *m, *c);

@@ -730,6 +730,16 @@ Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
 
 bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 
+/// Whether every decoded value of (codes, scales) is a normal bf16 (or
+/// zero, infinity, NaN): FP8 codes alone, E2M1 codes alone or times E4M3
+/// scales, or bf16 values.
+bool bf16Exact(Value codes, Value scales) {
+  Type c = elementOf(codes);
+  if (!scales)
+    return isFP8(c) || isa<Float4E2M1FNType>(c) || c.isBF16();
+  return isa<Float4E2M1FNType>(c) && isa<Float8E4M3FNType>(elementOf(scales));
+}
+
 /// The block sizes a block-scaled contraction stays native for: one scale
 /// per FP8 tensor-core MMA K step (MXFP8) or per 16 E2M1 codes (NVFP4, the
 /// block of the FP4 block-scaled MMAs).
@@ -848,7 +858,14 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
     if (static_cast<bool>(lhsScales) != static_cast<bool>(rhsScales) ||
         (lhsScales && !block))
       return rw.notifyMatchFailure(op, "block scales need both sides and B");
-    Type decoded = rw.getF32Type();
+    // The narrowest type that holds every decoded value of both sides:
+    // bf16 where both are FP8 codes or E2M1 x E4M3 (at most 6 significant
+    // bits, exponents inside bf16's normal range), so a bf16 dot product
+    // multiplies them exactly; f32 otherwise (E8M0 block scales reach
+    // beyond bf16's normal range).
+    Type decoded = bf16Exact(lhs, lhsScales) && bf16Exact(rhs, rhsScales)
+                       ? Type(rw.getBF16Type())
+                       : Type(rw.getF32Type());
     a = floatOperand(rw, loc, lhs, lhsScales, block.value_or(0), decoded);
     b = floatOperand(rw, loc, rhs, rhsScales, block.value_or(0), decoded);
   }

@@ -194,8 +194,8 @@ typedef struct cq_session_options {
   /* The checkpoint; NULL: the one the manifest names (next to the artifact
    * as it was when compiled, else its absolute path). */
   const char *checkpoint;
-  /* "x86-64-v3", "avx512-vnni" or "amx"; NULL: $COMFYQUANT_CPU_VARIANT, else
-   * the best one this CPU supports. */
+  /* "x86-64-v3", "avx512-vnni", "avx512-bf16" or "amx"; NULL:
+   * $COMFYQUANT_CPU_VARIANT, else the best one this CPU supports. */
   const char *variant;
   /* Threads per call; 0: $COMFYQUANT_THREADS, else cq_available_cores(). */
   int threads;

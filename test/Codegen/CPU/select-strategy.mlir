@@ -33,7 +33,7 @@
 // FORCE:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni_emulated, mr = 2, nr = 5, kv = 64, mc = 16, decode = none, form = outer>
 // INNER-LABEL: func.func @i8
 // INNER:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = none>
-// OUTER-ERR:    error: form = outer needs the f32-fma or a VNNI micro-kernel, not i8_pmaddwd
+// OUTER-ERR:    error: form = outer needs the f32-fma, a VNNI or a bf16 micro-kernel, not i8_pmaddwd
 func.func @i8(%a: tensor<?x64xi8>, %b: tensor<32x64xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x64xi8>, tensor<32x64xi8>) outs(%c : tensor<?x32xi32>) {
@@ -169,4 +169,45 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
     linalg.yield %s : i32
   } -> tensor<?x32xi32>
   return %r : tensor<?x32xi32>
+}
+
+// -----
+
+// bf16 x bf16 operands (FP8 and NVFP4 decode to them): the bf16 dot product
+// on variants that have it (AVX512-BF16, AMX), f32-fma elsewhere; the
+// emulated kernel runs on any variant, the native one only where the CPU
+// has it, and neither takes f32 operands (@f32 above).
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=BF16
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=bf16-dot-emulated" 2>/dev/null | FileCheck %s --check-prefix=BF16-EMU
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni ukernel=bf16-dot" 2>&1 >/dev/null | FileCheck %s --check-prefix=BF16-ERR
+// V3-LABEL:     func.func @bf16_operands
+// V3:             #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 2, kv = 8, mc = 258, decode = adaptive, form = outer>
+// VNNI-LABEL:   func.func @bf16_operands
+// VNNI:           #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer>
+// BF16-LABEL:   func.func @bf16_operands
+// BF16-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-bf16">
+// BF16:           #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
+// AMX-LABEL:    func.func @bf16_operands
+// AMX:            #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
+// BF16-EMU-LABEL: func.func @bf16_operands
+// BF16-EMU:       #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer>
+// BF16-ERR:     error: micro-kernel 'bf16-dot' needs a variant with AVX512-BF16
+func.func @bf16_operands(%a: tensor<?x64xbf16>, %w: tensor<32x64xi8>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %e = tensor.empty() : tensor<32x64xbf16>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<32x64xi8>) outs(%e : tensor<32x64xbf16>) {
+  ^bb0(%x: i8, %o: bf16):
+    %f = arith.sitofp %x : i8 to bf16
+    linalg.yield %f : bf16
+  } -> tensor<32x64xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x64xbf16>, tensor<32x64xbf16>) outs(%c : tensor<?x32xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x32xf32>
+  return %r : tensor<?x32xf32>
 }

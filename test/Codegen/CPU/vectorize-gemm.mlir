@@ -440,3 +440,86 @@ func.func @outer_vnni(%a: tensor<?x70xi8>, %b: tensor<16x70xi8>) -> tensor<?x16x
   } -> tensor<?x16xi32>
   return %r : tensor<?x16xi32>
 }
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// form = outer, bf16 dot: the panel holds 32-bit groups of two bf16 K values
+// of 16 columns, [⌈37 / 2⌉ = 19, 16]; the K loop covers the 18 pairs inside
+// K and the last pair (element 36 and zero padding) follows. A's pair is
+// broadcast as one i32 and multiplied as 32 bf16 values with vdpbf16ps into
+// f32 columns; no horizontal reduction and no bias correction.
+// CHECK-LABEL: func.func @outer_bf16
+// CHECK:       %[[PANEL0:.*]] = tensor.empty() : tensor<19x16xi32>
+// CHECK:         vector.bitcast %{{.*}} : vector<32xbf16> to vector<16xi32>
+// CHECK:         vector.shuffle
+// CHECK:         scf.for %[[M0:.*]] = {{.*}} step %c2
+// CHECK:           scf.for %[[P:.*]] = %c0 to %c18 step %c1
+// CHECK:             %[[K:.*]] = arith.muli %[[P]], %c2 : index
+// CHECK:             %[[A2:.*]] = vector.transfer_read %arg0[%[[M0]], %[[K]]], %{{.*}} {in_bounds = [true]} : tensor<?x37xbf16>, vector<2xbf16>
+// CHECK:             %[[A1:.*]] = vector.bitcast %[[A2]] : vector<2xbf16> to vector<1xi32>
+// CHECK:             %[[AW:.*]] = vector.broadcast %[[A1]] : vector<1xi32> to vector<16xi32>
+// CHECK:             vector.bitcast %[[AW]] : vector<16xi32> to vector<32xbf16>
+// CHECK:             builtin.unrealized_conversion_cast %{{.*}} : vector<16xf32>, vector<32xbf16>, vector<32xbf16> to vector<16xf32> {comfyquant.intrinsic = "llvm.x86.avx512bf16.dpbf16ps.512"}
+// CHECK:           vector.transfer_read %arg0[%[[M0]], %c36], %{{.*}} : tensor<?x37xbf16>, vector<2xbf16>
+// CHECK-NOT:       vector.reduction
+// CHECK:           vector.transfer_write %{{.*}} : vector<16xf32>, tensor<?x16xf32>
+func.func @outer_bf16(%a: tensor<?x37xbf16>, %b: tensor<16x37xbf16>) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x37xbf16>
+  %e = tensor.empty(%m) : tensor<?x16xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x37xbf16>, tensor<16x37xbf16>) outs(%f : tensor<?x16xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 1, kv = 32, mc = 8, decode = none, form = outer>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// The emulated bf16 dot (inner form, 256-bit: 16 bf16 values per step, 8
+// f32 lanes): exact products in f32, each lane adds its odd element's
+// product and then its even one's (vdpbf16ps's order), one horizontal
+// reduction per accumulator.
+// CHECK-LABEL: func.func @inner_bf16_emulated
+// CHECK:         arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:         %[[P:.*]] = arith.mulf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK:         %[[ODD:.*]] = vector.shuffle %[[P]], %[[P]] [1, 3, 5, 7, 9, 11, 13, 15] : vector<16xf32>, vector<16xf32>
+// CHECK:         %[[S1:.*]] = arith.addf %{{.*}}, %[[ODD]] : vector<8xf32>
+// CHECK:         %[[EVEN:.*]] = vector.shuffle %[[P]], %[[P]] [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
+// CHECK:         arith.addf %[[S1]], %[[EVEN]] : vector<8xf32>
+// CHECK:       vector.reduction <add>, %{{.*}} : vector<8xf32> into f32
+// CHECK-NOT:   comfyquant.intrinsic
+func.func @inner_bf16_emulated(%a: tensor<?x32xbf16>, %b: tensor<2x32xbf16>) -> tensor<?x2xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x32xbf16>
+  %e = tensor.empty(%m) : tensor<?x2xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x2xf32>) -> tensor<?x2xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x32xbf16>, tensor<2x32xbf16>) outs(%f : tensor<?x2xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 1, nr = 2, kv = 16, mc = 4, decode = none>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x2xf32>
+  return %r : tensor<?x2xf32>
+}

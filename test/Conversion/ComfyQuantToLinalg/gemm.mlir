@@ -37,16 +37,19 @@ func.func @qgemm(%a: tensor<?x32xi8>, %b: tensor<16x32xi8>, %xs: tensor<?x1xf32>
 
 // -----
 
-// Block-scaled float GEMM (NVFP4): both operands decoded to exact f32 values
-// code · block scale (E2M1 · E4M3), then an f32 contraction.
+// Block-scaled float GEMM (NVFP4): both operands decoded to exact values
+// code · block scale (E2M1 · E4M3: at most 6 significant bits, so bf16),
+// then a contraction in f32.
 // CHECK-LABEL: func.func @nvfp4_gemm
 // CHECK:       %[[AD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
 // CHECK:         arith.divui %{{.*}}, %c16 : index
 // CHECK:         tensor.extract
 // CHECK:         arith.mulf
 // CHECK:       %[[BD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
-// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[AD]], %[[BD]] : tensor<?x32xf32>, tensor<8x32xf32>)
-// CHECK:         arith.mulf
+// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[AD]], %[[BD]] : tensor<?x32xbf16>, tensor<8x32xbf16>)
+// CHECK:         arith.extf %{{.*}} : bf16 to f32
+// CHECK:         arith.extf %{{.*}} : bf16 to f32
+// CHECK:         arith.mulf %{{.*}}, %{{.*}} : f32
 // CHECK:         arith.addf
 // CHECK-NOT:   unrealized_conversion_cast
 // gemm-operands=native: one contraction reads the E2M1 codes (one per byte)
@@ -72,13 +75,14 @@ func.func @nvfp4_gemm(%a: tensor<?x32xf4E2M1FN>, %as: tensor<?x2xf8E4M3FN>, %b: 
 
 // -----
 
-// FP8 GEMM (per-tensor scales): decoded to f32 element-wise first; with
+// FP8 GEMM (per-tensor scales): decoded element-wise to bf16 first (every
+// FP8 value is a bf16); with
 // gemm-operands=native the contraction reads the i8 codes and widens them
 // through the FP8 type in its body (what a tensor core multiplies).
 // CHECK-LABEL: func.func @fp8_gemm
 // CHECK:       %[[AD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
 // CHECK:       %[[BD:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
-// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[AD]], %[[BD]] : tensor<?x64xf32>, tensor<16x64xf32>)
+// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[AD]], %[[BD]] : tensor<?x64xbf16>, tensor<16x64xbf16>)
 // NATIVE-LABEL: func.func @fp8_gemm(%arg0: tensor<?x64xi8>, %arg1: tensor<16x64xi8>
 // NATIVE-NOT:   iterator_types = ["parallel", "parallel"]}
 // NATIVE:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<?x64xi8>, tensor<16x64xi8>)
@@ -96,7 +100,7 @@ func.func @fp8_gemm(%a: tensor<?x64xf8E4M3FN>, %b: tensor<16x64xf8E5M2>, %xs: te
 // -----
 
 // MXFP8 (FP8 codes, E8M0 scales per 32 K): decoded to f32 with the scales
-// applied; with gemm-operands=native one contraction reads codes and
+// applied (2^-127 · 2^-9 is below bf16's normal range); with gemm-operands=native one contraction reads codes and
 // scales, the scales at (row, k floordiv 32), and multiplies each product
 // by the two decoded scales.
 // CHECK-LABEL: func.func @mxfp8_gemm

@@ -2607,7 +2607,7 @@ func.func @warpgroup_mma_fp4_no_scales(%a: memref<512xi32>, %b: memref<1024xi32>
 
 // -----
 
-// expected-error @+1 {{unknown cpu target 'haswell' (known: x86-64-v3 avx512-vnni amx)}}
+// expected-error @+1 {{unknown cpu target 'haswell' (known: x86-64-v3 avx512-vnni avx512-bf16 amx)}}
 func.func private @f() attributes {t = #comfyquant.target<cpu, "haswell">}
 
 // -----
@@ -2653,13 +2653,23 @@ func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr 
 
 // -----
 
-// expected-error @+1 {{form = outer needs f32_fma, i8_vnni or i8_vnni_emulated, not i8_pmaddwd}}
+// expected-error @+1 {{form = outer needs f32_fma, a VNNI or a bf16 micro-kernel, not i8_pmaddwd}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 6, nr = 2, kv = 16, mc = 60, decode = none, form = outer>}
 
 // -----
 
 // expected-error @+1 {{form = outer packs B per N tile; decode = register does not apply}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 60, decode = register, form = outer>}
+
+// -----
+
+// expected-error @+1 {{bf16_dot takes K steps of 32 (one 512-bit register)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 16, mc = 60, decode = none, form = outer>}
+
+// -----
+
+// expected-error @+1 {{bf16_dot_emulated takes K steps of 16 or 32 (one register)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 6, nr = 2, kv = 8, mc = 60, decode = none, form = outer>}
 
 // -----
 

@@ -39,11 +39,17 @@ def ComfyQuantCPUSelectStrategy
     K-elements each; outer: mr rows x nr vectors of columns); both are
     verified.
 
-    | variant (LLVM cpu)           | f32 GEMM                  | i8 GEMM                          |
+    | variant (LLVM cpu)           | float GEMM                | i8 GEMM                          |
     |------------------------------|---------------------------|----------------------------------|
     | x86-64-v3 (x86-64-v3)        | f32-fma, outer 6x2, kv 8  | i8-pmaddwd, inner 4x2, kv 16     |
     | avx512-vnni (cascadelake)    | f32-fma, outer 6x4, kv 16 | i8-vnni, outer 6x4, kv 64        |
-    | amx (sapphirerapids)         | f32-fma, outer 6x4, kv 16 | i8-amx (16x16 tiles) when N % 16 == 0 and K % 64 == 0, else i8-vnni |
+    | avx512-bf16 (cascadelake +avx512bf16) | bf16 operands: bf16-dot, outer 6x4, kv 32; else f32-fma | i8-vnni, outer 6x4, kv 64 |
+    | amx (sapphirerapids)         | as avx512-bf16            | i8-amx (16x16 tiles) when N % 16 == 0 and K % 64 == 0, else i8-vnni |
+
+    Float GEMMs read bf16 operands where every decoded value is a bf16
+    (`convert-comfyquant-to-linalg`: FP8 and NVFP4); the bf16 dot product
+    multiplies pairs of them exactly into f32 accumulators, as f32-fma
+    does one at a time.
 
     mc is 64 rows, 256 when B is decoded per N tile or on a 512-bit variant
     (AMX: 64), rounded up to a multiple of mr. `decode = register` keeps
@@ -55,11 +61,12 @@ def ComfyQuantCPUSelectStrategy
   let dependentDialects = ["::mlir::comfyquant::ComfyQuantDialect"];
   let options = [
     Option<"variant", "variant", "std::string", "\"\"",
-           "CPU variant: x86-64-v3, avx512-vnni or amx; empty: the module's "
-           "comfyquant.target, else x86-64-v3">,
+           "CPU variant: x86-64-v3, avx512-vnni, avx512-bf16 or amx; empty: "
+           "the module's comfyquant.target, else x86-64-v3">,
     Option<"ukernel", "ukernel", "std::string", "\"\"",
-           "Force a micro-kernel (f32-fma, i8-generic, i8-pmaddwd, i8-vnni, "
-           "i8-vnni-emulated, i8-amx, i8-amx-emulated)">,
+           "Force a micro-kernel (f32-fma, bf16-dot, bf16-dot-emulated, "
+           "i8-generic, i8-pmaddwd, i8-vnni, i8-vnni-emulated, i8-amx, "
+           "i8-amx-emulated)">,
     Option<"mr", "mr", "int64_t", "0", "Register tile rows (0: default)">,
     Option<"nr", "nr", "int64_t", "0", "Register tile columns (0: default)">,
     Option<"mc", "mc", "int64_t", "0", "M block (0: default)">,

@@ -207,12 +207,20 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << " takes K steps of 16 or 32 (one register)";
   if (ukernel == CpuMicroKernel::f32_fma && kv != 8 && kv != 16)
     return emitError() << "f32_fma takes K steps of 8 or 16 (one register)";
+  // bf16 pairs of one register: 512 bits for vdpbf16ps.
+  bool bf16 = ukernel == CpuMicroKernel::bf16_dot ||
+              ukernel == CpuMicroKernel::bf16_dot_emulated;
+  if (ukernel == CpuMicroKernel::bf16_dot && kv != 32)
+    return emitError() << "bf16_dot takes K steps of 32 (one 512-bit register)";
+  if (ukernel == CpuMicroKernel::bf16_dot_emulated && kv != 16 && kv != 32)
+    return emitError()
+           << "bf16_dot_emulated takes K steps of 16 or 32 (one register)";
   // The outer form reads B from a K-major panel it packs per N tile; a
   // decoder in the K loop would decode each element once per M tile.
   if (form == CpuGemmForm::outer) {
-    if (ukernel != CpuMicroKernel::f32_fma && !vnni)
-      return emitError() << "form = outer needs f32_fma, i8_vnni or "
-                            "i8_vnni_emulated, not "
+    if (ukernel != CpuMicroKernel::f32_fma && !vnni && !bf16)
+      return emitError() << "form = outer needs f32_fma, a VNNI or a bf16 "
+                            "micro-kernel, not "
                          << stringifyCpuMicroKernel(ukernel);
     if (decode == CpuDecode::reg)
       return emitError() << "form = outer packs B per N tile; decode = "

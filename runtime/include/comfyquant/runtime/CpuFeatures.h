@@ -1,4 +1,5 @@
-//===- CpuFeatures.h - x86 feature detection for kernel variants -*- C++ -*-===//
+//===- CpuFeatures.h - x86 feature detection for kernel variants -*- C++
+//-*-===//
 //
 // cpuid + XCR0 (OS-enabled register state) detection of what the compiled
 // kernel variants need, and Linux's AMX permission request. The variants
@@ -7,7 +8,8 @@
 //   x86-64-v3    AVX, AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE; XCR0 SSE+AVX
 //   avx512-vnni  x86-64-v3 + AVX-512 F/CD/BW/DQ/VL + VNNI (-mcpu=cascadelake);
 //                XCR0 opmask/ZMM state
-//   amx          avx512-vnni + AVX-512 BF16/FP16/VBMI/VBMI2, AVX-VNNI, AMX
+//   avx512-bf16  avx512-vnni + AVX512-BF16 (-mcpu=cascadelake +avx512bf16)
+//   amx          avx512-bf16 + AVX-512 FP16/VBMI/VBMI2, AVX-VNNI, AMX
 //                TILE/INT8/BF16 (-mcpu=sapphirerapids); XCR0 tile state and
 //                arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
 //===----------------------------------------------------------------------===//

@@ -17,13 +17,16 @@ namespace comfyquant::rt {
 /// An x86-64 kernel variant. Each variant needs everything the one before
 /// it in cpuVariants() needs, and more.
 struct CpuVariantInfo {
-  const char *name;      ///< manifest name: "x86-64-v3", "avx512-vnni", "amx"
-  const char *shortName; ///< entry-symbol suffix: "v3", "vnni", "amx"
+  /// manifest name: "x86-64-v3", "avx512-vnni", "avx512-bf16", "amx"
+  const char *name;
+  const char *shortName; ///< entry-symbol suffix: "v3", "vnni", "bf16", "amx"
   const char *cpu;       ///< LLVM -mcpu
   const char *features;  ///< extra LLVM target features
   int vectorBits;        ///< widest vector the micro-kernels use
   /// Uses AMX tiles: Linux grants the tile data per process on request.
   bool amxTiles;
+  /// Has a bf16 dot product into f32 (AVX512-BF16 vdpbf16ps).
+  bool bf16Dot;
 };
 
 /// Every CPU variant, from the most portable to the most specific.

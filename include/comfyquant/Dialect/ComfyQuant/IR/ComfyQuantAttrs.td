@@ -84,7 +84,10 @@ def ComfyQuant_CpuMicroKernel : I32EnumAttr<"CpuMicroKernel",
     I32EnumAttrCase<"i8_vnni", 3>,          // AVX-512 VNNI vpdpbusd
     I32EnumAttrCase<"i8_vnni_emulated", 4>, // the same data flow, AVX2 ops
     I32EnumAttrCase<"i8_amx", 5>,           // AMX tdpbssd tiles
-    I32EnumAttrCase<"i8_amx_emulated", 6>]> { // AMX tile semantics, vector ops
+    I32EnumAttrCase<"i8_amx_emulated", 6>,  // AMX tile semantics, vector ops
+    I32EnumAttrCase<"bf16_dot", 7>,         // AVX512-BF16 vdpbf16ps: bf16
+                                            // pairs, f32 accumulator
+    I32EnumAttrCase<"bf16_dot_emulated", 8>]> { // the same, portable ops
   let cppNamespace = "::mlir::comfyquant";
   let genSpecializedAttr = 0;
 }
@@ -336,11 +339,11 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
 
     `form` says which way the accumulators run. `inner` (the default): each
     of the mr x nr accumulators holds kv K-elements of one C element's dot
-    product and is reduced once per tile. `outer` (f32_fma and the VNNI
-    kernels): each accumulator holds one vector of adjacent C columns, so a
-    tile is mr rows x nr vectors of columns; A is broadcast one element (VNNI:
-    four bytes) at a time and B is read from a K-major panel packed once per
-    N tile and M block. One-row M blocks and column tails narrower than a
+    product and is reduced once per tile. `outer` (f32_fma, the VNNI
+    and bf16 kernels): each accumulator holds one vector of adjacent C
+    columns, so a tile is mr rows x nr vectors of columns; A is broadcast
+    one element (VNNI: four bytes, bf16: two values) at a time and B is read
+    from a K-major panel packed once per N tile and M block. One-row M blocks and column tails narrower than a
     vector use the inner form.
 
     ```mlir
