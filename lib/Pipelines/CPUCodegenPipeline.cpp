@@ -34,6 +34,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   strategy.mr = options.mr;
   strategy.nr = options.nr;
   strategy.mc = options.mc;
+  strategy.kc = options.kc;
   strategy.decode = options.decode;
   strategy.form = options.form;
   pm.addPass(createComfyQuantCPUSelectStrategy(strategy));

@@ -120,8 +120,9 @@ static cl::opt<std::string> ukernel(cl::cat(toolOptions), "ukernel",
                                     cl::init(""));
 static cl::opt<std::string> gemmTiles(
     cl::cat(toolOptions), "gemm-tiles",
-    cl::desc("Override the CPU GEMM register tile and M block: MRxNR or "
-             "MRxNRxMC (tuning; 0 keeps the strategy's value)"),
+    cl::desc("Override the CPU GEMM register tile, M block and K block: "
+             "MRxNR[xMC[xKC]] (tuning; 0 keeps the strategy's value, except "
+             "KC 0: all of K)"),
     cl::init(""));
 static cl::opt<std::string>
     gemmDecode(cl::cat(toolOptions), "gemm-decode",
@@ -150,10 +151,10 @@ struct Fatal {
 
 [[noreturn]] void die(const std::string &msg) { throw Fatal{msg}; }
 
-/// --gemm-tiles as counts (0: the strategy's value), parsed once before
-/// any job runs.
+/// --gemm-tiles as counts (0: the strategy's value; kc -1), parsed once
+/// before any job runs.
 struct GemmTileOverride {
-  int64_t mr = 0, nr = 0, mc = 0;
+  int64_t mr = 0, nr = 0, mc = 0, kc = -1;
 };
 GemmTileOverride tileOverride;
 
@@ -161,17 +162,19 @@ GemmTileOverride parseGemmTiles(StringRef spec) {
   GemmTileOverride o;
   if (spec.empty())
     return o;
-  int64_t t[3] = {0, 0, 0};
+  int64_t t[4] = {0, 0, 0, -1};
   SmallVector<StringRef> parts;
   spec.split(parts, 'x');
-  if (parts.size() < 2 || parts.size() > 3)
-    die("--gemm-tiles takes MRxNR or MRxNRxMC, not '" + spec.str() + "'");
+  if (parts.size() < 2 || parts.size() > 4)
+    die("--gemm-tiles takes MRxNR, MRxNRxMC or MRxNRxMCxKC, not '" +
+        spec.str() + "'");
   for (size_t i = 0; i < parts.size(); ++i)
     if (parts[i].getAsInteger(10, t[i]) || t[i] < 0)
       die("--gemm-tiles: '" + parts[i].str() + "' is not a count");
   o.mr = t[0];
   o.nr = t[1];
   o.mc = t[2];
+  o.kc = t[3];
   return o;
 }
 
@@ -291,6 +294,7 @@ void runCodegenJob(MLIRContext &ctx, CodegenJob &j,
     o.mr = tileOverride.mr;
     o.nr = tileOverride.nr;
     o.mc = tileOverride.mc;
+    o.kc = tileOverride.kc;
     o.decode = gemmDecode;
     o.form = gemmForm;
     o.lowerComfyQuant = false;

@@ -47,6 +47,10 @@ struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
                      llvm::cl::init(0)};
   Option<int64_t> mc{*this, "mc", llvm::cl::desc("M block"),
                      llvm::cl::init(0)};
+  Option<int64_t> kc{*this, "kc",
+                     llvm::cl::desc("K block of the outer form (0: all of K; "
+                                    "-1: the strategy's)"),
+                     llvm::cl::init(-1)};
   Option<std::string> decode{
       *this, "decode",
       llvm::cl::desc("Where B's decoder runs: panel, register or adaptive"),

@@ -16,6 +16,8 @@ namespace mlir::comfyquant::detail {
 struct GemmConfig {
   CpuMicroKernel ukernel = CpuMicroKernel::f32_fma;
   int64_t mr = 1, nr = 1, kv = 1, mc = 64;
+  /// K block of the outer form (0: all of K).
+  int64_t kc = 0;
   CpuDecode decode = CpuDecode::none;
   CpuGemmForm form = CpuGemmForm::inner;
 

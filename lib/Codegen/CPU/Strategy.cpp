@@ -42,6 +42,7 @@ std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
   c.nr = attr.getNr();
   c.kv = attr.getKv();
   c.mc = attr.getMc();
+  c.kc = attr.getKc();
   c.decode = attr.getDecode();
   c.form = attr.getForm();
   return c;
@@ -49,8 +50,8 @@ std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
 
 CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
                                                      const GemmConfig &c) {
-  return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc, c.decode,
-                          c.form);
+  return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc, c.kc,
+                          c.decode, c.form);
 }
 
 int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func,
@@ -208,6 +209,21 @@ struct SelectStrategyPass
       c.mc = mc;
     if (c.mc % c.mr)
       c.mc = (c.mc + c.mr - 1) / c.mr * c.mr;
+    // K blocks (outer form; the inner one streams K once per tile, so the
+    // option leaves it alone): a panel of kc K-elements per N tile. None by
+    // default: on Zen 5 (1 MB L2; FP8 and int8, N = 3072, K = 3072 and
+    // 12288, M = 256, one core) kc = 256 to 2048 was within the noise of
+    // whole-K panels, which then live in L2.
+    if (kc >= 0 && c.isOuter()) {
+      const int64_t k = kc;
+      if (k % c.kv)
+        return op.emitError("kc = ")
+               << k << " must be a multiple of kv = " << c.kv;
+      c.kc = k;
+    }
+    // One block covering K is no blocking.
+    if (c.kc >= m.k)
+      c.kc = 0;
     // B's decoder: AMX tiles read it decoded whole; the vector kernels
     // decode it in registers when the M block is one row (decoded values
     // used once: a panel would be written and read back once) and into a

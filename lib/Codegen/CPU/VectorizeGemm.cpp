@@ -104,9 +104,12 @@ private:
   unsigned epilogueAcc = 0;
   linalg::GenericOp bProducer;
   /// tensor.empty [rows, K] for B's decoded tiles, by tile rows, and (outer
-  /// form) [panelRows, columns] panels, by columns: made on first use before
-  /// `anchor`, the nest's first op, so every tile reuses one buffer.
-  mutable llvm::SmallDenseMap<int64_t, Value> decodeBuffers, panelBuffers;
+  /// form) [mc, columns] partial sums of K blocks, by columns: made on first
+  /// use before `anchor`, the nest's first op, so every tile reuses one
+  /// buffer.
+  mutable llvm::SmallDenseMap<int64_t, Value> decodeBuffers, partialBuffers;
+  /// Outer form: [rows, columns] panels, by (rows, columns), made alike.
+  mutable llvm::SmallDenseMap<std::pair<int64_t, int64_t>, Value> panelBuffers;
   Operation *anchor = nullptr;
   /// The columns [colBegin, colEnd) to compute, when the function's
   /// column-range arguments apply to this GEMM (it writes y directly).
@@ -126,9 +129,8 @@ private:
   /// Outer form: columns of C per accumulator vector (the i32 or f32 lanes
   /// of one register).
   int64_t lanes() const { return c.kv / group(); }
-  /// Outer form: rows of the K-major panel: ⌈K / group⌉ (one 32-bit group
-  /// per lane).
-  int64_t panelRows() const { return (m.k + group() - 1) / group(); }
+  /// Outer form: K elements per K block (all of K without blocking).
+  int64_t kBlock() const { return c.kc > 0 && c.kc < m.k ? c.kc : m.k; }
   /// The inner kernel's tile where the outer form falls back to it (column
   /// tails, one-row blocks): the outer tile is too wide for K-vector
   /// accumulators.
@@ -329,14 +331,21 @@ private:
   Value mTiles(ImplicitLocOpBuilder &b, Value C, Value mb, Value mEnd,
                int64_t mr, MTile tile) const;
 
-  /// Outer form: the columns [n0, n0 + vecs·lanes) of B packed K-major,
-  /// read from `bt` ([vecs·lanes, K]) or, without it, decoded by B's
-  /// producer in registers on the way.
-  Value packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
-                  int64_t vecs) const;
-  /// Outer form: the mr x (vecs·lanes) tile at (m0, n0) of C.
+  /// Outer form: the columns [n0, n0 + vecs·lanes) of B over the K range
+  /// [kBegin, kBegin + kLen) packed K-major (⌈kLen / group⌉ rows of 32-bit
+  /// groups), read from `bt` ([vecs·lanes, K]) or, without it, decoded by
+  /// B's producer in registers on the way. A range ending inside a kv step
+  /// must end at K (its tail is read with zero padding).
+  Value packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt, int64_t vecs,
+                  Value kBegin, int64_t kLen) const;
+  /// Outer form: the mr x (vecs·lanes) tile at (m0, n0) of C, over the K
+  /// range of `panel`. The accumulators start at zero or, with `partial`,
+  /// at its rows m0 - mb (the sums of the K blocks before); the last K
+  /// block applies the epilogue and writes C, the others write their sums
+  /// into C, which is then the partial-sum buffer.
   Value outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel, Value m0,
-                    Value n0, int64_t mr, int64_t vecs) const;
+                    Value n0, int64_t mr, int64_t vecs, Value kBegin,
+                    int64_t kLen, Value partial, Value mb, bool last) const;
   /// Outer form: the columns [n0, n0 + vecs·lanes) of the rows [mb, mEnd).
   Value outerTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t vecs,
                   Value mb, Value mEnd) const;
@@ -659,12 +668,12 @@ static SmallVector<Value> transposeSquare(ImplicitLocOpBuilder &b,
 }
 
 Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
-                             int64_t vecs) const {
-  const int64_t L = lanes(), P = panelRows();
+                             int64_t vecs, Value kBegin, int64_t kLen) const {
+  const int64_t L = lanes(), P = (kLen + group() - 1) / group();
   // Blocks of L panel rows whose kv source elements (L groups) all lie
-  // inside K; then at most L rows from K's last K % kv elements,
+  // inside the range; then at most L rows from K's last K % kv elements,
   // zero-padded (the padding multiplies A's zero padding).
-  const int64_t full = m.k / c.kv, tailRows = P - full * L;
+  const int64_t full = kLen / c.kv, tailRows = P - full * L;
   const bool grouped = group() > 1;
   Type elt32 = grouped ? Type(b.getI32Type()) : Type(b.getF32Type());
   auto vt = VectorType::get({L}, elt32);
@@ -689,7 +698,7 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
     }
     return panel;
   };
-  Value &buffer = panelBuffers[vecs * L];
+  Value &buffer = panelBuffers[{P, vecs * L}];
   if (!buffer)
     buffer = emptyBeforeNest({P, vecs * L}, elt32);
   Value panel = buffer;
@@ -702,19 +711,20 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
       Value step = arith::ConstantIndexOp::create(b, c.kv);
       auto loop = scf::ForOp::create(
           b, lb, ub, step, ValueRange{panel},
-          [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
+          [&](OpBuilder &nb, Location loc, Value local, ValueRange iter) {
             ImplicitLocOpBuilder ib(loc, nb);
-            Value p0 = k0;
+            Value p0 = local;
             if (grouped)
               p0 = arith::DivUIOp::create(
-                  ib, k0, arith::ConstantIndexOp::create(ib, group()));
+                  ib, local, arith::ConstantIndexOp::create(ib, group()));
+            Value k0 = arith::AddIOp::create(ib, kBegin, local);
             scf::YieldOp::create(ib, block(ib, v, p0, k0, L, true, iter[0]));
           });
       panel = loop.getResult(0);
     }
     if (tailRows > 0) {
       Value p0 = arith::ConstantIndexOp::create(b, full * L);
-      Value k0 = arith::ConstantIndexOp::create(b, full * c.kv);
+      Value k0 = plus(b, kBegin, full * c.kv);
       panel = block(b, v, p0, k0, tailRows, false, panel);
     }
   }
@@ -722,8 +732,9 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
 }
 
 Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
-                               Value m0, Value n0, int64_t mr,
-                               int64_t vecs) const {
+                               Value m0, Value n0, int64_t mr, int64_t vecs,
+                               Value kBegin, int64_t kLen, Value partial,
+                               Value mb, bool last) const {
   const int64_t L = lanes(), g = group();
   VectorType acc = accType(b);
   Type elt32 = acc.getElementType();
@@ -736,13 +747,15 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
   auto broadcastA = [&](ImplicitLocOpBuilder &ib, Value row, Value p,
                         bool inBounds) -> Value {
     if (g == 1) {
-      Value a = tensor::ExtractOp::create(ib, A, ValueRange{row, p});
+      Value k = arith::AddIOp::create(ib, kBegin, p);
+      Value a = tensor::ExtractOp::create(ib, A, ValueRange{row, k});
       if (!a.getType().isF32())
         a = arith::ExtFOp::create(ib, ib.getF32Type(), a);
       return vector::BroadcastOp::create(ib, acc, a);
     }
-    Value k =
-        arith::MulIOp::create(ib, p, arith::ConstantIndexOp::create(ib, g));
+    Value k = arith::AddIOp::create(
+        ib, kBegin,
+        arith::MulIOp::create(ib, p, arith::ConstantIndexOp::create(ib, g)));
     Value pad = arith::ConstantOp::create(ib, ib.getZeroAttr(aElt));
     Value elems = vector::TransferReadOp::create(ib, VectorType::get({g}, aElt),
                                                  A, ValueRange{row, k}, pad,
@@ -784,10 +797,38 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
   };
   // Panel rows whose A elements are all inside K, then (K % g) the last
   // group, read with zero padding.
-  const int64_t pIn = m.k / g;
-  SmallVector<Value> accs =
-      foldSteps(b, SmallVector<Value>(mr * vecs, zeroAcc(b)), pIn, 1,
-                panelRows() > pIn, step);
+  const int64_t pIn = kLen / g, P = (kLen + g - 1) / g;
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < mr; ++i) {
+    Value r;
+    if (partial)
+      r = arith::SubIOp::create(b, plus(b, m0, i), mb);
+    for (int64_t v = 0; v < vecs; ++v) {
+      if (!partial) {
+        init.push_back(zeroAcc(b));
+        continue;
+      }
+      Value col = arith::ConstantIndexOp::create(b, v * L);
+      Value pad = arith::ConstantOp::create(b, b.getZeroAttr(elt32));
+      init.push_back(vector::TransferReadOp::create(
+          b, acc, partial, ValueRange{r, col}, pad, ArrayRef<bool>{true}));
+    }
+  }
+  SmallVector<Value> accs = foldSteps(b, init, pIn, 1, P > pIn, step);
+  if (!last) {
+    // A K block before the last: C is the partial-sum buffer.
+    for (int64_t i = 0; i < mr; ++i) {
+      Value r = arith::SubIOp::create(b, plus(b, m0, i), mb);
+      for (int64_t v = 0; v < vecs; ++v) {
+        Value col = arith::ConstantIndexOp::create(b, v * L);
+        C = vector::TransferWriteOp::create(b, accs[i * vecs + v], C,
+                                            ValueRange{r, col},
+                                            ArrayRef<bool>{true})
+                .getResult();
+      }
+    }
+    return C;
+  }
 
   Type outElt = epilogue
                     ? cast<RankedTensorType>(dest.getType()).getElementType()
@@ -853,12 +894,46 @@ Value GemmBuilder::outerTile(ImplicitLocOpBuilder &b, Value C, Value n0,
                              int64_t vecs, Value mb, Value mEnd) const {
   auto packed = [&](ImplicitLocOpBuilder &ib) {
     // B's decoder runs on the way into the panel (no decoded tile).
-    Value bt = bProducer ? Value() : bTile(ib, n0, vecs * lanes());
-    Value panel = packPanel(ib, n0, bt, vecs);
+    const int64_t cols = vecs * lanes();
+    Value bt = bProducer ? Value() : bTile(ib, n0, cols);
+    // K blocks before the last one (if K is blocked) sum into a zeroed
+    // [mc, cols] buffer, each with its own panel.
+    const int64_t kb = kBlock(), kLast = (m.k - 1) / kb * kb;
+    Value partial;
+    if (kLast > 0) {
+      Value &buf = partialBuffers[cols];
+      if (!buf)
+        buf = emptyBeforeNest({c.mc, cols}, accElt(ib));
+      Value zero = arith::ConstantOp::create(ib, ib.getZeroAttr(accElt(ib)));
+      Value zeroed =
+          linalg::FillOp::create(ib, ValueRange{zero}, ValueRange{buf})
+              .getResult(0);
+      Value lb = arith::ConstantIndexOp::create(ib, 0);
+      Value ub = arith::ConstantIndexOp::create(ib, kLast);
+      Value step = arith::ConstantIndexOp::create(ib, kb);
+      auto blocks = scf::ForOp::create(
+          ib, lb, ub, step, ValueRange{zeroed},
+          [&](OpBuilder &nb, Location loc, Value k0, ValueRange iter) {
+            ImplicitLocOpBuilder kb2(loc, nb);
+            Value panel = packPanel(kb2, n0, bt, vecs, k0, kb);
+            Value sums = mTiles(kb2, iter[0], mb, mEnd, c.mr,
+                                [&](ImplicitLocOpBuilder &tb, Value Pi,
+                                    Value m0, int64_t rows) {
+                                  return outerKernel(
+                                      tb, Pi, panel, m0, n0, rows, vecs, k0, kb,
+                                      /*partial=*/Pi, mb, /*last=*/false);
+                                });
+            scf::YieldOp::create(kb2, sums);
+          });
+      partial = blocks.getResult(0);
+    }
+    Value kLastC = arith::ConstantIndexOp::create(ib, kLast);
+    Value panel = packPanel(ib, n0, bt, vecs, kLastC, m.k - kLast);
     return mTiles(
         ib, C, mb, mEnd, c.mr,
-        [&](ImplicitLocOpBuilder &kb, Value Ci, Value m0, int64_t rows) {
-          return outerKernel(kb, Ci, panel, m0, n0, rows, vecs);
+        [&](ImplicitLocOpBuilder &tb, Value Ci, Value m0, int64_t rows) {
+          return outerKernel(tb, Ci, panel, m0, n0, rows, vecs, kLastC,
+                             m.k - kLast, partial, mb, /*last=*/true);
         });
   };
   if (c.decode == CpuDecode::panel)

@@ -192,6 +192,16 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // BF16-EMU-LABEL: func.func @bf16_operands
 // BF16-EMU:       #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer>
 // BF16-ERR:     error: micro-kernel 'bf16-dot' needs a variant with AVX512-BF16
+// K blocks: kc applies to outer forms (a multiple of kv; at least K is one
+// block, so no kc), not to inner ones.
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=32" 2>/dev/null | FileCheck %s --check-prefix=KC
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=64" | FileCheck %s --check-prefix=KC-ALL
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=48" 2>&1 >/dev/null | FileCheck %s --check-prefix=KC-ERR
+// KC-LABEL:     func.func @bf16_operands
+// KC:             #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 32, decode = adaptive, form = outer>
+// KC-ALL-LABEL: func.func @bf16_operands
+// KC-ALL:         #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
+// KC-ERR:       error: kc = 48 must be a multiple of kv = 32
 func.func @bf16_operands(%a: tensor<?x64xbf16>, %w: tensor<32x64xi8>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
   %e = tensor.empty() : tensor<32x64xbf16>
   %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}

@@ -523,3 +523,45 @@ func.func @inner_bf16_emulated(%a: tensor<?x32xbf16>, %b: tensor<2x32xbf16>) -> 
   } -> tensor<?x2xf32>
   return %r : tensor<?x2xf32>
 }
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// K blocks (kc = 16, K = 40): the blocks before the last ([0, 32) in steps
+// of 16) each pack a [16, 16] panel and sum into a zeroed [mc, 16] buffer
+// (read at row m - mb, written back); the last block, [32, 40), packs an
+// [8, 16] panel, starts from the buffer and applies the epilogue into C.
+// CHECK-LABEL: func.func @outer_kblocks
+// CHECK-DAG:   tensor.empty() : tensor<16x16xf32>
+// CHECK-DAG:   tensor.empty() : tensor<8x16xf32>
+// CHECK-DAG:   %[[PART:.*]] = tensor.empty() : tensor<4x16xf32>
+// CHECK:       %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[PART]] : tensor<4x16xf32>)
+// CHECK:       %[[SUMS:.*]] = scf.for %[[K0:.*]] = %c0 to %c32 step %c16 iter_args(%[[P:.*]] = %[[ZERO]])
+// CHECK:         scf.for %[[M0:.*]] = {{.*}} iter_args(%[[Q:.*]] = %[[P]])
+// CHECK:           %[[R:.*]] = arith.subi %[[M0]], %{{.*}} : index
+// CHECK:           vector.transfer_read %[[Q]][%[[R]], %c0]
+// CHECK:           %[[K:.*]] = arith.addi %[[K0]], %{{.*}} : index
+// CHECK:           tensor.extract %arg0[%[[M0]], %[[K]]]
+// CHECK:           vector.transfer_write %{{.*}}, %{{.*}}[%{{.*}}, %c0] {in_bounds = [true]} : vector<16xf32>, tensor<4x16xf32>
+// CHECK:       vector.transfer_read %[[SUMS]]
+// CHECK:       tensor.extract %arg0[%{{.*}}, %{{.*}}]
+// CHECK:       vector.transfer_write %{{.*}} : vector<16xf32>, tensor<?x16xf32>
+func.func @outer_kblocks(%a: tensor<?x40xf32>, %b: tensor<16x40xf32>) -> tensor<?x16xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x40xf32>
+  %e = tensor.empty(%m) : tensor<?x16xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x40xf32>, tensor<16x40xf32>) outs(%f : tensor<?x16xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 1, kv = 16, mc = 4, kc = 16, decode = none, form = outer>} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}

@@ -2663,6 +2663,16 @@ func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 6, nr 
 
 // -----
 
+// expected-error @+1 {{kc = 48 must be 0 (all of K) or a positive multiple of kv = 32}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 60, kc = 48, decode = none, form = outer>}
+
+// -----
+
+// expected-error @+1 {{kc = 64: K blocks are for the outer form (its panel)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, kc = 64, decode = none>}
+
+// -----
+
 // expected-error @+1 {{bf16_dot takes K steps of 32 (one 512-bit register)}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 16, mc = 60, decode = none, form = outer>}
 

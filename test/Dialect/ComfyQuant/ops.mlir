@@ -712,9 +712,9 @@ func.func @warpgroup_mma(%a: memref<512xi32, #gpu.address_space<workgroup>>, %b:
 // CHECK-LABEL: func.func private @cpu_gemm_forms
 // CHECK-SAME:    a = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
 // CHECK-SAME:    b = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none>
-// CHECK-SAME:    c = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
+// CHECK-SAME:    c = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 256, decode = adaptive, form = outer>
 // CHECK-SAME:    d = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 4, nr = 4, kv = 16, mc = 64, decode = panel>}
-func.func private @cpu_gemm_forms() attributes {a = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>, b = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none, form = inner>, c = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>, d = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 4, nr = 4, kv = 16, mc = 64, decode = panel>}
+func.func private @cpu_gemm_forms() attributes {a = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>, b = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none, form = inner>, c = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 256, decode = adaptive, form = outer>, d = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 4, nr = 4, kv = 16, mc = 64, decode = panel>}
 
 // The code generators' typed records round-trip.
 // CHECK-LABEL: func.func private @codegen_records()

@@ -52,7 +52,9 @@ def ComfyQuantCPUSelectStrategy
     does one at a time.
 
     mc is 64 rows, 256 when B is decoded per N tile or on a 512-bit variant
-    (AMX: 64), rounded up to a multiple of mr. `decode = register` keeps
+    (AMX: 64), rounded up to a multiple of mr. kc (outer form) is 0, all of
+    K in one panel, unless the option asks for K blocks (measured: no gain
+    on Zen 5 up to K = 12288). `decode = register` keeps
     the inner form unless `form = outer` is asked for (an error).
 
     The variant is the `variant` option, else the module's
@@ -70,6 +72,8 @@ def ComfyQuantCPUSelectStrategy
     Option<"mr", "mr", "int64_t", "0", "Register tile rows (0: default)">,
     Option<"nr", "nr", "int64_t", "0", "Register tile columns (0: default)">,
     Option<"mc", "mc", "int64_t", "0", "M block (0: default)">,
+    Option<"kc", "kc", "int64_t", "-1",
+           "K block of the outer form, a multiple of its kv (0: all of K; -1: default; inner forms ignore it)">,
     Option<"decode", "decode", "std::string", "",
            "Where B's decoder runs: panel, register or adaptive (empty: "
            "default)">,

@@ -174,11 +174,19 @@ const rt::CudaArchInfo *TargetAttr::getCudaArch() const {
 LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   CpuMicroKernel ukernel, int64_t mr,
                                   int64_t nr, int64_t kv, int64_t mc,
-                                  CpuDecode decode, CpuGemmForm form) {
+                                  int64_t kc, CpuDecode decode,
+                                  CpuGemmForm form) {
   if (mr <= 0 || nr <= 0 || kv <= 0 || mc <= 0)
     return emitError() << "mr, nr, kv and mc must be positive";
   if (mc % mr)
     return emitError() << "mc = " << mc << " must be a multiple of mr = " << mr;
+  if (kc < 0 || kc % kv)
+    return emitError()
+           << "kc = " << kc
+           << " must be 0 (all of K) or a positive multiple of kv = " << kv;
+  if (kc && form != CpuGemmForm::outer)
+    return emitError() << "kc = " << kc
+                       << ": K blocks are for the outer form (its panel)";
   bool amx = ukernel == CpuMicroKernel::i8_amx ||
              ukernel == CpuMicroKernel::i8_amx_emulated;
   // AMX tiles are built after bufferization from a whole decoded B; the

@@ -343,8 +343,13 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
     and bf16 kernels): each accumulator holds one vector of adjacent C
     columns, so a tile is mr rows x nr vectors of columns; A is broadcast
     one element (VNNI: four bytes, bf16: two values) at a time and B is read
-    from a K-major panel packed once per N tile and M block. One-row M blocks and column tails narrower than a
-    vector use the inner form.
+    from a K-major panel packed once per N tile and M block. One-row M
+    blocks and column tails narrower than a vector use the inner form. `kc`
+    (outer form; 0, the default, and then left out: the whole of K) splits
+    K into blocks of kc elements, a multiple of kv: the panel is packed per
+    K block, so it stays in L1 while the M block's tiles stream past it,
+    and the accumulators of the blocks before the last wait in an
+    [mc, columns] buffer; the epilogue runs after the last block.
 
     ```mlir
     #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = adaptive>
@@ -353,10 +358,12 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
   }];
   let parameters = (ins EnumParameter<ComfyQuant_CpuMicroKernel>:$ukernel,
                         "int64_t":$mr, "int64_t":$nr, "int64_t":$kv,
-                        "int64_t":$mc, EnumParameter<ComfyQuant_CpuDecode>:$decode,
+                        "int64_t":$mc,
+                        DefaultValuedParameter<"int64_t", "0">:$kc,
+                        EnumParameter<ComfyQuant_CpuDecode>:$decode,
                         ComfyQuant_CpuGemmFormParameter:$form);
   let assemblyFormat =
-      "`<` $ukernel `,` struct($mr, $nr, $kv, $mc, $decode, $form) `>`";
+      "`<` $ukernel `,` struct($mr, $nr, $kv, $mc, $kc, $decode, $form) `>`";
   let genVerifyDecl = 1;
 }
 
