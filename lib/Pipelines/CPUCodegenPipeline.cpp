@@ -1,4 +1,5 @@
 //===- CPUCodegenPipeline.cpp - the comfyquant CPU codegen pipeline -------===//
+#include "comfyquant/Codegen/CPU/CPUCodegen.h"
 #include "comfyquant/Codegen/CPU/Passes.h"
 #include "comfyquant/Codegen/Common/Passes.h"
 #include "comfyquant/Conversion/Passes.h"
@@ -71,8 +72,12 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addPass(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll(true)));
   pm.addPass(createSCFToControlFlowPass());
+  // bf16 conversions as integer ops, except where the variant converts
+  // natively (AVX512-BF16: vcvtneps2bf16; LLVM calls a runtime helper for
+  // fptrunc to bfloat elsewhere).
   arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
+  const CPUVariant *variant = lookupCPUVariant(options.variant);
+  expand.includeBf16 = !(variant && variant->bf16Dot);
   pm.addPass(arith::createArithExpandOpsPass(expand));
   ConvertVectorToLLVMPassOptions vec;
   vec.reassociateFPReductions = true;

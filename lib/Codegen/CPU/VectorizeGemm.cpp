@@ -147,6 +147,19 @@ private:
            c.ukernel == CpuMicroKernel::bf16_dot_emulated;
   }
 
+  /// The builder of one-row M blocks, which multiply each decoded element
+  /// of B once, so its decoding costs more than the products: the bf16
+  /// kernels run them as f32 FMAs (widening a bf16 is a shift, which LLVM
+  /// folds into the decoder's narrowing).
+  GemmBuilder oneRowBuilder() const {
+    GemmBuilder r = *this;
+    if (bf16Dot()) {
+      r.c.ukernel = CpuMicroKernel::f32_fma;
+      r.c.kv = c.kv / 2;
+    }
+    return r;
+  }
+
   Type accElt(ImplicitLocOpBuilder &b) const {
     return ints() ? Type(b.getI32Type()) : Type(b.getF32Type());
   }
@@ -551,7 +564,8 @@ Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
         b, single,
         [&](OpBuilder &nb, Location loc) {
           ImplicitLocOpBuilder ib(loc, nb);
-          scf::YieldOp::create(ib, microKernel(ib, C, Value(), mb, n0, 1, nr));
+          scf::YieldOp::create(
+              ib, oneRowBuilder().microKernel(ib, C, Value(), mb, n0, 1, nr));
         },
         [&](OpBuilder &nb, Location loc) {
           ImplicitLocOpBuilder ib(loc, nb);
@@ -885,7 +899,7 @@ Value GemmBuilder::innerColumns(ImplicitLocOpBuilder &b, Value C, Value n0,
     }
     // One row: B's producer in registers, or B's rows as stored.
     Value bt = bProducer ? Value() : bTile(b, n, w);
-    C = microKernel(b, C, bt, mb, n, 1, w);
+    C = oneRowBuilder().microKernel(b, C, bt, mb, n, 1, w);
   }
   return C;
 }

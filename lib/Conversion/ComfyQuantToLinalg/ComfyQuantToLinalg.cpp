@@ -711,20 +711,25 @@ Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
       return e.decodeE8M0(x);
     return e.toF32(x);
   };
+  // A bf16 result holds every decoded value exactly (bf16Exact): its
+  // high half, not a rounding.
+  auto narrow = [&](Emitter &e, Value x) -> Value {
+    return resultElt.isBF16() ? e.exactBF16(x) : e.fromF32(x, resultElt);
+  };
   return buildParallel(
       b, loc, s, b.getMultiDimIdentityMap(2),
       emptyTensor(b, loc, mixedSizes(b, loc, s), resultElt),
       [&](Emitter &e, ValueRange a) -> Value {
         Value x = decode(e, a[0]);
         if (!sc)
-          return e.fromF32(x, resultElt);
+          return narrow(e, x);
         Value col = e.index(1);
         Value blk = arith::DivUIOp::create(e.b, col, e.idx(block));
         Value raw = tensor::ExtractOp::create(e.b, sc, ValueRange{e.index(0), blk});
         Value scale = isa<Float8E8M0FNUType>(scaleElt) ? e.decodeE8M0(raw)
                       : isa<Float8E4M3FNType>(scaleElt) ? e.decodeE4M3(raw)
                                                          : e.toF32(raw);
-        return e.fromF32(e.mul(x, scale), resultElt);
+        return narrow(e, e.mul(x, scale));
       });
 }
 

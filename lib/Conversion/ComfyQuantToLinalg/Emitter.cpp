@@ -42,6 +42,13 @@ Value Emitter::fromF32(Value v, Type t) {
   return arith::TruncFOp::create(b, t, v);
 }
 
+Value Emitter::exactBF16(Value v) {
+  Value bits = arith::BitcastOp::create(b, b.getI32Type(), v);
+  Value high = arith::ShRUIOp::create(b, bits, i32(16));
+  Value half = arith::TruncIOp::create(b, b.getI16Type(), high);
+  return arith::BitcastOp::create(b, b.getBF16Type(), half);
+}
+
 Value Emitter::roundThrough(Value v, Type t) {
   if (t.isF32())
     return v;

@@ -34,6 +34,9 @@ public:
   Value toF32(Value v);
   /// f32 `v` rounded once (RNE) to float type `t` (identity for f32).
   Value fromF32(Value v, Type t);
+  /// An f32 that is a bf16 exactly (or a NaN) as that bf16: its high 16
+  /// bits, no rounding.
+  Value exactBF16(Value v);
   /// f32 `v` rounded to `t` and widened back to f32.
   Value roundThrough(Value v, Type t);
 
