@@ -69,6 +69,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/TilingInterface.h"
 
 namespace mlir::comfyquant {
@@ -215,14 +216,23 @@ private:
     Value uWide = arith::ExtUIOp::create(b, wide, u);
     Value sWide = arith::ExtSIOp::create(b, wide, s);
     Value p = arith::MulIOp::create(b, uWide, sWide);
-    // Sum of each group of four: four strided 1-D shuffles.
+    return addGroups(b, acc, p, {0, 1, 2, 3});
+  }
+
+  /// The emulated dot products' sums: acc[i] + p[g·i + j] for each j of
+  /// `order` in turn (g = its size), one strided shuffle per j.
+  Value addGroups(ImplicitLocOpBuilder &b, Value acc, Value p,
+                  ArrayRef<int64_t> order) const {
+    const int64_t g = order.size();
+    const bool isFloat = isa<FloatType>(getElementTypeOrSelf(acc.getType()));
     Value sum = acc;
-    for (int64_t j = 0; j < 4; ++j) {
+    for (int64_t j : order) {
       SmallVector<int64_t> mask;
-      for (int64_t i = 0; i < c.kv / 4; ++i)
-        mask.push_back(4 * i + j);
-      sum = arith::AddIOp::create(b, sum,
-                                  vector::ShuffleOp::create(b, p, p, mask));
+      for (int64_t i = 0; i < c.kv / g; ++i)
+        mask.push_back(g * i + j);
+      Value lanes = vector::ShuffleOp::create(b, p, p, mask);
+      sum = isFloat ? Value(arith::AddFOp::create(b, sum, lanes))
+                    : Value(arith::AddIOp::create(b, sum, lanes));
     }
     return sum;
   }
@@ -237,15 +247,7 @@ private:
     Value xw = arith::ExtFOp::create(b, wide, x);
     Value yw = arith::ExtFOp::create(b, wide, y);
     Value p = arith::MulFOp::create(b, xw, yw);
-    Value sum = acc;
-    for (int64_t j : {1, 0}) {
-      SmallVector<int64_t> mask;
-      for (int64_t i = 0; i < c.kv / 2; ++i)
-        mask.push_back(2 * i + j);
-      sum = arith::AddFOp::create(b, sum,
-                                  vector::ShuffleOp::create(b, p, p, mask));
-    }
-    return sum;
+    return addGroups(b, acc, p, {1, 0});
   }
 
   /// A loaded A (isA) or B vector in the form the micro-kernel multiplies:
