@@ -27,6 +27,8 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantFuseOperandProducers());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantCPUTabulateDecoders());
 
   // Strategy, then register-blocked vector GEMMs on tensors.
   ComfyQuantCPUSelectStrategyOptions strategy;

@@ -31,60 +31,70 @@ mlir::comfyquant::detail::bodySlice(linalg::GenericOp op, Value v) {
   return slice;
 }
 
+Attribute mlir::comfyquant::detail::foldSliceAt(Block &body, Value x,
+                                                TypedAttr xValue, Value v) {
+  if (v == x ||
+      (isa<BlockArgument>(v) && cast<BlockArgument>(v).getOwner() == &body))
+    return {};
+  // The ops of the body v depends on, not looking past x.
+  llvm::SmallPtrSet<Operation *, 16> slice;
+  SmallVector<Value> work = {v};
+  while (!work.empty()) {
+    Value w = work.pop_back_val();
+    Operation *def = w.getDefiningOp();
+    if (w == x || !def || def->getBlock() != &body || !slice.insert(def).second)
+      continue;
+    if (!isPure(def) || def->getNumRegions())
+      return {};
+    llvm::append_range(work, def->getOperands());
+  }
+  // The slice is cloned into a scratch function with x a constant and
+  // folded there: folding the body itself could rewrite it.
+  Location loc = v.getLoc();
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
+  OpBuilder b = OpBuilder::atBlockEnd(scratch->getBody());
+  auto fn = func::FuncOp::create(b, loc, "evaluate",
+                                 b.getFunctionType({}, {v.getType()}));
+  OpBuilder fb = OpBuilder::atBlockEnd(fn.addEntryBlock());
+  IRMapping map;
+  map.map(x, arith::ConstantOp::create(fb, loc, xValue).getResult());
+  for (Operation &o : body.without_terminator()) {
+    if (!slice.contains(&o))
+      continue;
+    for (Value operand : o.getOperands()) {
+      if (map.contains(operand))
+        continue;
+      // Only constants captured from outside the body may remain.
+      Operation *def = operand.getDefiningOp();
+      if (!def || !matchPattern(operand, m_Constant()))
+        return {};
+      fb.clone(*def, map);
+    }
+    fb.clone(o, map);
+  }
+  func::ReturnOp::create(fb, loc, map.lookup(v));
+  (void)applyPatternsGreedily(fn, FrozenRewritePatternSet());
+  Attribute value;
+  if (!matchPattern(fn.getBody().front().getTerminator()->getOperand(0),
+                    m_Constant(&value)))
+    return {};
+  return value;
+}
+
 SmallVector<Attribute>
 mlir::comfyquant::detail::evaluateAtEveryCode(linalg::GenericOp op, Value v,
                                               unsigned arg) {
   Block &body = op.getRegion().front();
-  if (!body.getArgument(arg).getType().isSignlessInteger(8))
+  BlockArgument code = body.getArgument(arg);
+  if (!code.getType().isSignlessInteger(8))
     return {};
-  llvm::SmallPtrSet<Operation *, 16> slice = bodySlice(op, v);
-  for (Operation *o : slice) {
-    if (!isPure(o) || o->getNumRegions())
-      return {};
-    for (Value operand : o->getOperands())
-      if (auto a = dyn_cast<BlockArgument>(operand);
-          a && a.getOwner() == &body && a.getArgNumber() != arg)
-        return {};
-  }
-  if (auto a = dyn_cast<BlockArgument>(v); a && a.getOwner() == &body)
-    return {};
-  // The slice is cloned into a scratch function with the argument a
-  // constant and folded there: folding the body itself could rewrite it.
-  Location loc = op.getLoc();
-  OwningOpRef<ModuleOp> scratch = ModuleOp::create(loc);
-  OpBuilder b = OpBuilder::atBlockEnd(scratch->getBody());
   SmallVector<Attribute> values;
-  for (unsigned code = 0; code < 256; ++code) {
-    auto fn = func::FuncOp::create(b, loc, "evaluate",
-                                   b.getFunctionType({}, {v.getType()}));
-    OpBuilder fb = OpBuilder::atBlockEnd(fn.addEntryBlock());
-    IRMapping map;
-    map.map(body.getArgument(arg),
-            arith::ConstantOp::create(fb, loc,
-                                      fb.getIntegerAttr(fb.getI8Type(), code))
-                .getResult());
-    for (Operation &o : body.without_terminator()) {
-      if (!slice.contains(&o))
-        continue;
-      for (Value operand : o.getOperands()) {
-        if (map.contains(operand))
-          continue;
-        // Only constants captured from outside the body may remain.
-        Operation *def = operand.getDefiningOp();
-        if (!def || !matchPattern(operand, m_Constant()))
-          return {};
-        fb.clone(*def, map);
-      }
-      fb.clone(o, map);
-    }
-    func::ReturnOp::create(fb, loc, map.lookup(v));
-    (void)applyPatternsGreedily(fn, FrozenRewritePatternSet());
-    Attribute value;
-    if (!matchPattern(fn.getBody().front().getTerminator()->getOperand(0),
-                      m_Constant(&value)))
+  OpBuilder b(op.getContext());
+  for (unsigned c = 0; c < 256; ++c) {
+    Attribute value = foldSliceAt(body, code, b.getI8IntegerAttr(c), v);
+    if (!value)
       return {};
     values.push_back(value);
-    fn.erase();
   }
   return values;
 }

@@ -83,6 +83,30 @@ def ComfyQuantCPUSelectStrategy
   ];
 }
 
+def ComfyQuantCPUTabulateDecoders
+    : Pass<"comfyquant-cpu-tabulate-decoders", "::mlir::func::FuncOp"> {
+  let summary = "Replace f32 functions of 4-bit codes by 16-entry tables";
+  let description = [{
+    Runs on linalg on tensors, before vectorization. In the body of an
+    all-parallel `linalg.generic`, an integer value whose range is known to
+    lie in [0, 16) (a nibble: `andi x, 15`, a shift leaving at most four
+    bits, a select or extension of such) often feeds a chain of pure scalar
+    ops that computes an f32 from it alone: the E2M1 decode of NVFP4
+    weights and activations (masks, shifts, an f16 bitcast, a widening and a
+    scale). Each f32 result of such a chain (of at least two ops) is folded
+    at the 16 codes into a constant `tensor<16xf32>` and replaced by a
+    lookup, `tensor.extract %table[index_cast x]`. The vectorizer turns the
+    lookup into a gather and `comfyquant-cpu-vectorize-elementwise` into
+    register permutes (one `vpermps` per vector on AVX-512, two and a blend
+    on AVX2), so a decode of several vector ops per element becomes one.
+    The values are the chain's own, folded by MLIR's folders, so results
+    are bit-identical.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+
 def ComfyQuantCPUVectorizeGemm
     : Pass<"comfyquant-cpu-vectorize-gemm", "::mlir::func::FuncOp"> {
   let summary = "Register-blocked, vectorized GEMMs on tensors";

@@ -51,6 +51,12 @@ std::optional<GemmMatch> matchGemm(linalg::GenericOp op);
 /// The ops of `op`'s body that `v` depends on.
 llvm::SmallPtrSet<Operation *, 16> bodySlice(linalg::GenericOp op, Value v);
 
+/// The constant `v` folds to when `x` is `xValue`: the ops of `body` that
+/// `v` depends on (up to `x`; pure, without regions, their other operands
+/// constants) cloned into a scratch function and folded there. Null when
+/// `v` depends on anything else or does not fold.
+Attribute foldSliceAt(Block &body, Value x, TypedAttr xValue, Value v);
+
 /// The values of `v`, a pure function of `op`'s i8 body argument `arg`
 /// alone (and of constants), at every code 0..255; empty when `v` depends on
 /// anything else or some value does not fold.

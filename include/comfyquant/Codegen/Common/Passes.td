@@ -1,12 +1,35 @@
 //===- Passes.td - target-neutral comfyquant codegen passes -*- tablegen -*-===//
 //
-// Passes every back end runs after bufferization. Their names keep the
+// Passes any back end can run. The two after bufferization keep the
 // `comfyquant-cpu-` prefix they had when the CPU was the only back end.
 //===----------------------------------------------------------------------===//
 #ifndef COMFYQUANT_CODEGEN_COMMON_PASSES_TD
 #define COMFYQUANT_CODEGEN_COMMON_PASSES_TD
 
 include "mlir/Pass/PassBase.td"
+
+def ComfyQuantFuseOperandProducers
+    : Pass<"comfyquant-fuse-operand-producers", "::mlir::func::FuncOp"> {
+  let summary = "Fold chains of elementwise weight decoders into the one "
+                "that feeds a GEMM";
+  let description = [{
+    Runs on linalg on tensors, before the GEMMs are tiled. A weight often
+    reaches a GEMM through several elementwise ops (nibbles unpacked into a
+    full-size temporary, then decoded and scaled). A code generator that
+    evaluates the GEMM operand's producer per tile sees only the last of
+    them and reads the others' full-size results from memory. This pass
+    fuses every all-parallel `linalg.generic` feeding the B operand's
+    producer (through an input with a permutation map, used by nothing
+    else) into it, repeatedly, so the stored weight is read where the GEMM
+    needs it and no temporary of the decoded weight is written.
+
+    Only B, the weight operand, is treated: the code generators evaluate
+    its producer per tile; the activation's producers run once per call
+    either way.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 
 def ComfyQuantLowerStridedCopies
     : Pass<"comfyquant-cpu-lower-strided-copies", "::mlir::func::FuncOp"> {
