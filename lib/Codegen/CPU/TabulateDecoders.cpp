@@ -96,9 +96,8 @@ bool isFoldableScalar(Operation *op) {
 }
 
 /// Replaces every f32 function of `code` alone (a chain of two ops or more)
-/// by a lookup in a 16-entry constant table. Returns whether it changed the
-/// body.
-bool tabulate(OpBuilder &b, Block &body, Value code) {
+/// by a lookup in a 16-entry constant table.
+void tabulate(OpBuilder &b, Block &body, Value code) {
   // The ops computed from `code` and constants alone, in body order.
   llvm::SmallPtrSet<Operation *, 16> derived;
   llvm::DenseMap<Value, unsigned> depth;
@@ -134,7 +133,6 @@ bool tabulate(OpBuilder &b, Block &body, Value code) {
           }))
         outputs.push_back(r);
   }
-  bool changed = false;
   for (Value out : outputs) {
     SmallVector<float> table;
     for (uint64_t c = 0; c < kCodes; ++c) {
@@ -164,9 +162,7 @@ bool tabulate(OpBuilder &b, Block &body, Value code) {
     out.replaceUsesWithIf(lookup, [&](OpOperand &use) {
       return !derived.contains(use.getOwner());
     });
-    changed = true;
   }
-  return changed;
 }
 
 struct TabulateDecodersPass
