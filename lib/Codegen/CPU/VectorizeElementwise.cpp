@@ -10,6 +10,7 @@
 
 #include "comfyquant/Codegen/CPU/Passes.h"
 #include "comfyquant/Codegen/Common/LaneAffine.h"
+#include "comfyquant/Codegen/Common/SinkShuffles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -338,7 +339,8 @@ struct VectorizeElementwisePass
     lowerTableLookups(func, width);
     // Canonical form (one-iteration tile loops and full-size slices gone),
     // with work on uniform values (a block scale, a per-row scale) done once
-    // in scalars and broadcast rather than in every lane; then vectors
+    // in scalars and broadcast rather than in every lane, and on a block's
+    // value once per block rather than in each of its lanes; then vectors
     // written and read back whole are forwarded.
     MLIRContext *ctx = &getContext();
     RewritePatternSet patterns(ctx);
@@ -347,6 +349,7 @@ struct VectorizeElementwisePass
     for (RegisteredOperationName op : ctx->getRegisteredOperations())
       op.getCanonicalizationPatterns(patterns, ctx);
     vector::populateSinkVectorOpsPatterns(patterns);
+    populateSinkReplicatingShufflePatterns(patterns);
     // Like the canonicalizer: not converging within the iteration limit is
     // not an error (the IR is valid either way).
     (void)applyPatternsGreedily(func, std::move(patterns));

@@ -253,3 +253,68 @@ func.func @vector_only(%x: tensor<2x16xf32>) -> tensor<2x16xbf16>
   } -> tensor<2x16xbf16>
   return %d : tensor<2x16xbf16>
 }
+
+// -----
+
+// A block scale loaded once per block and repeated over its lanes (four
+// blocks of four): its decode runs on the four loaded lanes, and only the
+// decoded f32 is repeated, just before it meets the per-lane values.
+// CHECK-LABEL: func.func @block_scale_decoded_per_block
+// CHECK-SAME:    (%[[S:.*]]: vector<4xi8>, %[[V:.*]]: vector<16xf32>)
+// CHECK:         %[[W:.*]] = arith.extui %[[S]] : vector<4xi8> to vector<4xi32>
+// CHECK:         %[[SH:.*]] = arith.shli %[[W]], %{{.*}} : vector<4xi32>
+// CHECK:         %[[F:.*]] = arith.bitcast %[[SH]] : vector<4xi32> to vector<4xf32>
+// CHECK:         %[[Z:.*]] = arith.cmpi eq, %[[S]], %{{.*}} : vector<4xi8>
+// CHECK:         %[[SEL:.*]] = arith.select %[[Z]], %{{.*}}, %[[F]] : vector<4xi1>, vector<4xf32>
+// CHECK:         %[[R:.*]] = vector.shuffle %[[SEL]], %[[SEL]] [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+// CHECK:         arith.mulf %[[V]], %[[R]] : vector<16xf32>
+func.func @block_scale_decoded_per_block(%s: vector<4xi8>, %v: vector<16xf32>) -> vector<16xf32>
+    attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
+  %c23 = arith.constant dense<23> : vector<16xi32>
+  %zero = arith.constant dense<0> : vector<16xi8>
+  %tiny = arith.constant dense<1.0e-38> : vector<16xf32>
+  %r = vector.shuffle %s, %s [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3] : vector<4xi8>, vector<4xi8>
+  %w = arith.extui %r : vector<16xi8> to vector<16xi32>
+  %sh = arith.shli %w, %c23 : vector<16xi32>
+  %f = arith.bitcast %sh : vector<16xi32> to vector<16xf32>
+  %z = arith.cmpi eq, %r, %zero : vector<16xi8>
+  %sel = arith.select %z, %tiny, %f : vector<16xi1>, vector<16xf32>
+  %y = arith.mulf %v, %sel : vector<16xf32>
+  return %y : vector<16xf32>
+}
+
+// -----
+
+// A constant that differs within a block (the per-lane shift of 2-bit
+// fields) cannot be narrowed: the shuffle stays above the shift. One that
+// agrees with the repetition is narrowed.
+// CHECK-LABEL: func.func @lane_constants
+// CHECK:         arith.constant dense<[1, 2, 3, 4]> : vector<4xi32>
+// CHECK:         %[[E:.*]] = arith.extui %{{.*}} : vector<4xi8> to vector<4xi32>
+// CHECK:         %[[A:.*]] = arith.addi %[[E]], %{{.*}} : vector<4xi32>
+// CHECK:         %[[R:.*]] = vector.shuffle %[[A]], %[[A]] [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+// CHECK:         arith.shrui %[[R]], %{{.*}} : vector<16xi32>
+func.func @lane_constants(%s: vector<4xi8>) -> vector<16xi32>
+    attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
+  %blockwise = arith.constant dense<[1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4]> : vector<16xi32>
+  %lanewise = arith.constant dense<[0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6]> : vector<16xi32>
+  %r = vector.shuffle %s, %s [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3] : vector<4xi8>, vector<4xi8>
+  %w = arith.extui %r : vector<16xi8> to vector<16xi32>
+  %a = arith.addi %w, %blockwise : vector<16xi32>
+  %y = arith.shrui %a, %lanewise : vector<16xi32>
+  return %y : vector<16xi32>
+}
+
+// -----
+
+// Pairs (a nibble's byte repeated twice) stay as they are: the wider
+// result shuffle would cost more than the lanes saved.
+// CHECK-LABEL: func.func @pairs_stay
+// CHECK:         %[[R:.*]] = vector.shuffle %{{.*}} [0, 0, 1, 1, 2, 2, 3, 3]
+// CHECK:         arith.extui %[[R]] : vector<8xi8> to vector<8xi32>
+func.func @pairs_stay(%s: vector<4xi8>) -> vector<8xi32>
+    attributes {comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">} {
+  %r = vector.shuffle %s, %s [0, 0, 1, 1, 2, 2, 3, 3] : vector<4xi8>, vector<4xi8>
+  %w = arith.extui %r : vector<8xi8> to vector<8xi32>
+  return %w : vector<8xi32>
+}

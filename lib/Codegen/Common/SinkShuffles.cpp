@@ -1,0 +1,121 @@
+//===- SinkShuffles.cpp - lane-replicating shuffles below elementwise ops -===//
+//
+// Lane-affine gathers of block scales become a load of one element per block
+// and a shuffle that repeats each element over its block's lanes. The scale's
+// decode that follows (an E4M3 or E8M0 byte to f32) then runs on every lane
+// although each block has one value; moving the shuffle below the decode
+// runs it on one lane per block and repeats the result instead.
+//===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/Common/SinkShuffles.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace {
+
+/// Replication below this factor (a nibble pair's 2x) saves fewer lanes
+/// than the wider result shuffle costs.
+constexpr int64_t kMinReplication = 4;
+
+/// The source of `s` if it is a 1-D shuffle reading only its first operand
+/// and at least kMinReplication times wider than it.
+Value replicatedSource(vector::ShuffleOp s) {
+  VectorType src = s.getV1VectorType();
+  if (src.getRank() != 1 || src.isScalable())
+    return {};
+  const int64_t narrow = src.getDimSize(0);
+  if (s.getResultVectorType().getDimSize(0) < kMinReplication * narrow)
+    return {};
+  if (!llvm::all_of(s.getMask(),
+                    [&](int64_t i) { return i >= 0 && i < narrow; }))
+    return {};
+  return s.getV1();
+}
+
+/// `c` as the narrow constant that `mask` replicates into it, if every lane
+/// of `c` equals the lane of the narrow vector it is copied from.
+Attribute narrowConstant(DenseElementsAttr c, ArrayRef<int64_t> mask,
+                         VectorType narrowType) {
+  if (c.isSplat())
+    return DenseElementsAttr::get(narrowType, c.getSplatValue<Attribute>());
+  SmallVector<Attribute> wide(c.getValues<Attribute>());
+  SmallVector<Attribute> narrow(narrowType.getDimSize(0));
+  for (auto [lane, from] : llvm::enumerate(mask)) {
+    if (!narrow[from])
+      narrow[from] = wide[lane];
+    else if (narrow[from] != wide[lane])
+      return {};
+  }
+  // Lanes no result lane reads take any value.
+  for (Attribute &a : narrow)
+    if (!a)
+      a = wide.front();
+  return DenseElementsAttr::get(narrowType, narrow);
+}
+
+struct SinkReplicatingShuffle
+    : public OpTraitRewritePattern<OpTrait::Elementwise> {
+  using OpTraitRewritePattern::OpTraitRewritePattern;
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rw) const override {
+    if (op->getNumResults() != 1 || op->getNumRegions() != 0 ||
+        op->getNumOperands() == 0 || !isPure(op))
+      return failure();
+    auto result = dyn_cast<VectorType>(op->getResult(0).getType());
+    if (!result || result.getRank() != 1 || result.isScalable())
+      return failure();
+    ArrayRef<int64_t> mask;
+    int64_t narrowLanes = 0;
+    for (Value v : op->getOperands()) {
+      auto s = v.getDefiningOp<vector::ShuffleOp>();
+      if (s && replicatedSource(s)) {
+        mask = s.getMask();
+        narrowLanes = s.getV1VectorType().getDimSize(0);
+        break;
+      }
+    }
+    if (!narrowLanes)
+      return failure();
+
+    SmallVector<Value> operands;
+    for (Value v : op->getOperands()) {
+      auto type = dyn_cast<VectorType>(v.getType());
+      if (!type || type.getShape() != result.getShape())
+        return failure();
+      auto narrowType = VectorType::get({narrowLanes}, type.getElementType());
+      if (auto s = v.getDefiningOp<vector::ShuffleOp>()) {
+        Value src = replicatedSource(s);
+        if (src && s.getMask() == mask &&
+            s.getV1VectorType().getDimSize(0) == narrowLanes) {
+          operands.push_back(src);
+          continue;
+        }
+      }
+      DenseElementsAttr c;
+      if (!matchPattern(v, m_Constant(&c)))
+        return failure();
+      Attribute narrow = narrowConstant(c, mask, narrowType);
+      if (!narrow)
+        return failure();
+      operands.push_back(arith::ConstantOp::create(rw, op->getLoc(), narrowType,
+                                                   cast<TypedAttr>(narrow)));
+    }
+    auto narrowResult = VectorType::get({narrowLanes}, result.getElementType());
+    OperationState state(op->getLoc(), op->getName(), operands,
+                         TypeRange{narrowResult}, op->getAttrs());
+    Value small = rw.create(state)->getResult(0);
+    rw.replaceOpWithNewOp<vector::ShuffleOp>(op, small, small, mask);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::comfyquant::populateSinkReplicatingShufflePatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<SinkReplicatingShuffle>(patterns.getContext());
+}
