@@ -51,6 +51,14 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Integer decode arithmetic in the narrowest lanes its value range allows
+  // (a 6-bit code unpacked in bytes rather than i32 lanes: four times the
+  // lanes per instruction).
+  arith::ArithIntRangeNarrowingOptions narrowing;
+  narrowing.bitwidthsSupported = {8, 16};
+  pm.addNestedPass<func::FuncOp>(
+      arith::createArithIntRangeNarrowing(narrowing));
+  pm.addPass(createCanonicalizerPass());
   if (!options.lowerToLLVM)
     return;
 

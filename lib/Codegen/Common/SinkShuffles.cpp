@@ -56,6 +56,44 @@ Attribute narrowConstant(DenseElementsAttr c, ArrayRef<int64_t> mask,
   return DenseElementsAttr::get(narrowType, narrow);
 }
 
+/// Whether `op`, elementwise on vectors like `shape`, has operands that are
+/// each `self` (the value about to become a shuffle), a shuffle by `mask`
+/// or a constant agreeing with it: the shuffle could move below it too.
+bool acceptsShuffle(Operation *op, Value self, ArrayRef<int64_t> mask,
+                    int64_t narrowLanes) {
+  if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1)
+    return false;
+  for (Value v : op->getOperands()) {
+    if (v == self)
+      continue;
+    auto type = dyn_cast<VectorType>(v.getType());
+    if (!type || type.getRank() != 1 ||
+        type.getDimSize(0) != static_cast<int64_t>(mask.size()))
+      return false;
+    if (auto s = v.getDefiningOp<vector::ShuffleOp>())
+      if (replicatedSource(s) && s.getMask() == mask)
+        continue;
+    DenseElementsAttr c;
+    if (!matchPattern(v, m_Constant(&c)) ||
+        !narrowConstant(c, mask,
+                        VectorType::get({narrowLanes}, type.getElementType())))
+      return false;
+  }
+  return true;
+}
+
+/// A widening cast moved above the shuffle only pays when the shuffle can
+/// keep going below its users; otherwise it just widens the shuffle (and
+/// hides the narrow source's value range from range-based narrowing).
+bool isWidening(Operation *op) {
+  if (op->getNumOperands() != 1)
+    return false;
+  Type from = getElementTypeOrSelf(op->getOperand(0).getType());
+  Type to = getElementTypeOrSelf(op->getResult(0).getType());
+  return from.isIntOrFloat() && to.isIntOrFloat() &&
+         to.getIntOrFloatBitWidth() > from.getIntOrFloatBitWidth();
+}
+
 struct SinkReplicatingShuffle
     : public OpTraitRewritePattern<OpTrait::Elementwise> {
   using OpTraitRewritePattern::OpTraitRewritePattern;
@@ -79,6 +117,10 @@ struct SinkReplicatingShuffle
       }
     }
     if (!narrowLanes)
+      return failure();
+    if (isWidening(op) && !llvm::all_of(op->getUsers(), [&](Operation *user) {
+          return acceptsShuffle(user, op->getResult(0), mask, narrowLanes);
+        }))
       return failure();
 
     SmallVector<Value> operands;

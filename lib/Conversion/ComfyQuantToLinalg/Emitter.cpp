@@ -91,19 +91,20 @@ Value Emitter::decodeE4M3(Value byte) {
   // placed under the half's (bias 15) give x · 2^-8 for normals and
   // subnormals alike (the half subnormal m · 2^-17 is x · 2^-8 too), so
   // f32(half) · 256 is x. One half->f32 conversion (vcvtph2ps), no
-  // subnormal branch; only S.1111.111 (NaN) needs a select.
+  // subnormal branch; only S.1111.111 (NaN) needs a select. The byte is
+  // sign-extended so one shift by 7 puts its sign on the half's sign bit;
+  // one mask clears the copy that lands on bit 14.
   Type i16 = b.getI16Type();
-  Value u = arith::ExtUIOp::create(b, i16, byte);
-  Value mag = arith::AndIOp::create(b, u, intOf(i16, 0x7F));
-  Value signBit = arith::AndIOp::create(b, u, intOf(i16, 0x80));
-  Value sign = arith::ShLIOp::create(b, signBit, intOf(i16, 8));
-  Value h = arith::OrIOp::create(
-      b, sign, arith::ShLIOp::create(b, mag, intOf(i16, 7)));
+  Value s = arith::ExtSIOp::create(b, i16, byte);
+  Value shifted = arith::ShLIOp::create(b, s, intOf(i16, 7));
+  Value h = arith::AndIOp::create(b, shifted,
+                                  intOf(i16, static_cast<int16_t>(0xBF80)));
   Value half = arith::BitcastOp::create(b, b.getF16Type(), h);
   Value f = arith::ExtFOp::create(b, b.getF32Type(), half);
   Value val = arith::MulFOp::create(b, f, f32(256.0));
-  Value isNan =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::eq, mag, intOf(i16, 0x7F));
+  Value mag = arith::AndIOp::create(b, byte, intOf(byte.getType(), 0x7F));
+  Value isNan = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, mag,
+                                      intOf(byte.getType(), 0x7F));
   return select(isNan, f32(std::nan("")), val);
 }
 

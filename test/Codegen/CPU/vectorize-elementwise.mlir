@@ -318,3 +318,21 @@ func.func @pairs_stay(%s: vector<4xi8>) -> vector<8xi32>
   %w = arith.extui %r : vector<8xi8> to vector<8xi32>
   return %w : vector<8xi32>
 }
+
+// -----
+
+// A widening cast whose users cannot take the shuffle keeps it above: the
+// shuffle stays on bytes (and the bytes' range stays visible to integer
+// narrowing).
+// CHECK-LABEL: func.func @widening_stays
+// CHECK:         %[[R:.*]] = vector.shuffle %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1]
+// CHECK:         %[[W:.*]] = arith.extui %[[R]] : vector<8xi8> to vector<8xi32>
+// CHECK:         arith.shrui %[[W]], %{{.*}} : vector<8xi32>
+func.func @widening_stays(%s: vector<2xi8>) -> vector<8xi32>
+    attributes {comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">} {
+  %lanewise = arith.constant dense<[0, 2, 4, 6, 0, 2, 4, 6]> : vector<8xi32>
+  %r = vector.shuffle %s, %s [0, 0, 0, 0, 1, 1, 1, 1] : vector<2xi8>, vector<2xi8>
+  %w = arith.extui %r : vector<8xi8> to vector<8xi32>
+  %y = arith.shrui %w, %lanewise : vector<8xi32>
+  return %y : vector<8xi32>
+}
