@@ -56,30 +56,49 @@ Attribute narrowConstant(DenseElementsAttr c, ArrayRef<int64_t> mask,
   return DenseElementsAttr::get(narrowType, narrow);
 }
 
-/// Whether `op`, elementwise on vectors like `shape`, has operands that are
-/// each `self` (the value about to become a shuffle), a shuffle by `mask`
-/// or a constant agreeing with it: the shuffle could move below it too.
-bool acceptsShuffle(Operation *op, Value self, ArrayRef<int64_t> mask,
-                    int64_t narrowLanes) {
-  if (!op->hasTrait<OpTrait::Elementwise>() || op->getNumResults() != 1)
-    return false;
+/// An operand of an op below which the shuffle moves: the narrow source of
+/// a shuffle by the same mask, or a narrowed constant.
+struct NarrowOperand {
+  Value source;
+  TypedAttr constant;
+};
+
+/// Each operand of the elementwise `op` as it reads once the shuffle by
+/// `mask` (onto `narrowLanes`) moves below it, or nothing if one is neither
+/// a shuffle by `mask` nor a constant agreeing with it. `pending`, a value
+/// about to become such a shuffle, counts as one.
+std::optional<SmallVector<NarrowOperand>> narrowOperands(Operation *op,
+                                                         ArrayRef<int64_t> mask,
+                                                         int64_t narrowLanes,
+                                                         Value pending = {}) {
+  SmallVector<NarrowOperand> result;
   for (Value v : op->getOperands()) {
-    if (v == self)
-      continue;
     auto type = dyn_cast<VectorType>(v.getType());
     if (!type || type.getRank() != 1 ||
         type.getDimSize(0) != static_cast<int64_t>(mask.size()))
-      return false;
-    if (auto s = v.getDefiningOp<vector::ShuffleOp>())
-      if (replicatedSource(s) && s.getMask() == mask)
+      return std::nullopt;
+    if (v == pending) {
+      result.push_back({v, {}});
+      continue;
+    }
+    if (auto s = v.getDefiningOp<vector::ShuffleOp>()) {
+      Value src = replicatedSource(s);
+      if (src && s.getMask() == mask &&
+          s.getV1VectorType().getDimSize(0) == narrowLanes) {
+        result.push_back({src, {}});
         continue;
+      }
+    }
     DenseElementsAttr c;
-    if (!matchPattern(v, m_Constant(&c)) ||
-        !narrowConstant(c, mask,
-                        VectorType::get({narrowLanes}, type.getElementType())))
-      return false;
+    if (!matchPattern(v, m_Constant(&c)))
+      return std::nullopt;
+    auto narrow = dyn_cast_or_null<TypedAttr>(narrowConstant(
+        c, mask, VectorType::get({narrowLanes}, type.getElementType())));
+    if (!narrow)
+      return std::nullopt;
+    result.push_back({{}, narrow});
   }
-  return true;
+  return result;
 }
 
 /// A widening cast moved above the shuffle only pays when the shuffle can
@@ -94,14 +113,18 @@ bool isWidening(Operation *op) {
          to.getIntOrFloatBitWidth() > from.getIntOrFloatBitWidth();
 }
 
+bool isSinkable(Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>() && op->getNumResults() == 1 &&
+         op->getNumRegions() == 0 && op->getNumOperands() > 0 && isPure(op);
+}
+
 struct SinkReplicatingShuffle
     : public OpTraitRewritePattern<OpTrait::Elementwise> {
   using OpTraitRewritePattern::OpTraitRewritePattern;
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rw) const override {
-    if (op->getNumResults() != 1 || op->getNumRegions() != 0 ||
-        op->getNumOperands() == 0 || !isPure(op))
+    if (!isSinkable(op))
       return failure();
     auto result = dyn_cast<VectorType>(op->getResult(0).getType());
     if (!result || result.getRank() != 1 || result.isScalable())
@@ -118,34 +141,22 @@ struct SinkReplicatingShuffle
     }
     if (!narrowLanes)
       return failure();
+    std::optional<SmallVector<NarrowOperand>> narrow =
+        narrowOperands(op, mask, narrowLanes);
+    if (!narrow)
+      return failure();
+    Value self = op->getResult(0);
     if (isWidening(op) && !llvm::all_of(op->getUsers(), [&](Operation *user) {
-          return acceptsShuffle(user, op->getResult(0), mask, narrowLanes);
+          return isSinkable(user) &&
+                 narrowOperands(user, mask, narrowLanes, self);
         }))
       return failure();
 
     SmallVector<Value> operands;
-    for (Value v : op->getOperands()) {
-      auto type = dyn_cast<VectorType>(v.getType());
-      if (!type || type.getShape() != result.getShape())
-        return failure();
-      auto narrowType = VectorType::get({narrowLanes}, type.getElementType());
-      if (auto s = v.getDefiningOp<vector::ShuffleOp>()) {
-        Value src = replicatedSource(s);
-        if (src && s.getMask() == mask &&
-            s.getV1VectorType().getDimSize(0) == narrowLanes) {
-          operands.push_back(src);
-          continue;
-        }
-      }
-      DenseElementsAttr c;
-      if (!matchPattern(v, m_Constant(&c)))
-        return failure();
-      Attribute narrow = narrowConstant(c, mask, narrowType);
-      if (!narrow)
-        return failure();
-      operands.push_back(arith::ConstantOp::create(rw, op->getLoc(), narrowType,
-                                                   cast<TypedAttr>(narrow)));
-    }
+    for (const NarrowOperand &o : *narrow)
+      operands.push_back(o.source ? o.source
+                                  : Value(arith::ConstantOp::create(
+                                        rw, op->getLoc(), o.constant)));
     auto narrowResult = VectorType::get({narrowLanes}, result.getElementType());
     OperationState state(op->getLoc(), op->getName(), operands,
                          TypeRange{narrowResult}, op->getAttrs());
