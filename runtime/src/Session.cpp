@@ -49,6 +49,10 @@ std::string hashString(uint64_t h) {
 /// tile form, and with it its float sums, is the same for every split.
 constexpr int64_t kColumnChunk = 16;
 
+/// Rows per thread from which independent rows are split rather than
+/// columns: about one M block of the CPU kernels (their mc).
+constexpr int64_t kRowSplitRows = 256;
+
 std::string baseName(const std::string &p) {
   size_t s = p.find_last_of('/');
   return s == std::string::npos ? p : p.substr(s + 1);
@@ -492,15 +496,22 @@ void Session::run(size_t module, DType dtype, const void *x, int64_t m,
     entry.fn(args);
   };
   // Threads split the columns when the kernel honours a column range: each
-  // decodes only its share of the weights, whatever M is. Otherwise rows,
-  // at least 16 per thread, when rows are independent.
+  // decodes only its share of the weights. With enough rows for every
+  // thread to fill M blocks of its own, independent rows are split instead:
+  // the kernel decodes weights per M block either way, and a column split
+  // would have every thread repeat the activation side (quantization,
+  // ConvRot) for all rows. Otherwise rows, at least 16 per thread, when
+  // rows are independent. A row's result does not depend on the split (the
+  // kernels' forms depend on M = 1 only, not on where a share ends).
   const int threads = threads_.load(std::memory_order_relaxed);
   if (threads <= 1 || (!entry.columns && !(am.rowIndependent && m > 16))) {
     call(0, m, 0, N); // one part: no hand-off at all
     return;
   }
+  const bool rowsFillBlocks =
+      am.rowIndependent && m >= int64_t(threads) * kRowSplitRows;
   std::vector<std::array<int64_t, 4>> parts; // row0, rows, c0, c1
-  if (entry.columns && N >= 2 * kColumnChunk) {
+  if (entry.columns && N >= 2 * kColumnChunk && !rowsFillBlocks) {
     int64_t n = std::min<int64_t>(threads, N / kColumnChunk);
     int64_t chunk = ((N + n - 1) / n + kColumnChunk - 1) / kColumnChunk *
                     kColumnChunk;

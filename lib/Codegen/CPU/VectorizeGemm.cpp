@@ -133,7 +133,7 @@ private:
   /// Outer form: K elements per K block (all of K without blocking).
   int64_t kBlock() const { return c.kc > 0 && c.kc < m.k ? c.kc : m.k; }
   /// The inner kernel's tile where the outer form falls back to it (column
-  /// tails, one-row blocks): the outer tile is too wide for K-vector
+  /// tails, one-row calls): the outer tile is too wide for K-vector
   /// accumulators.
   int64_t innerMr() const {
     return outer() ? std::min<int64_t>(c.mr, 4) : c.mr;
@@ -148,7 +148,16 @@ private:
            c.ukernel == CpuMicroKernel::bf16_dot_emulated;
   }
 
-  /// The builder of one-row M blocks, which multiply each decoded element
+  /// Whether the call has one row (M = 1), the case the one-row kernels
+  /// serve. Not "this M block has one row": a row's summation order must
+  /// not depend on where an M block (or a thread's share of rows) ends.
+  Value singleRowCall(ImplicitLocOpBuilder &b) const {
+    Value rows = tensor::DimOp::create(b, A, 0);
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rows,
+                                 arith::ConstantIndexOp::create(b, 1));
+  }
+
+  /// The builder of one-row calls, which multiply each decoded element
   /// of B once, so its decoding costs more than the products: the bf16
   /// kernels run them as f32 FMAs (widening a bf16 is a shift, which LLVM
   /// folds into the decoder's narrowing).
@@ -325,7 +334,7 @@ private:
                                          unsigned &accOperand);
 
   /// Row j of the B tile at K offset k0 as a kv-vector: read from the
-  /// decoded tile `bt`, or, with no `bt` (one-row M blocks), B's producer
+  /// decoded tile `bt`, or, with no `bt` (one-row calls), B's producer
   /// evaluated for just these kv elements (vectorized later by
   /// comfyquant-cpu-vectorize-elementwise; the decoded vector is forwarded
   /// to the FMA and never stored).
@@ -555,13 +564,11 @@ Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
 
 Value GemmBuilder::nTile(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t nr,
                          Value mb, Value mEnd) const {
-  // decode = adaptive: a one-row M block (M = 1: decoding) evaluates B's
+  // decode = adaptive: a one-row call (M = 1: decoding) evaluates B's
   // producer inside the K loop, in registers: a decoded tile would be
   // written and read once.
   if (bProducer && c.decode == CpuDecode::adaptive) {
-    Value rows = arith::SubIOp::create(b, mEnd, mb);
-    Value single = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rows,
-                                         arith::ConstantIndexOp::create(b, 1));
+    Value single = singleRowCall(b);
     auto branch = scf::IfOp::create(
         b, single,
         [&](OpBuilder &nb, Location loc) {
@@ -954,12 +961,10 @@ Value GemmBuilder::outerTile(ImplicitLocOpBuilder &b, Value C, Value n0,
   };
   if (c.decode == CpuDecode::panel)
     return packed(b);
-  // A one-row M block (M = 1) uses each element of B once: packing it would
+  // A one-row call (M = 1) uses each element of B once: packing it would
   // cost more than the products; the inner form reads B (or decodes it in
   // registers) directly.
-  Value rows = arith::SubIOp::create(b, mEnd, mb);
-  Value single = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, rows,
-                                       arith::ConstantIndexOp::create(b, 1));
+  Value single = singleRowCall(b);
   auto branch = scf::IfOp::create(
       b, single,
       [&](OpBuilder &nb, Location loc) {

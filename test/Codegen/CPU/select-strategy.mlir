@@ -133,7 +133,7 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
 
 // -----
 
-// Where B's decoder runs: in registers for one-row M blocks, through a
+// Where B's decoder runs: in registers for one-row calls, through a
 // panel otherwise (adaptive) on the vector kernels; AMX reads B decoded
 // whole; the option forces a placement.
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni decode=register" 2>/dev/null | FileCheck %s --check-prefix=DECODE

@@ -99,7 +99,7 @@ def ComfyQuant_CpuDecode : I32EnumAttr<"CpuDecode",
     I32EnumAttrCase<"panel", 2>,    // once per N tile into a reused [nr, K]
                                     // panel that the M block's tiles share
     I32EnumAttrCase<"reg", 3, "register">, // per kv-vector in the K loop
-    I32EnumAttrCase<"adaptive", 4>]> { // register for a one-row M block,
+    I32EnumAttrCase<"adaptive", 4>]> { // register for a one-row call,
                                        // panel otherwise (decided at run time)
   let cppNamespace = "::mlir::comfyquant";
   let genSpecializedAttr = 0;
@@ -335,7 +335,7 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
     B's decoder runs (`decode`): not at all (`none`, B is used as stored),
     whole before the GEMM (`whole`), once per N tile into a reused panel
     (`panel`), per K step in registers (`register`), or in registers for
-    one-row M blocks and through the panel otherwise (`adaptive`).
+    one-row calls (M = 1) and through the panel otherwise (`adaptive`).
 
     `form` says which way the accumulators run. `inner` (the default): each
     of the mr x nr accumulators holds kv K-elements of one C element's dot
