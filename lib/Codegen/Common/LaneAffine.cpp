@@ -53,6 +53,12 @@ int64_t knownMultiple(Value v) {
     return std::gcd(knownMultiple(add.getLhs()), knownMultiple(add.getRhs()));
   if (auto mul = v.getDefiningOp<arith::MulIOp>())
     return knownMultiple(mul.getLhs()) * knownMultiple(mul.getRhs());
+  if (auto rem = v.getDefiningOp<arith::RemUIOp>()) {
+    // u - (u / d) * d: a multiple of whatever divides both u and d.
+    std::optional<int64_t> d = getConstantIntValue(rem.getRhs());
+    if (d && *d > 0)
+      return std::gcd(knownMultiple(rem.getLhs()), *d);
+  }
   return 1;
 }
 
@@ -144,6 +150,14 @@ public:
       if (a->mult % d == 0 && lanesIn(0, INT64_MAX)) {
         for (int64_t x : a->c) // u % d == 0.
           r.c.push_back(x % d);
+        return r;
+      }
+      if (a->mult > 0 && d % a->mult == 0 && lanesIn(0, a->mult)) {
+        // u % d is a multiple of u's block below d - mult: (u + c) % d =
+        // u % d + c.
+        r.u = scalar<arith::RemUIOp>(a->u, d);
+        r.mult = a->mult;
+        r.c = a->c;
         return r;
       }
       return std::nullopt;

@@ -354,6 +354,11 @@ Value mlir::comfyquant::detail::flatten(OpBuilder &b, Location loc, Value t) {
                                          ArrayRef<ReassociationIndices>{all});
 }
 
+/// Butterfly stages with a stride below this read their inputs by index
+/// (see buildButterfly): every CPU vector of f32 has at least 8 lanes, so
+/// strides 1 and 4 would otherwise vectorize along 1 or 4 elements.
+static constexpr int64_t kGatheredStageStride = 16;
+
 Value mlir::comfyquant::detail::buildButterfly(OpBuilder &b, Location loc,
                                                Value x, int64_t group,
                                                Type outElt) {
@@ -367,9 +372,69 @@ Value mlir::comfyquant::detail::buildButterfly(OpBuilder &b, Location loc,
   Type f32 = b.getF32Type();
   Value cur = x;
   int64_t stride = 1;
+  // y[d] = 0.5 * (((h(d,0) x0 + h(d,1) x1) + h(d,2) x2) + h(d,3) x3)
+  // with h(d, c) = -1 iff d + c == 3 (H4 of the regular Hadamard).
+  auto combine = [](Emitter &e, ValueRange x, Value d, Type outType) {
+    Value sum;
+    for (int c = 0; c < 4; ++c) {
+      Value v = e.toF32(x[c]);
+      Value flip =
+          arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, d, e.idx(3 - c));
+      Value neg = arith::NegFOp::create(e.b, v);
+      Value term = e.select(flip, neg, v);
+      sum = c == 0 ? term : e.add(sum, term);
+    }
+    Value half = e.f32(0.5);
+    return e.fromF32(e.mul(half, sum), outType);
+  };
   for (int t = 0; t < stages; ++t, stride *= 4) {
     auto curType = cast<RankedTensorType>(cur.getType());
     Type outType = t + 1 == stages ? outElt : f32;
+    if (stride < kGatheredStageStride) {
+      // Strides below a vector's width: one generic over the unreshaped
+      // tensor whose element k reads its four inputs at
+      // (k / 4s) * 4s + c * s + k % s. Within a vector tile these indices
+      // are a tile-uniform base plus per-lane constants, so each input is
+      // one contiguous load and a lane shuffle (an in-register transpose)
+      // rather than a loop over the stride of 1 or 4 elements.
+      // The shuffles work on f32: 16-bit float vectors of the odd widths a
+      // tail tile reads (e.g. 13 lanes) are beyond the x86 back end.
+      Value src = cur;
+      SmallVector<OpFoldResult> sizes = mixedSizes(b, loc, cur);
+      if (curType.getElementType() != f32) {
+        Value wide = emptyTensor(b, loc, sizes, f32);
+        AffineMap id = b.getMultiDimIdentityMap(rank);
+        src = buildParallel(
+            b, loc, ValueRange{cur}, ArrayRef<AffineMap>{id}, wide,
+            [](Emitter &e, ValueRange args) { return e.toF32(args[0]); });
+      }
+      Value init = emptyTensor(b, loc, sizes, outType);
+      cur = buildParallel(
+          b, loc, ValueRange{}, ArrayRef<AffineMap>{}, init,
+          [&](Emitter &e, ValueRange) {
+            SmallVector<Value> at;
+            for (int64_t i = 0; i + 1 < rank; ++i)
+              at.push_back(e.index(i));
+            Value k = e.index(rank - 1);
+            Value block = e.idx(4 * stride);
+            Value blockIndex = arith::DivUIOp::create(e.b, k, block);
+            Value blockStart = e.mul(blockIndex, block);
+            Value inBlock = arith::RemUIOp::create(e.b, k, block);
+            Value s = e.idx(stride);
+            Value d = arith::DivUIOp::create(e.b, inBlock, s);
+            Value lane = arith::RemUIOp::create(e.b, k, s);
+            Value first = e.add(blockStart, lane);
+            SmallVector<Value> x;
+            for (int c = 0; c < 4; ++c) {
+              Value offset = e.idx(c * stride);
+              at.push_back(e.add(first, offset));
+              x.push_back(tensor::ExtractOp::create(e.b, src, at));
+              at.pop_back();
+            }
+            return combine(e, x, d, outType);
+          });
+      continue;
+    }
     // [..., K] -> [..., K/(4s), 4, s]: the digit of this stage is its own
     // dimension (rank) and the four butterfly inputs are constant indices.
     SmallVector<int64_t> shape(curType.getShape().drop_back());
@@ -406,20 +471,9 @@ Value mlir::comfyquant::detail::buildButterfly(OpBuilder &b, Location loc,
     SmallVector<AffineMap> inMaps(4, AffineMap::get(loops, 0, sliceExprs, ctx));
     Value init = emptyTensor(b, loc, mixedSizes(b, loc, expanded), outType);
     Value stage = buildParallel(
-        b, loc, inputs, inMaps,
-        init, [&](Emitter &e, ValueRange args) {
-          // y[d] = 0.5 * (((h(d,0) x0 + h(d,1) x1) + h(d,2) x2) + h(d,3) x3)
-          // with h(d, c) = -1 iff d + c == 3 (H4 of the regular Hadamard).
+        b, loc, inputs, inMaps, init, [&](Emitter &e, ValueRange args) {
           Value d = e.index(rank);
-          Value sum;
-          for (int c = 0; c < 4; ++c) {
-            Value v = e.toF32(args[c]);
-            Value flip = arith::CmpIOp::create(
-                e.b, arith::CmpIPredicate::eq, d, e.idx(3 - c));
-            Value term = e.select(flip, arith::NegFOp::create(e.b, v), v);
-            sum = c == 0 ? term : e.add(sum, term);
-          }
-          return e.fromF32(e.mul(e.f32(0.5), sum), outType);
+          return combine(e, args.take_front(4), d, outType);
         });
     cur = tensor::CollapseShapeOp::create(b, loc, stage, reassoc);
   }

@@ -31,7 +31,10 @@ func.func @int8_row(%x: tensor<?x64xbf16>) -> (tensor<?x64xi8>, tensor<?x1xf32>)
 // Fused rotation: the butterfly first (rounded to T), then the same scheme.
 // int4 codes are carried as sign-extended i8 and cast back to i4.
 // CHECK-LABEL: func.func @int4_row_rotated
-// CHECK-COUNT-2: linalg.index 2
+// CHECK:       arith.extf %{{.*}} : f16 to f32
+// CHECK:       tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x32xf32>
+// CHECK:       arith.divui %{{.*}}, %c4 : index
+// CHECK:       tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<?x32xf32>
 // CHECK:       arith.maxnumf %{{.*}}, %cst{{.*}} : f32
 // CHECK:       arith.divf
 // CHECK:       math.roundeven
