@@ -32,6 +32,28 @@ config.substitutions.append(("%comfyquant_bin",
 config.environment["COMFYQUANT_CACHE_DIR"] = os.path.join(
     config.test_exec_root, "comfyquant-cache")
 
+# The CPU variants this machine runs, as `comfyquant-run --cpu-variants`
+# answers with the runtime's own checks (cpuid, OS register state, AMX
+# permission), so lit and the runtime cannot disagree: lit features
+# cpu-<variant>, and %host_cpu_variants for tests that compile only what
+# they run (the shape sweeps and compiled-kinds compile every variant).
+try:
+    _listing = subprocess.run(
+        [os.path.join(config.comfyquant_obj_root, "bin", "comfyquant-run"),
+         "--cpu-variants"], capture_output=True, text=True, timeout=120,
+        check=True).stdout
+except (OSError, subprocess.SubprocessError) as e:
+    lit_config.fatal("comfyquant-run --cpu-variants failed: %s" % e)
+_host_variants = []
+for _line in _listing.splitlines():
+    _name, _, _answer = _line.partition(" ")
+    if _answer == "yes":
+        config.available_features.add("cpu-" + _name)
+        _host_variants.append(_name)
+if not _host_variants:
+    lit_config.fatal("comfyquant-run --cpu-variants: this CPU runs no variant")
+config.substitutions.append(("%host_cpu_variants", ",".join(_host_variants)))
+
 # GPU-executing tests need a CUDA driver (a lent GPU machine); everything
 # else runs on the CPU.
 if shutil.which("nvidia-smi"):

@@ -12,6 +12,7 @@ are compared here (the unit tests cover bf16).
 
   check_forward_compiled.py BINDIR FIXTURES [--only SUBSTR] [--mutate KIND]
                             [--paths compiled,reference] [--checkpoints A,B]
+                            [--variants V1,V2]
 --mutate doctors every output before the comparison (nan, scale, truncate:
 compare.py), so lit can check that the driver then fails.
 """
@@ -33,7 +34,10 @@ ap.add_argument("--only", default="")
 ap.add_argument("--checkpoints", default="", help="comma-separated, instead of CHECKPOINTS")
 ap.add_argument("--mutate", default="")
 ap.add_argument("--paths", default="compiled,reference")
+ap.add_argument("--variants", default="",
+                help="CPU variants to compile (default: the compiler's, all)")
 args = ap.parse_args()
+variants = ["--variants", args.variants] if args.variants else []
 bindir, fixtures = args.bindir, args.fixtures
 CHECKPOINTS = [
     "ckpt/fp8_e4m3_linear.safetensors", "ckpt/fp8_e5m2_linear.safetensors",
@@ -76,7 +80,7 @@ for ck in (args.checkpoints.split(",") if args.checkpoints else CHECKPOINTS):
     art = os.path.join(tmp, os.path.basename(ck) + ".art")
     if "compiled" in paths:
         rc, err = run([os.path.join(bindir, "comfyquant-compile"), ckpt, "--target", "cpu",
-                       "--dtypes", "f32,bf16", "-o", art] + shapes)
+                       "--dtypes", "f32,bf16", "-o", art] + variants + shapes)
         if rc != 0:
             print("FAIL compile %s: %s" % (ck, err))
             failures += 1
