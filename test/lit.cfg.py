@@ -36,7 +36,7 @@ config.environment["COMFYQUANT_CACHE_DIR"] = os.path.join(
 # answers with the runtime's own checks (cpuid, OS register state, AMX
 # permission), so lit and the runtime cannot disagree: lit features
 # cpu-<variant>, and %host_cpu_variants for tests that compile only what
-# they run (the shape sweeps and compiled-kinds compile every variant).
+# they run (compiled-kinds compiles every variant).
 try:
     _listing = subprocess.run(
         [os.path.join(config.comfyquant_obj_root, "bin", "comfyquant-run"),
@@ -53,6 +53,16 @@ for _line in _listing.splitlines():
 if not _host_variants:
     lit_config.fatal("comfyquant-run --cpu-variants: this CPU runs no variant")
 config.substitutions.append(("%host_cpu_variants", ",".join(_host_variants)))
+# The shape sweeps compile every variant, or with --param sweep_variants=host
+# (LIT_OPTS) only the ones they run: the GCC and sanitizer builds of
+# scripts/test, where the clang build has already compiled every variant of
+# the same draw.
+_sweep = lit_config.params.get("sweep_variants", "all")
+if _sweep not in ("all", "host"):
+    lit_config.fatal("--param sweep_variants=%s: expected all or host" % _sweep)
+config.substitutions.append(
+    ("%sweep_variants", "x86-64-v3,avx512-vnni,avx512-bf16,amx" if _sweep == "all"
+     else ",".join(_host_variants)))
 
 # GPU-executing tests need a CUDA driver (a lent GPU machine); everything
 # else runs on the CPU.

@@ -1,7 +1,7 @@
 """Shape sweep: compiled kernels vs the reference path on random shapes.
 
   shape_sweep.py BINDIR WORKDIR [--kinds linear,embedding,moe] [--seed S]
-                 [--per-case N] [--only NAME,...]
+                 [--per-case N] [--only NAME,...] [--variants V,...]
 
 Writes a seeded random checkpoint (make_sweep_checkpoint.py: every format x
 kind with its variants, N and K drawn from 1..130 among the values each
@@ -22,7 +22,7 @@ path and compares y through compare.py with the bounds of tolerances.json:
 NaN or Inf on either side where the other is finite fails, and so does a
 shape or size mismatch.
 Variants the CPU lacks are compiled and link-checked only, and are listed as
-such. Prints one line per failure and a final "N passed, N failed" line.
+such; --variants narrows what is compiled (the default is every variant). Prints one line per failure and a final "N passed, N failed" line.
 """
 import argparse
 import json
@@ -71,7 +71,12 @@ def main():
     ap.add_argument("--only", default="",
                     help="compile and check only these modules of the draw "
                          "(comma-separated names; the draw itself is unchanged)")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="CPU variants to compile (comma-separated; default: all)")
     args = ap.parse_args()
+    unknown = sorted(set(args.variants.split(",")) - set(VARIANTS))
+    if unknown:
+        ap.error("unknown variant %s (known: %s)" % (", ".join(unknown), ", ".join(VARIANTS)))
     bindir, work, seed, per_case = args.bindir, args.work, args.seed, args.per_case
     os.makedirs(work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -100,7 +105,7 @@ def main():
     subprocess.run(["rm", "-rf", art], check=True)
     p = subprocess.run([os.path.join(bindir, "comfyquant-compile"), ckpt, "--target", "cpu",
                         "-o", art, "--dtypes", ",".join(DTYPES),
-                        "--variants", ",".join(VARIANTS)] + overrides + selection,
+                        "--variants", args.variants] + overrides + selection,
                        capture_output=True, text=True)
     if p.returncode != 0:
         print("FAIL compile (seed %d): %s" % (seed, p.stderr.strip()[-4000:]))
@@ -182,7 +187,7 @@ def main():
         return sum(abs(v) for v in codes) * s_row / math.sqrt(gr)
 
     worst = {}
-    for variant in VARIANTS:
+    for variant in args.variants.split(","):
         env = dict(os.environ, COMFYQUANT_CPU_VARIANT=variant)
         probe = modules[0]
         x = os.path.join(work, "x.safetensors")
