@@ -565,3 +565,102 @@ func.func @outer_kblocks(%a: tensor<?x40xf32>, %b: tensor<16x40xf32>) -> tensor<
   } -> tensor<?x16xf32>
   return %r : tensor<?x16xf32>
 }
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// A column range [begin, end) of y (within [0, N]), outer form with tiles of
+// nr = 2 vectors of 8 columns: 16-column tiles, then 8-column vectors, then
+// single columns in the inner form. Loops whose step exceeds N could never
+// run and are not built: N = 6 has only the single-column loop, N = 12 the
+// vector loop and the single-column loop, N = 20 all three.
+// CHECK-LABEL: func.func @column_range_narrow(
+// CHECK-SAME:    %[[B:[^:]*]]: index {comfyquant.column_begin}, %[[E:[^:]*]]: index {comfyquant.column_end})
+// CHECK-SAME:    comfyquant.column_range
+// CHECK-NOT:     step %c16
+// CHECK-NOT:     step %c8
+// CHECK:         scf.for %{{.*}} = %[[B]] to %[[E]] step %c1
+// CHECK-NOT:     step %c16
+// CHECK-NOT:     step %c8
+// CHECK:         return
+func.func @column_range_narrow(%a: tensor<?x4xf32>, %y: memref<?x6xf32> {comfyquant.output}, %w: tensor<6x4xf32>, %begin: index {comfyquant.column_begin}, %end: index {comfyquant.column_end}) {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x4xf32>
+  %ce = tensor.empty(%m) : tensor<?x6xf32>
+  %z = arith.constant 0.0 : f32
+  %cz = linalg.fill ins(%z : f32) outs(%ce : tensor<?x6xf32>) -> tensor<?x6xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : tensor<?x4xf32>, tensor<6x4xf32>) outs(%cz : tensor<?x6xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 2, kv = 8, mc = 32, decode = none, form = outer>} {
+  ^bb0(%x: f32, %v: f32, %acc: f32):
+    %p = arith.mulf %x, %v : f32
+    %q = arith.addf %acc, %p : f32
+    linalg.yield %q : f32
+  } -> tensor<?x6xf32>
+  bufferization.materialize_in_destination %r in restrict writable %y : (tensor<?x6xf32>, memref<?x6xf32>) -> ()
+  return
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// CHECK-LABEL: func.func @column_range_vectors(
+// CHECK-SAME:    %[[B:[^:]*]]: index {comfyquant.column_begin}, %[[E:[^:]*]]: index {comfyquant.column_end})
+// CHECK-NOT:     step %c16
+// CHECK:         %[[V:.*]] = scf.for %{{.*}} = %[[B]] to %{{.*}} step %c8
+// CHECK-NOT:     step %c16
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[E]] step %c1
+// CHECK:         return
+func.func @column_range_vectors(%a: tensor<?x4xf32>, %y: memref<?x12xf32> {comfyquant.output}, %w: tensor<12x4xf32>, %begin: index {comfyquant.column_begin}, %end: index {comfyquant.column_end}) {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x4xf32>
+  %ce = tensor.empty(%m) : tensor<?x12xf32>
+  %z = arith.constant 0.0 : f32
+  %cz = linalg.fill ins(%z : f32) outs(%ce : tensor<?x12xf32>) -> tensor<?x12xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : tensor<?x4xf32>, tensor<12x4xf32>) outs(%cz : tensor<?x12xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 2, kv = 8, mc = 32, decode = none, form = outer>} {
+  ^bb0(%x: f32, %v: f32, %acc: f32):
+    %p = arith.mulf %x, %v : f32
+    %q = arith.addf %acc, %p : f32
+    linalg.yield %q : f32
+  } -> tensor<?x12xf32>
+  bufferization.materialize_in_destination %r in restrict writable %y : (tensor<?x12xf32>, memref<?x12xf32>) -> ()
+  return
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// CHECK-LABEL: func.func @column_range_tiles(
+// CHECK-SAME:    %[[B:[^:]*]]: index {comfyquant.column_begin}, %[[E:[^:]*]]: index {comfyquant.column_end})
+// CHECK:         scf.for %{{.*}} = %[[B]] to %{{.*}} step %c16
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[E]] step %c1
+// CHECK:         return
+func.func @column_range_tiles(%a: tensor<?x4xf32>, %y: memref<?x20xf32> {comfyquant.output}, %w: tensor<20x4xf32>, %begin: index {comfyquant.column_begin}, %end: index {comfyquant.column_end}) {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x4xf32>
+  %ce = tensor.empty(%m) : tensor<?x20xf32>
+  %z = arith.constant 0.0 : f32
+  %cz = linalg.fill ins(%z : f32) outs(%ce : tensor<?x20xf32>) -> tensor<?x20xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %w : tensor<?x4xf32>, tensor<20x4xf32>) outs(%cz : tensor<?x20xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 2, kv = 8, mc = 32, decode = none, form = outer>} {
+  ^bb0(%x: f32, %v: f32, %acc: f32):
+    %p = arith.mulf %x, %v : f32
+    %q = arith.addf %acc, %p : f32
+    linalg.yield %q : f32
+  } -> tensor<?x20xf32>
+  bufferization.materialize_in_destination %r in restrict writable %y : (tensor<?x20xf32>, memref<?x20xf32>) -> ()
+  return
+}
