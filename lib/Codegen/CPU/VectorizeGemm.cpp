@@ -899,17 +899,32 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
 Value GemmBuilder::innerColumns(ImplicitLocOpBuilder &b, Value C, Value n0,
                                 int64_t cols, Value mb, Value mEnd,
                                 bool oneRow) const {
-  for (int64_t off = 0; off < cols; off += kInnerNrInOuter) {
-    const int64_t w = std::min<int64_t>(kInnerNrInOuter, cols - off);
-    Value n = plus(b, n0, off);
-    if (!oneRow) {
-      C = nTile(b, C, n, w, mb, mEnd);
-      continue;
-    }
+  // The w <= kInnerNrInOuter columns at n.
+  auto columns = [&](ImplicitLocOpBuilder &ib, Value Ci, Value n, int64_t w) {
+    if (!oneRow)
+      return nTile(ib, Ci, n, w, mb, mEnd);
     // One row: B's producer in registers, or B's rows as stored.
-    Value bt = bProducer ? Value() : bTile(b, n, w);
-    C = oneRowBuilder().microKernel(b, C, bt, mb, n, 1, w);
+    Value bt = bProducer ? Value() : bTile(ib, n, w);
+    return oneRowBuilder().microKernel(ib, Ci, bt, mb, n, 1, w);
+  };
+  // Whole groups in a loop: one copy of the kernel (and of B's decoder)
+  // rather than one per group; an AVX-512 outer tile has 64 or 96 columns.
+  const int64_t groups = cols / kInnerNrInOuter;
+  const int64_t whole = groups * kInnerNrInOuter;
+  if (groups > 1) {
+    auto loop = scf::ForOp::create(
+        b, n0, plus(b, n0, whole),
+        arith::ConstantIndexOp::create(b, kInnerNrInOuter), ValueRange{C},
+        [&](OpBuilder &nb, Location loc, Value n, ValueRange iter) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          scf::YieldOp::create(ib, columns(ib, iter[0], n, kInnerNrInOuter));
+        });
+    C = loop.getResult(0);
+  } else if (groups == 1) {
+    C = columns(b, C, n0, kInnerNrInOuter);
   }
+  if (cols > whole)
+    C = columns(b, C, plus(b, n0, whole), cols - whole);
   return C;
 }
 

@@ -331,7 +331,7 @@ func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
 // 4-row tail); the micro-kernel broadcasts one A element per K step against
 // the panel's vectors; the epilogue runs on vectors, its [N, 1] scale read
 // as a vector through a collapse of the unit dim. One-row blocks take the
-// inner form (scf.if).
+// inner form (scf.if), four columns at a time in a loop over the tile.
 // CHECK-LABEL: func.func @outer_f32
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 2, kv = 8, mc = 16, decode = adaptive, form = outer>]
 // CHECK-DAG:   %[[P16:.*]] = tensor.empty() : tensor<12x16xf32>
@@ -339,7 +339,8 @@ func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
 // CHECK-DAG:   %[[TAIL:.*]] = tensor.empty() : tensor<4x12xf32>
 // CHECK:       scf.for
 // CHECK:         scf.if
-// CHECK:           vector.fma {{.*}} : vector<8xf32>
+// CHECK:           scf.for %{{.*}} = %c0 to %c16 step %c4
+// CHECK:             vector.fma {{.*}} : vector<8xf32>
 // CHECK:         } else {
 // CHECK-COUNT-24:  vector.shuffle
 // CHECK:           vector.transfer_write %{{.*}}, %[[P16]][%c0, %c0] {in_bounds = [true]} : vector<8xf32>, tensor<12x16xf32>
