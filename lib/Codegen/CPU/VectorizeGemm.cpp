@@ -338,8 +338,9 @@ private:
   /// evaluated for just these kv elements (vectorized later by
   /// comfyquant-cpu-vectorize-elementwise; the decoded vector is forwarded
   /// to the FMA and never stored).
+  /// With `jBase`, the row is jBase + j.
   Value bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j, Value k0,
-             bool inBounds) const;
+             bool inBounds, Value jBase = Value()) const;
 
   /// A tensor.empty made before the nest (see decodeBuffers).
   Value emptyBeforeNest(ArrayRef<int64_t> shape, Type elt) const;
@@ -538,13 +539,14 @@ Value GemmBuilder::applyEpilogue(ImplicitLocOpBuilder &b, Value acc, Value row,
 }
 
 Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
-                        Value k0, bool inBounds) const {
+                        Value k0, bool inBounds, Value jBase) const {
   if (bt)
-    return readRow(b, bt, arith::ConstantIndexOp::create(b, j), k0, inBounds);
+    return readRow(b, bt,
+                   jBase ? plus(b, jBase, j)
+                         : Value(arith::ConstantIndexOp::create(b, j)),
+                   k0, inBounds);
   const int64_t width = inBounds ? c.kv : m.k % c.kv;
-  Value n = j ? Value(arith::AddIOp::create(b, n0,
-                                            arith::ConstantIndexOp::create(b, j)))
-              : n0;
+  Value n = plus(b, jBase ? Value(arith::AddIOp::create(b, n0, jBase)) : n0, j);
   SmallVector<OpFoldResult> offsets = {n, k0};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(width)};
   Type elt = cast<RankedTensorType>(B.getType()).getElementType();
@@ -700,19 +702,19 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
   const bool grouped = group() > 1;
   Type elt32 = grouped ? Type(b.getI32Type()) : Type(b.getF32Type());
   auto vt = VectorType::get({L}, elt32);
-  // The L x L block of vector v at panel row p0 (source K offset k0).
-  auto block = [&](ImplicitLocOpBuilder &ib, int64_t v, Value p0, Value k0,
+  // The L x L block of the vector at column `col` at panel row p0 (source
+  // K offset k0).
+  auto block = [&](ImplicitLocOpBuilder &ib, Value col, Value p0, Value k0,
                    int64_t count, bool inBounds, Value panel) {
     SmallVector<Value> src;
     for (int64_t t = 0; t < L; ++t) {
-      Value r = prepare(ib, bRow(ib, bt, n0, v * L + t, k0, inBounds),
+      Value r = prepare(ib, bRow(ib, bt, n0, t, k0, inBounds, col),
                         /*isA=*/false);
       if (grouped)
         r = vector::BitCastOp::create(ib, vt, r);
       src.push_back(r);
     }
     SmallVector<Value> cols = transposeSquare(ib, src);
-    Value col = arith::ConstantIndexOp::create(ib, v * L);
     for (int64_t r = 0; r < count; ++r) {
       Value at = plus(ib, p0, r);
       panel = vector::TransferWriteOp::create(
@@ -724,16 +726,16 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
   Value &buffer = panelBuffers[{P, vecs * L}];
   if (!buffer)
     buffer = emptyBeforeNest({P, vecs * L}, elt32);
-  Value panel = buffer;
   // One column vector at a time: L source rows of B stream at once (not
-  // vecs·L), which the hardware prefetchers follow.
-  for (int64_t v = 0; v < vecs; ++v) {
+  // vecs·L), which the hardware prefetchers follow. The vectors are the
+  // steps of a loop: one copy of B's decoder, not vecs.
+  auto packVector = [&](ImplicitLocOpBuilder &vb, Value col, Value panel) {
     if (full > 0) {
-      Value lb = arith::ConstantIndexOp::create(b, 0);
-      Value ub = arith::ConstantIndexOp::create(b, full * c.kv);
-      Value step = arith::ConstantIndexOp::create(b, c.kv);
+      Value lb = arith::ConstantIndexOp::create(vb, 0);
+      Value ub = arith::ConstantIndexOp::create(vb, full * c.kv);
+      Value step = arith::ConstantIndexOp::create(vb, c.kv);
       auto loop = scf::ForOp::create(
-          b, lb, ub, step, ValueRange{panel},
+          vb, lb, ub, step, ValueRange{panel},
           [&](OpBuilder &nb, Location loc, Value local, ValueRange iter) {
             ImplicitLocOpBuilder ib(loc, nb);
             Value p0 = local;
@@ -741,17 +743,28 @@ Value GemmBuilder::packPanel(ImplicitLocOpBuilder &b, Value n0, Value bt,
               p0 = arith::DivUIOp::create(
                   ib, local, arith::ConstantIndexOp::create(ib, group()));
             Value k0 = arith::AddIOp::create(ib, kBegin, local);
-            scf::YieldOp::create(ib, block(ib, v, p0, k0, L, true, iter[0]));
+            scf::YieldOp::create(ib, block(ib, col, p0, k0, L, true, iter[0]));
           });
       panel = loop.getResult(0);
     }
     if (tailRows > 0) {
-      Value p0 = arith::ConstantIndexOp::create(b, full * L);
-      Value k0 = plus(b, kBegin, full * c.kv);
-      panel = block(b, v, p0, k0, tailRows, false, panel);
+      Value p0 = arith::ConstantIndexOp::create(vb, full * L);
+      Value k0 = plus(vb, kBegin, full * c.kv);
+      panel = block(vb, col, p0, k0, tailRows, false, panel);
     }
-  }
-  return panel;
+    return panel;
+  };
+  if (vecs == 1)
+    return packVector(b, arith::ConstantIndexOp::create(b, 0), buffer);
+  auto loop = scf::ForOp::create(
+      b, arith::ConstantIndexOp::create(b, 0),
+      arith::ConstantIndexOp::create(b, vecs * L),
+      arith::ConstantIndexOp::create(b, L), ValueRange{buffer},
+      [&](OpBuilder &nb, Location loc, Value col, ValueRange iter) {
+        ImplicitLocOpBuilder ib(loc, nb);
+        scf::YieldOp::create(ib, packVector(ib, col, iter[0]));
+      });
+  return loop.getResult(0);
 }
 
 Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,

@@ -327,11 +327,12 @@ func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
 // form = outer, f32: tiles of nr = 2 vectors of 8 columns (N = 28: one
 // 16-column tile, one 8-column vector, 4 columns in the inner form). Each
 // tile's producer (the decoder) runs on the way into a K-major [K, 16]
-// panel (8 x 8 blocks transposed by shuffles, K = 12: one block and a
-// 4-row tail); the micro-kernel broadcasts one A element per K step against
-// the panel's vectors; the epilogue runs on vectors, its [N, 1] scale read
-// as a vector through a collapse of the unit dim. One-row blocks take the
-// inner form (scf.if), four columns at a time in a loop over the tile.
+// panel, one vector of columns per step of a loop (8 x 8 blocks transposed
+// by shuffles, K = 12: one block and a 4-row tail); the micro-kernel
+// broadcasts one A element per K step against the panel's vectors; the
+// epilogue runs on vectors, its [N, 1] scale read as a vector through a
+// collapse of the unit dim. One-row blocks take the inner form (scf.if),
+// four columns at a time in a loop over the tile.
 // CHECK-LABEL: func.func @outer_f32
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 2, kv = 8, mc = 16, decode = adaptive, form = outer>]
 // CHECK-DAG:   %[[P16:.*]] = tensor.empty() : tensor<12x16xf32>
@@ -342,9 +343,10 @@ func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
 // CHECK:           scf.for %{{.*}} = %c0 to %c16 step %c4
 // CHECK:             vector.fma {{.*}} : vector<8xf32>
 // CHECK:         } else {
-// CHECK-COUNT-24:  vector.shuffle
-// CHECK:           vector.transfer_write %{{.*}}, %[[P16]][%c0, %c0] {in_bounds = [true]} : vector<8xf32>, tensor<12x16xf32>
-// CHECK:           %[[PANEL:.*]] = vector.transfer_write %{{.*}}[%c11, %c8] {in_bounds = [true]} : vector<8xf32>, tensor<12x16xf32>
+// CHECK:           %[[PANEL:.*]] = scf.for %[[COL:.*]] = %c0 to %c16 step %c8 iter_args(%[[PI:.*]] = %[[P16]])
+// CHECK-COUNT-24:    vector.shuffle
+// CHECK:             vector.transfer_write %{{.*}}, %[[PI]][%c0, %[[COL]]] {in_bounds = [true]} : vector<8xf32>, tensor<12x16xf32>
+// CHECK:             vector.transfer_write %{{.*}}[%c11, %[[COL]]] {in_bounds = [true]} : vector<8xf32>, tensor<12x16xf32>
 // CHECK:           scf.for %[[M0:.*]] = {{.*}} step %c2
 // CHECK:             scf.for %[[P:.*]] = %c0 to %c12 step %c1 {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK:               vector.transfer_read %[[PANEL]][%[[P]], %c0]
