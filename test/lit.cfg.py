@@ -44,9 +44,10 @@ try:
         check=True).stdout
 except (OSError, subprocess.SubprocessError) as e:
     lit_config.fatal("comfyquant-run --cpu-variants failed: %s" % e)
-_host_variants = []
+_all_variants, _host_variants = [], []
 for _line in _listing.splitlines():
     _name, _, _answer = _line.partition(" ")
+    _all_variants.append(_name)
     if _answer == "yes":
         config.available_features.add("cpu-" + _name)
         _host_variants.append(_name)
@@ -61,8 +62,7 @@ _sweep = lit_config.params.get("sweep_variants", "all")
 if _sweep not in ("all", "host"):
     lit_config.fatal("--param sweep_variants=%s: expected all or host" % _sweep)
 config.substitutions.append(
-    ("%sweep_variants", "x86-64-v3,avx512-vnni,avx512-bf16,amx" if _sweep == "all"
-     else ",".join(_host_variants)))
+    ("%sweep_variants", ",".join(_all_variants if _sweep == "all" else _host_variants)))
 
 # GPU-executing tests need a CUDA driver (a lent GPU machine); everything
 # else runs on the CPU.

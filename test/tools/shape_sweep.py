@@ -22,7 +22,8 @@ path and compares y through compare.py with the bounds of tolerances.json:
 NaN or Inf on either side where the other is finite fails, and so does a
 shape or size mismatch.
 Variants the CPU lacks are compiled and link-checked only, and are listed as
-such; --variants narrows what is compiled (the default is every variant). Prints one line per failure and a final "N passed, N failed" line.
+such; --variants narrows what is compiled (the default is every variant).
+Prints one line per failure and a final "N passed, N failed" line.
 """
 import argparse
 import json
