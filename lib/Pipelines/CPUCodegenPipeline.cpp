@@ -76,6 +76,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
 
   // Lower to the LLVM dialect.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantFlattenCollapsedViews());
   pm.addPass(memref::createFoldMemRefAliasOpsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -1,16 +1,23 @@
-//===- TabulateDecoders.cpp - f32 functions of nibbles as table lookups ---===//
+//===- TabulateDecoders.cpp - decoders of small codes as table lookups ----===//
 //
 // A 4-bit code has 16 values, so any f32 computed from it alone is one of
 // 16 constants: a lookup in a register (vpermps) instead of the masks,
-// shifts, conversions and scale of a decode, per element.
+// shifts, conversions and scale of a decode, per element. An int8 computed
+// from a code and a scale byte (the W4A8 / W6A8 grid) is one of 256 x 16
+// (or x 64) values: a table built once per call, read one scale row at a
+// time by byte shuffles.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/CPU/Passes.h"
 #include "comfyquant/Codegen/Common/Gemm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/MapVector.h"
 
 #include <optional>
 
@@ -71,6 +78,23 @@ std::optional<uint64_t> unsignedBound(Value v, unsigned depth = 0) {
         d.getActiveBits() <= 64)
       return d.getZExtValue() - 1;
     return std::nullopt;
+  }
+  if (auto shl = dyn_cast<arith::ShLIOp>(def)) {
+    APInt s;
+    std::optional<uint64_t> in = bound(shl.getLhs());
+    if (!in || !matchPattern(shl.getRhs(), m_ConstantInt(&s)) || s.uge(width) ||
+        llvm::countl_zero(*in) < int(s.getZExtValue()))
+      return std::nullopt;
+    uint64_t r = *in << s.getZExtValue();
+    return r <= all ? std::optional<uint64_t>(r) : std::nullopt;
+  }
+  if (auto orOp = dyn_cast<arith::OrIOp>(def)) {
+    // Every set bit of either side lies below the larger bound's top bit.
+    std::optional<uint64_t> l = bound(orOp.getLhs()), r = bound(orOp.getRhs());
+    if (!l || !r)
+      return std::nullopt;
+    uint64_t top = std::max(*l, *r);
+    return top == 0 ? 0 : ~0ull >> llvm::countl_zero(top);
   }
   if (auto select = dyn_cast<arith::SelectOp>(def)) {
     std::optional<uint64_t> t = bound(select.getTrueValue()),
@@ -165,16 +189,186 @@ void tabulate(OpBuilder &b, Block &body, Value code) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Int8 functions of a code and a scale byte -> runtime tables
+//===----------------------------------------------------------------------===//
+
+/// Codes of up to six bits (W6A8) index a table row; a row is read as
+/// kRowLanes-byte shuffles (pshufb), so it must not change within such a
+/// run of lanes along the vectorized (innermost) loop.
+constexpr uint64_t kMaxRowCodes = 64;
+constexpr int64_t kRowLanes = 16;
+/// Fewer ops than this between the inputs and the result: not worth a
+/// table.
+constexpr unsigned kMinTabulatedOps = 4;
+
+bool definedOutside(Value v, Block &body) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() != &body;
+  return v.getDefiningOp()->getBlock() != &body;
+}
+
+/// Whether `v`, in the body of `op`, is the same for every aligned run of
+/// kRowLanes iterations of the innermost loop: it reads that loop's index
+/// only through a division by a multiple of kRowLanes (a group of K).
+bool constantOverRuns(linalg::GenericOp op, Value v, unsigned depth = 0) {
+  Block &body = op.getRegion().front();
+  if (definedOutside(v, body) || matchPattern(v, m_Constant()))
+    return true;
+  if (depth > 16 || isa<BlockArgument>(v))
+    return false;
+  Operation *def = v.getDefiningOp();
+  const unsigned inner = op.getNumLoops() - 1;
+  if (auto index = dyn_cast<linalg::IndexOp>(def))
+    return index.getDim() != inner;
+  if (auto div = dyn_cast<arith::DivUIOp>(def)) {
+    APInt d;
+    auto index = div.getLhs().getDefiningOp<linalg::IndexOp>();
+    if (index && index.getDim() == inner &&
+        matchPattern(div.getRhs(), m_ConstantInt(&d)) &&
+        d.getZExtValue() % kRowLanes == 0 && !d.isZero())
+      return true;
+  }
+  if (!isFoldableScalar(def) && !isa<tensor::ExtractOp>(def))
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return constantOverRuns(op, operand, depth + 1);
+  });
+}
+
+/// The ops of `body` computed from `code` and `byte` (and constants, and
+/// tensors and values from outside the body), in body order, with which of
+/// the two each reaches (bit 0: code, bit 1: byte); none when one of the
+/// two is computed from the other (each must index the table on its own).
+std::optional<llvm::MapVector<Operation *, unsigned>>
+pairSlice(Block &body, Value code, Value byte) {
+  llvm::DenseMap<Value, unsigned> reach;
+  reach[code] = 1;
+  reach[byte] = 2;
+  llvm::MapVector<Operation *, unsigned> slice;
+  for (Operation &o : body.without_terminator()) {
+    if (!isFoldableScalar(&o) && !isa<tensor::ExtractOp>(&o))
+      continue;
+    if (auto extract = dyn_cast<tensor::ExtractOp>(&o))
+      if (!definedOutside(extract.getTensor(), body))
+        continue;
+    unsigned r = 0;
+    bool alone = true;
+    for (Value operand : o.getOperands()) {
+      if (auto it = reach.find(operand); it != reach.end())
+        r |= it->second;
+      else if (!definedOutside(operand, body) &&
+               !matchPattern(operand, m_Constant()))
+        alone = false;
+    }
+    if (o.getNumResults() == 1 &&
+        (o.getResult(0) == code || o.getResult(0) == byte)) {
+      if (r)
+        return std::nullopt;
+      continue;
+    }
+    if (!r || !alone || o.getNumResults() != 1)
+      continue;
+    slice.insert({&o, r});
+    reach[o.getResult(0)] = r;
+  }
+  return slice;
+}
+
+/// Replaces the int8 results computed from one code and one scale byte by
+/// reads of a [256, codes] table that a linalg.generic before `op` computes
+/// with the same ops, once per call.
+void tabulatePairs(OpBuilder &b, linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  SmallVector<Value> codes, bytes;
+  for (Operation &o : body.without_terminator()) {
+    if (o.getNumResults() != 1 || matchPattern(o.getResult(0), m_Constant()))
+      continue;
+    Value r = o.getResult(0);
+    if (std::optional<uint64_t> bound = unsignedBound(r);
+        bound && *bound < kMaxRowCodes)
+      codes.push_back(r);
+    if (isa<tensor::ExtractOp>(o) && r.getType().isInteger(8) &&
+        constantOverRuns(op, r))
+      bytes.push_back(r);
+  }
+  for (Value byte : bytes) {
+    for (Value code : codes) {
+      if (byte.getParentBlock() != &body || code.getParentBlock() != &body)
+        continue;
+      std::optional<llvm::MapVector<Operation *, unsigned>> found =
+          pairSlice(body, code, byte);
+      if (!found)
+        continue;
+      llvm::MapVector<Operation *, unsigned> &slice = *found;
+      Value out;
+      for (auto [o, r] : slice) {
+        Value v = o->getResult(0);
+        if (r == 3 && v.getType().isInteger(8) &&
+            llvm::any_of(v.getUsers(),
+                         [&](Operation *u) { return !slice.count(u); }))
+          out = v;
+      }
+      if (!out || slice.size() < kMinTabulatedOps)
+        continue;
+      const int64_t rowCodes =
+          llvm::alignTo(*unsignedBound(code) + 1, uint64_t(kRowLanes));
+      Location loc = op.getLoc();
+      b.setInsertionPoint(op);
+      auto type = RankedTensorType::get({256, rowCodes}, b.getI8Type());
+      Value empty =
+          tensor::EmptyOp::create(b, loc, type.getShape(), b.getI8Type());
+      AffineMap id = b.getMultiDimIdentityMap(2);
+      SmallVector<utils::IteratorType> parallel(2,
+                                                utils::IteratorType::parallel);
+      auto table = linalg::GenericOp::create(
+          b, loc, TypeRange{type}, ValueRange{}, ValueRange{empty},
+          ArrayRef<AffineMap>{id}, parallel,
+          [&](OpBuilder &nb, Location l, ValueRange) {
+            IRMapping map;
+            Value row = linalg::IndexOp::create(nb, l, 0);
+            Value column = linalg::IndexOp::create(nb, l, 1);
+            map.map(byte,
+                    arith::IndexCastOp::create(nb, l, nb.getI8Type(), row));
+            map.map(code,
+                    arith::IndexCastOp::create(nb, l, code.getType(), column));
+            for (auto [o, r] : slice) {
+              // Constants of the body travel with the ops that use them.
+              for (Value operand : o->getOperands())
+                if (!map.contains(operand) && !definedOutside(operand, body))
+                  if (Operation *c = operand.getDefiningOp())
+                    nb.clone(*c, map);
+              nb.clone(*o, map);
+            }
+            linalg::YieldOp::create(nb, l, map.lookup(out));
+          });
+      b.setInsertionPointAfterValue(out);
+      Location outLoc = out.getLoc();
+      Value row =
+          arith::IndexCastUIOp::create(b, outLoc, b.getIndexType(), byte);
+      Value column =
+          arith::IndexCastUIOp::create(b, outLoc, b.getIndexType(), code);
+      Value lookup = tensor::ExtractOp::create(b, outLoc, table.getResult(0),
+                                               ValueRange{row, column});
+      out.replaceUsesWithIf(
+          lookup, [&](OpOperand &use) { return !slice.count(use.getOwner()); });
+      return;
+    }
+  }
+}
+
 struct TabulateDecodersPass
     : mlir::comfyquant::impl::ComfyQuantCPUTabulateDecodersBase<
           TabulateDecodersPass> {
   void runOnOperation() override {
     OpBuilder b(&getContext());
-    getOperation().walk([&](linalg::GenericOp op) {
+    SmallVector<linalg::GenericOp> generics;
+    getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    for (linalg::GenericOp op : generics) {
       // A GEMM's body is matched as it is (its decode is part of the
       // pattern); only elementwise ops are rewritten.
       if (op.getNumReductionLoops() != 0 || !op.hasPureTensorSemantics())
-        return;
+        continue;
       Block &body = op.getRegion().front();
       SmallVector<Value> codes;
       for (BlockArgument arg : body.getArguments())
@@ -188,7 +382,8 @@ struct TabulateDecodersPass
       // takes the longest chain; the later ones then find nothing left.
       for (Value code : codes)
         tabulate(b, body, code);
-    });
+      tabulatePairs(b, op);
+    }
   }
 };
 

@@ -14,13 +14,16 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <numeric>
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUVECTORIZEELEMENTWISE
@@ -247,6 +250,151 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Scale-row lookups -> byte shuffles
+//===----------------------------------------------------------------------===//
+//
+// A gather of i8 from a [rows, codes] table at `row · codes + code`, where
+// the row is one value over each aligned 16 lanes (the scale byte of a K
+// group) and the code is data: comfyquant-cpu-tabulate-decoders' W4A8 /
+// W6A8 grid tables. Each 16 lanes load their row's 16-entry quarters and
+// pshufb them by the code; with 64 codes, bits 4-5 of the code pick the
+// quarter. A byte gather would be 16 scalar loads.
+
+constexpr int64_t kShuffleLanes = 16;
+
+/// Whether every aligned run of `run` lanes of the 1-D vector `v` holds one
+/// value.
+bool uniformOverRuns(Value v, int64_t run, unsigned depth = 0) {
+  auto type = dyn_cast<VectorType>(v.getType());
+  if (!type || type.getRank() != 1 || depth > 12)
+    return false;
+  if (auto bc = v.getDefiningOp<vector::BroadcastOp>())
+    return !isa<VectorType>(bc.getSourceType()) ||
+           cast<VectorType>(bc.getSourceType()).getNumElements() == 1;
+  DenseElementsAttr cst;
+  if (matchPattern(v, m_Constant(&cst))) {
+    if (cst.isSplat())
+      return true;
+    auto values = llvm::to_vector(cst.getValues<Attribute>());
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i] != values[i - i % run])
+        return false;
+    return true;
+  }
+  if (auto shuffle = v.getDefiningOp<vector::ShuffleOp>()) {
+    ArrayRef<int64_t> mask = shuffle.getMask();
+    for (size_t i = 0; i < mask.size(); ++i)
+      if (mask[i] != mask[i - i % run])
+        return false;
+    return true;
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def || !def->hasTrait<OpTrait::Elementwise>() || !isPure(def) ||
+      def->getNumResults() != 1)
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return uniformOverRuns(operand, run, depth + 1);
+  });
+}
+
+void lowerRowLookups(func::FuncOp func) {
+  IRRewriter rw(func.getContext());
+  SmallVector<vector::GatherOp> gathers;
+  func.walk([&](vector::GatherOp g) { gathers.push_back(g); });
+  for (vector::GatherOp g : gathers) {
+    auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
+    VectorType result = g.getVectorType();
+    if (!table || table.getRank() != 2 || !table.hasStaticShape() ||
+        !table.getElementType().isInteger(8) ||
+        table.getDimSize(1) % kShuffleLanes ||
+        table.getDimSize(1) > 4 * kShuffleLanes || result.getRank() != 1 ||
+        !matchPattern(g.getMask(), m_One()) ||
+        !llvm::all_of(g.getOffsets(), [](Value v) { return isZeroInteger(v); }))
+      continue;
+    // Lanes per shuffle: 16, or 8 for an 8-lane vector (the low half of one
+    // shuffle).
+    const int64_t n = result.getNumElements();
+    const int64_t chunk = std::min(n, kShuffleLanes);
+    if (chunk < 8 || n % chunk)
+      continue;
+    const int64_t codes = table.getDimSize(1);
+    auto add = g.getIndices().getDefiningOp<arith::AddIOp>();
+    if (!add)
+      continue;
+    Value rows, columns;
+    for (int side = 0; side < 2 && !rows; ++side) {
+      auto mul = add->getOperand(side).getDefiningOp<arith::MulIOp>();
+      if (!mul)
+        continue;
+      for (int f = 0; f < 2 && !rows; ++f)
+        if (mlir::comfyquant::detail::splatInteger(mul->getOperand(1 - f)) ==
+                codes &&
+            uniformOverRuns(mul->getOperand(f), chunk)) {
+          rows = mul->getOperand(f);
+          columns = add->getOperand(1 - side);
+        }
+    }
+    if (!rows)
+      continue;
+    rw.setInsertionPoint(g);
+    Location loc = g.getLoc();
+    auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
+    // Columns are < codes <= 64 (the gather reads in bounds), so bit 7 of
+    // each shuffle index is clear and pshufb uses its low four bits.
+    Value code = arith::IndexCastOp::create(
+        rw, loc, result.clone(rw.getI8Type()), columns);
+    Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
+    Value four = arith::ConstantOp::create(
+        rw, loc, bytes, DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(4)));
+    SmallVector<int64_t> low(chunk), twice;
+    std::iota(low.begin(), low.end(), 0);
+    for (int64_t i = 0; i < kShuffleLanes; ++i)
+      twice.push_back(i % chunk);
+    Value r =
+        arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+    for (int64_t at = 0; at < n; at += chunk) {
+      Value row = vector::ExtractOp::create(rw, loc, rows, at);
+      Value c = code;
+      if (n != chunk)
+        c = vector::ExtractStridedSliceOp::create(
+            rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
+            ArrayRef<int64_t>{1});
+      if (chunk != kShuffleLanes)
+        c = vector::ShuffleOp::create(rw, loc, c, c, twice);
+      Value quarter = arith::ShRUIOp::create(rw, loc, c, four);
+      Value part;
+      for (int64_t q = 0; q < codes / kShuffleLanes; ++q) {
+        Value entries = vector::TransferReadOp::create(
+            rw, loc, bytes, g.getBase(),
+            ValueRange{row, arith::ConstantIndexOp::create(rw, loc,
+                                                           q * kShuffleLanes)},
+            pad, ArrayRef<bool>{true});
+        Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
+            rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes,
+            ValueRange{entries, c});
+        if (q == 0) {
+          part = looked;
+          continue;
+        }
+        Value qv = arith::ConstantOp::create(
+            rw, loc, bytes,
+            DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(q)));
+        Value hit = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq,
+                                          quarter, qv);
+        part = arith::SelectOp::create(rw, loc, hit, looked, part);
+      }
+      if (chunk != kShuffleLanes)
+        part = vector::ShuffleOp::create(rw, loc, part, part, low);
+      r = n == chunk ? part
+                     : Value(vector::InsertStridedSliceOp::create(
+                           rw, loc, part, r, ArrayRef<int64_t>{at},
+                           ArrayRef<int64_t>{1}));
+    }
+    rw.replaceOp(g, r);
+  }
+}
+
 /// A read of a whole tensor just written whole (through a unit-dim
 /// expand_shape, as dropped unit dims leave it) is the written vector: the
 /// per-vector decoder of a one-row GEMM then stays in registers.
@@ -337,6 +485,7 @@ struct VectorizeElementwisePass
     recordElementwisePath(func, scalarTiles);
     mlir::comfyquant::detail::foldLaneAffineIndices(func);
     lowerTableLookups(func, width);
+    lowerRowLookups(func);
     // Canonical form (one-iteration tile loops and full-size slices gone),
     // with work on uniform values (a block scale, a per-row scale) done once
     // in scalars and broadcast rather than in every lane, and on a block's

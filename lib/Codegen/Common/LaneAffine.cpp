@@ -249,6 +249,10 @@ Value readLanes(RewriterBase &rw, Location loc, Value base,
 
 } // namespace
 
+std::optional<int64_t> mlir::comfyquant::detail::splatInteger(Value v) {
+  return LaneAffineBuilder::splatValue(v);
+}
+
 void mlir::comfyquant::detail::foldLaneAffineIndices(func::FuncOp func) {
   IRRewriter rw(func.getContext());
   SmallVector<Operation *> ops;

@@ -132,3 +132,169 @@ func.func @gemm_body(%a: tensor<4x32xf32>, %w: tensor<8x32xi8>, %acc: tensor<4x8
   } -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// The W4A8 grid: clamp(RNE(codebook[code] · e4m3(s_rel))) depends on a
+// nibble and a scale byte read once per group of 16 along K. It becomes a
+// [256, 16] table computed by the same ops before the decoder (the codebook
+// is a runtime tensor, so the table is built per call), and a read of it.
+// CHECK-LABEL: func.func @grid_of_code_and_scale
+// CHECK:         %[[T:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<256x16xi8>)
+// CHECK:           %[[ROW:.*]] = linalg.index 0
+// CHECK:           %[[COL:.*]] = linalg.index 1
+// CHECK-DAG:       arith.index_cast %[[ROW]] : index to i8
+// CHECK-DAG:       tensor.extract %arg2[%[[COL]]] : tensor<16xf32>
+// CHECK:           math.roundeven
+// CHECK:           arith.fptosi %{{.*}} : f32 to i8
+// CHECK:         linalg.generic
+// CHECK-NOT:       math.roundeven
+// CHECK:           %[[S:.*]] = tensor.extract %arg1
+// CHECK-DAG:       %[[R:.*]] = arith.index_castui %[[S]] : i8 to index
+// CHECK-DAG:       %[[C:.*]] = arith.index_castui %{{.*}} : i32 to index
+// CHECK:           %[[V:.*]] = tensor.extract %[[T]][%[[R]], %[[C]]] : tensor<256x16xi8>
+// CHECK:           linalg.yield %[[V]] : i8
+func.func @grid_of_code_and_scale(%w: tensor<4x16xi8>, %s: tensor<4x2xi8>, %cb: tensor<16xf32>) -> tensor<4x32xi8> {
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c0 = arith.constant 0 : index
+  %c4_i32 = arith.constant 4 : i32
+  %c15_i32 = arith.constant 15 : i32
+  %c7_i16 = arith.constant 7 : i16
+  %mask = arith.constant -16512 : i16
+  %c127_i8 = arith.constant 127 : i8
+  %rebias = arith.constant 2.560000e+02 : f32
+  %nan = arith.constant 0x7FC00000 : f32
+  %lo = arith.constant -1.270000e+02 : f32
+  %hi = arith.constant 1.270000e+02 : f32
+  %e = tensor.empty() : tensor<4x32xi8>
+  %r = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<4x32xi8>) {
+  ^bb0(%out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %kb = arith.divui %k, %c2 : index
+    %byte = tensor.extract %w[%n, %kb] : tensor<4x16xi8>
+    %wide = arith.extui %byte : i8 to i32
+    %odd = arith.remui %k, %c2 : index
+    %even = arith.cmpi eq, %odd, %c0 : index
+    %hs = arith.shrui %wide, %c4_i32 : i32
+    %hn = arith.andi %hs, %c15_i32 : i32
+    %ln = arith.andi %wide, %c15_i32 : i32
+    %code = arith.select %even, %ln, %hn : i32
+    %ci = arith.index_cast %code : i32 to index
+    %level = tensor.extract %cb[%ci] : tensor<16xf32>
+    %g = arith.divui %k, %c16 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x2xi8>
+    %sx = arith.extsi %sb : i8 to i16
+    %sh = arith.shli %sx, %c7_i16 : i16
+    %bits = arith.andi %sh, %mask : i16
+    %h = arith.bitcast %bits : i16 to f16
+    %f = arith.extf %h : f16 to f32
+    %sf = arith.mulf %f, %rebias : f32
+    %mag = arith.andi %sb, %c127_i8 : i8
+    %isnan = arith.cmpi eq, %mag, %c127_i8 : i8
+    %scale = arith.select %isnan, %nan, %sf : f32
+    %p = arith.mulf %level, %scale : f32
+    %rn = math.roundeven %p : f32
+    %c1 = arith.maxnumf %rn, %lo : f32
+    %c2v = arith.minnumf %c1, %hi : f32
+    %q = arith.fptosi %c2v : f32 to i8
+    linalg.yield %q : i8
+  } -> tensor<4x32xi8>
+  return %r : tensor<4x32xi8>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// A 6-bit code (a nibble or'ed with two high bits shifted by 4) has 64
+// values: a [256, 64] table.
+// CHECK-LABEL: func.func @six_bit_grid
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<256x64xi8>)
+// CHECK:         tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<256x64xi8>
+func.func @six_bit_grid(%w: tensor<4x32xi8>, %hb: tensor<4x32xi8>, %s: tensor<4x2xi8>) -> tensor<4x32xi8> {
+  %c16 = arith.constant 16 : index
+  %c4_i8 = arith.constant 4 : i8
+  %c3_i8 = arith.constant 3 : i8
+  %c15_i8 = arith.constant 15 : i8
+  %c32 = arith.constant 3.200000e+01 : f32
+  %lo = arith.constant -1.270000e+02 : f32
+  %hi = arith.constant 1.270000e+02 : f32
+  %e = tensor.empty() : tensor<4x32xi8>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%w, %hb : tensor<4x32xi8>, tensor<4x32xi8>) outs(%e : tensor<4x32xi8>) {
+  ^bb0(%b: i8, %h: i8, %out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %low = arith.andi %b, %c15_i8 : i8
+    %high = arith.andi %h, %c3_i8 : i8
+    %hs = arith.shli %high, %c4_i8 : i8
+    %code = arith.ori %low, %hs : i8
+    %v = arith.uitofp %code : i8 to f32
+    %lv = arith.subf %v, %c32 : f32
+    %g = arith.divui %k, %c16 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x2xi8>
+    %sf = arith.sitofp %sb : i8 to f32
+    %p = arith.mulf %lv, %sf : f32
+    %rn = math.roundeven %p : f32
+    %c1 = arith.maxnumf %rn, %lo : f32
+    %c2 = arith.minnumf %c1, %hi : f32
+    %q = arith.fptosi %c2 : f32 to i8
+    linalg.yield %q : i8
+  } -> tensor<4x32xi8>
+  return %r : tensor<4x32xi8>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// Not tabulated: a scale byte per 8 K elements changes within a 16-lane
+// shuffle (the table row would not be one per vector), and a code computed
+// from the byte that scales it (the two do not index a table separately).
+// CHECK-LABEL: func.func @no_grid_table
+// CHECK-NOT:     tensor<256x
+// CHECK:         math.roundeven
+// CHECK:         math.roundeven
+func.func @no_grid_table(%w: tensor<4x32xi8>, %s: tensor<4x4xi8>) -> (tensor<4x32xi8>, tensor<4x32xi8>) {
+  %c8 = arith.constant 8 : index
+  %c15_i8 = arith.constant 15 : i8
+  %lo = arith.constant -1.270000e+02 : f32
+  %hi = arith.constant 1.270000e+02 : f32
+  %e = tensor.empty() : tensor<4x32xi8>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xi8>) {
+  ^bb0(%b: i8, %out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %code = arith.andi %b, %c15_i8 : i8
+    %v = arith.uitofp %code : i8 to f32
+    %g = arith.divui %k, %c8 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x4xi8>
+    %sf = arith.sitofp %sb : i8 to f32
+    %p = arith.mulf %v, %sf : f32
+    %rn = math.roundeven %p : f32
+    %c1 = arith.maxnumf %rn, %lo : f32
+    %c2 = arith.minnumf %c1, %hi : f32
+    %q = arith.fptosi %c2 : f32 to i8
+    linalg.yield %q : i8
+  } -> tensor<4x32xi8>
+  %r2 = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<4x32xi8>) {
+  ^bb0(%out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %z = arith.constant 0 : index
+    %sb = tensor.extract %s[%n, %z] : tensor<4x4xi8>
+    %code = arith.andi %sb, %c15_i8 : i8
+    %v = arith.uitofp %code : i8 to f32
+    %sf = arith.sitofp %sb : i8 to f32
+    %p = arith.mulf %v, %sf : f32
+    %rn = math.roundeven %p : f32
+    %c1 = arith.maxnumf %rn, %lo : f32
+    %c2 = arith.minnumf %c1, %hi : f32
+    %q = arith.fptosi %c2 : f32 to i8
+    linalg.yield %q : i8
+  } -> tensor<4x32xi8>
+  return %r, %r2 : tensor<4x32xi8>, tensor<4x32xi8>
+}

@@ -177,6 +177,101 @@ func.func @scale_2d_and_codebook(%w: tensor<2x64xi32>, %s: tensor<2x4xf32>, %cb:
 
 // -----
 
+// An i8 read of a [256, 16] table at [scale byte, code], the scale byte
+// one value per 16 K elements (a group): the row's 16 entries are one load
+// and the codes pick from them with pshufb; for 8-lane vectors the codes
+// fill both halves of the shuffle and the low half is kept.
+// CHECK-LABEL: func.func @scale_row_lookup
+// CHECK:         scf.for %{{.*}} = %c0 to %c64 step %c8
+// CHECK-DAG:       %[[S:.*]] = tensor.extract %arg1
+// CHECK-DAG:       %[[R:.*]] = arith.index_castui %[[S]] : i8 to index
+// CHECK-DAG:       %[[E:.*]] = vector.transfer_read %arg2[%[[R]], %c0], %{{.*}} {in_bounds = [true]} : tensor<256x16xi8>, vector<16xi8>
+// CHECK-DAG:       %[[C:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7] : vector<8xi8>, vector<8xi8>
+// CHECK:           %[[P:.*]] = builtin.unrealized_conversion_cast %[[E]], %[[C]] : vector<16xi8>, vector<16xi8> to vector<16xi8> {comfyquant.intrinsic = "llvm.x86.ssse3.pshuf.b.128"}
+// CHECK:           vector.shuffle %[[P]], %[[P]] [0, 1, 2, 3, 4, 5, 6, 7] : vector<16xi8>, vector<16xi8>
+// CHECK-NOT:   vector.gather
+func.func @scale_row_lookup(%w: tensor<2x64xi8>, %s: tensor<2x4xi8>, %t: tensor<256x16xi8>) -> tensor<2x64xi8> {
+  %c16 = arith.constant 16 : index
+  %c15 = arith.constant 15 : i8
+  %e = tensor.empty() : tensor<2x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x64xi8>) outs(%e : tensor<2x64xi8>) {
+  ^bb0(%x: i8, %o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %c16 : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<2x4xi8>
+    %row = arith.index_castui %sc : i8 to index
+    %code = arith.andi %x, %c15 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x16xi8>
+    linalg.yield %v : i8
+  } -> tensor<2x64xi8>
+  return %d : tensor<2x64xi8>
+}
+
+// -----
+
+// With 64 codes (6-bit) each row is four 16-entry quarters: four shuffles,
+// and bits 4-5 of the code pick one.
+// CHECK-LABEL: func.func @scale_row_lookup_64
+// CHECK:         llvm.x86.ssse3.pshuf.b.128
+// CHECK:         llvm.x86.ssse3.pshuf.b.128
+// CHECK:         arith.select
+// CHECK:         llvm.x86.ssse3.pshuf.b.128
+// CHECK:         arith.select
+// CHECK:         llvm.x86.ssse3.pshuf.b.128
+// CHECK:         arith.select
+// CHECK-NOT:   vector.gather
+func.func @scale_row_lookup_64(%w: tensor<2x64xi8>, %s: tensor<2x4xi8>, %t: tensor<256x64xi8>) -> tensor<2x64xi8> {
+  %c16 = arith.constant 16 : index
+  %c63 = arith.constant 63 : i8
+  %e = tensor.empty() : tensor<2x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x64xi8>) outs(%e : tensor<2x64xi8>) {
+  ^bb0(%x: i8, %o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %c16 : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<2x4xi8>
+    %row = arith.index_castui %sc : i8 to index
+    %code = arith.andi %x, %c63 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x64xi8>
+    linalg.yield %v : i8
+  } -> tensor<2x64xi8>
+  return %d : tensor<2x64xi8>
+}
+
+// -----
+
+// A scale byte per 4 K elements differs within a vector: the table read
+// stays a gather (correct, not a shuffle of the wrong row).
+// CHECK-LABEL: func.func @scale_row_varies
+// CHECK-NOT:     llvm.x86.ssse3.pshuf.b.128
+// CHECK:         vector.gather
+func.func @scale_row_varies(%w: tensor<2x64xi8>, %s: tensor<2x16xi8>, %t: tensor<256x16xi8>) -> tensor<2x64xi8> {
+  %c4 = arith.constant 4 : index
+  %c15 = arith.constant 15 : i8
+  %e = tensor.empty() : tensor<2x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x64xi8>) outs(%e : tensor<2x64xi8>) {
+  ^bb0(%x: i8, %o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %c4 : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<2x16xi8>
+    %row = arith.index_castui %sc : i8 to index
+    %code = arith.andi %x, %c15 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x16xi8>
+    linalg.yield %v : i8
+  } -> tensor<2x64xi8>
+  return %d : tensor<2x64xi8>
+}
+
+// -----
+
 // Left alone: a reduction (amax of a row), a dynamic innermost extent and a
 // GEMM that comfyquant-cpu-vectorize-gemm owns.
 // CHECK-LABEL: func.func @untouched

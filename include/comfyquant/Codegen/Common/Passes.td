@@ -47,6 +47,24 @@ def ComfyQuantLowerStridedCopies
 }
 
 
+def ComfyQuantFlattenCollapsedViews
+    : Pass<"comfyquant-flatten-collapsed-views", "::mlir::func::FuncOp"> {
+  let summary = "1-D views of contiguous buffers as casts, not collapses";
+  let description = [{
+    Runs after bufferization, before `fold-memref-alias-ops`. Decoders read
+    packed weights and block scales through a 1-D `memref.collapse_shape`
+    of the argument (`flat[n · D1 + k / G]`). Folding a load through the
+    collapse delinearizes its index back to [n, k / G] with a division and a
+    remainder by D1 per load, which LLVM cannot strength-reduce across the
+    K loop; a load of the 1-D view is a base plus a linear offset. Each
+    collapse of an identity-layout buffer into one dimension becomes
+    `memref.reinterpret_cast` of the same buffer to the same 1-D shape, a
+    view no folding pattern rewrites.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
+
 def ComfyQuantMaterializeIntrinsics
     : Pass<"comfyquant-cpu-materialize-intrinsics", "::mlir::ModuleOp"> {
   let summary = "Turn intrinsic placeholders into LLVM calls";
