@@ -250,7 +250,8 @@ pairSlice(Block &body, Value code, Value byte) {
     if (!isFoldableScalar(&o) && !isa<tensor::ExtractOp>(&o))
       continue;
     if (auto extract = dyn_cast<tensor::ExtractOp>(&o))
-      if (!definedOutside(extract.getTensor(), body))
+      if (!definedOutside(extract.getTensor(), body) &&
+          !matchPattern(extract.getTensor(), m_Constant()))
         continue;
     unsigned r = 0;
     bool alone = true;
@@ -301,23 +302,26 @@ void tabulatePairs(OpBuilder &b, linalg::GenericOp op) {
       if (!found)
         continue;
       llvm::MapVector<Operation *, unsigned> &slice = *found;
+      // The last value of both that a lookup can return: an int8 (a grid
+      // value, read by byte shuffles) or, for 16 codes, an f32 (a scaled
+      // level, read by register permutes). Ops after it stay and read the
+      // lookup.
+      const int64_t rowCodes =
+          llvm::alignTo(*unsignedBound(code) + 1, uint64_t(kRowLanes));
       Value out;
       for (auto [o, r] : slice) {
         Value v = o->getResult(0);
-        if (r == 3 && v.getType().isInteger(8) &&
-            llvm::any_of(v.getUsers(),
-                         [&](Operation *u) { return !slice.count(u); }))
+        if (r == 3 && (v.getType().isInteger(8) ||
+                       (v.getType().isF32() && rowCodes == kRowLanes)))
           out = v;
       }
       if (!out || slice.size() < kMinTabulatedOps)
         continue;
-      const int64_t rowCodes =
-          llvm::alignTo(*unsignedBound(code) + 1, uint64_t(kRowLanes));
       Location loc = op.getLoc();
       b.setInsertionPoint(op);
-      auto type = RankedTensorType::get({256, rowCodes}, b.getI8Type());
-      Value empty =
-          tensor::EmptyOp::create(b, loc, type.getShape(), b.getI8Type());
+      Type elt = out.getType();
+      auto type = RankedTensorType::get({256, rowCodes}, elt);
+      Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), elt);
       AffineMap id = b.getMultiDimIdentityMap(2);
       SmallVector<utils::IteratorType> parallel(2,
                                                 utils::IteratorType::parallel);
@@ -350,8 +354,7 @@ void tabulatePairs(OpBuilder &b, linalg::GenericOp op) {
           arith::IndexCastUIOp::create(b, outLoc, b.getIndexType(), code);
       Value lookup = tensor::ExtractOp::create(b, outLoc, table.getResult(0),
                                                ValueRange{row, column});
-      out.replaceUsesWithIf(
-          lookup, [&](OpOperand &use) { return !slice.count(use.getOwner()); });
+      out.replaceAllUsesWith(lookup);
       return;
     }
   }

@@ -259,7 +259,8 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
 // group) and the code is data: comfyquant-cpu-tabulate-decoders' W4A8 /
 // W6A8 grid tables. Each 16 lanes load their row's 16-entry quarters and
 // pshufb them by the code; with 64 codes, bits 4-5 of the code pick the
-// quarter. A byte gather would be 16 scalar loads.
+// quarter. A byte gather would be 16 scalar loads. The f32 tables (NVFP4's
+// E2M1 x E4M3) are permuted a register of lanes at a time.
 
 constexpr int64_t kShuffleLanes = 16;
 
@@ -298,7 +299,59 @@ bool uniformOverRuns(Value v, int64_t run, unsigned depth = 0) {
   });
 }
 
-void lowerRowLookups(func::FuncOp func) {
+/// The f32 lookups table[rows[i], columns[i]] of a [R, 16] table, `rows`
+/// one value per register of `lanes`: the row's entries in one (AVX-512)
+/// or two (AVX2, bit 3 of the column picks the half) registers, permuted.
+Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
+                  Value columns, VectorType result, int64_t lanes) {
+  auto f32s = VectorType::get({lanes}, rw.getF32Type());
+  auto i32s = VectorType::get({lanes}, rw.getI32Type());
+  Value index = arith::IndexCastOp::create(
+      rw, loc, result.clone(rw.getI32Type()), columns);
+  Value pad = arith::ConstantOp::create(rw, loc, rw.getF32FloatAttr(0.0f));
+  Value eight = arith::ConstantOp::create(
+      rw, loc, i32s, DenseElementsAttr::get(i32s, rw.getI32IntegerAttr(8)));
+  Value zero = arith::ConstantOp::create(rw, loc, i32s, rw.getZeroAttr(i32s));
+  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+  const int64_t n = result.getNumElements();
+  for (int64_t at = 0; at < n; at += lanes) {
+    Value row = vector::ExtractOp::create(rw, loc, rows, at);
+    auto entries = [&](int64_t from) -> Value {
+      return vector::TransferReadOp::create(
+          rw, loc, f32s, table,
+          ValueRange{row, arith::ConstantIndexOp::create(rw, loc, from)}, pad,
+          ArrayRef<bool>{true});
+    };
+    Value idx = index;
+    if (n != lanes)
+      idx = vector::ExtractStridedSliceOp::create(
+          rw, loc, index, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{lanes},
+          ArrayRef<int64_t>{1});
+    Value part;
+    if (lanes == 16) {
+      part = mlir::comfyquant::detail::intrinsicPlaceholder(
+          rw, loc, "llvm.x86.avx512.permvar.sf.512", f32s,
+          ValueRange{entries(0), idx});
+    } else {
+      Value pl = mlir::comfyquant::detail::intrinsicPlaceholder(
+          rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{entries(0), idx});
+      Value ph = mlir::comfyquant::detail::intrinsicPlaceholder(
+          rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{entries(8), idx});
+      Value upper = arith::CmpIOp::create(
+          rw, loc, arith::CmpIPredicate::ne,
+          arith::AndIOp::create(rw, loc, idx, eight), zero);
+      part = arith::SelectOp::create(rw, loc, upper, ph, pl);
+    }
+    r = n == lanes
+            ? part
+            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
+                                                         ArrayRef<int64_t>{at},
+                                                         ArrayRef<int64_t>{1}));
+  }
+  return r;
+}
+
+void lowerRowLookups(func::FuncOp func, int64_t lanes) {
   IRRewriter rw(func.getContext());
   SmallVector<vector::GatherOp> gathers;
   func.walk([&](vector::GatherOp g) { gathers.push_back(g); });
@@ -306,17 +359,21 @@ void lowerRowLookups(func::FuncOp func) {
     auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
     VectorType result = g.getVectorType();
     if (!table || table.getRank() != 2 || !table.hasStaticShape() ||
-        !table.getElementType().isInteger(8) ||
         table.getDimSize(1) % kShuffleLanes ||
         table.getDimSize(1) > 4 * kShuffleLanes || result.getRank() != 1 ||
         !matchPattern(g.getMask(), m_One()) ||
         !llvm::all_of(g.getOffsets(), [](Value v) { return isZeroInteger(v); }))
       continue;
-    // Lanes per shuffle: 16, or 8 for an 8-lane vector (the low half of one
-    // shuffle).
+    // i8: lanes per shuffle, 16, or 8 for an 8-lane vector (the low half
+    // of one shuffle). f32 (16 codes only): one register of lanes per
+    // permute.
+    const bool bytes8 = table.getElementType().isInteger(8);
+    const bool f32 = table.getElementType().isF32() &&
+                     table.getDimSize(1) == kShuffleLanes &&
+                     (lanes == 8 || lanes == 16);
     const int64_t n = result.getNumElements();
-    const int64_t chunk = std::min(n, kShuffleLanes);
-    if (chunk < 8 || n % chunk)
+    const int64_t chunk = f32 ? lanes : std::min(n, kShuffleLanes);
+    if ((!bytes8 && !f32) || chunk < 8 || n % chunk)
       continue;
     const int64_t codes = table.getDimSize(1);
     auto add = g.getIndices().getDefiningOp<arith::AddIOp>();
@@ -339,6 +396,11 @@ void lowerRowLookups(func::FuncOp func) {
       continue;
     rw.setInsertionPoint(g);
     Location loc = g.getLoc();
+    if (f32) {
+      rw.replaceOp(
+          g, permuteRows(rw, loc, g.getBase(), rows, columns, result, lanes));
+      continue;
+    }
     auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
     // Columns are < codes <= 64 (the gather reads in bounds), so bit 7 of
     // each shuffle index is clear and pshufb uses its low four bits.
@@ -485,7 +547,7 @@ struct VectorizeElementwisePass
     recordElementwisePath(func, scalarTiles);
     mlir::comfyquant::detail::foldLaneAffineIndices(func);
     lowerTableLookups(func, width);
-    lowerRowLookups(func);
+    lowerRowLookups(func, width);
     // Canonical form (one-iteration tile loops and full-size slices gone),
     // with work on uniform values (a block scale, a per-row scale) done once
     // in scalars and broadcast rather than in every lane, and on a block's

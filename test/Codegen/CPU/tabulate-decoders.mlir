@@ -298,3 +298,71 @@ func.func @no_grid_table(%w: tensor<4x32xi8>, %s: tensor<4x4xi8>) -> (tensor<4x3
   } -> tensor<4x32xi8>
   return %r, %r2 : tensor<4x32xi8>, tensor<4x32xi8>
 }
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// An f32 function of a nibble and a block's scale byte (the NVFP4 weight
+// value: E2M1 level times the E4M3 block scale) becomes a [256, 16] f32
+// table; the rounding to bf16 after it stays and reads the lookup.
+// CHECK-LABEL: func.func @scaled_level
+// CHECK:         %[[T:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<256x16xf32>)
+// CHECK:         linalg.generic
+// CHECK:           %[[V:.*]] = tensor.extract %[[T]][%{{.*}}, %{{.*}}] : tensor<256x16xf32>
+// CHECK-NOT:       arith.mulf
+// CHECK:           %[[B:.*]] = arith.truncf %[[V]] : f32 to bf16
+// CHECK:           linalg.yield %[[B]] : bf16
+func.func @scaled_level(%w: tensor<4x32xi8>, %s: tensor<4x2xi8>) -> tensor<4x32xbf16> {
+  %c16 = arith.constant 16 : index
+  %c15_i8 = arith.constant 15 : i8
+  %half = arith.constant 5.000000e-01 : f32
+  %e = tensor.empty() : tensor<4x32xbf16>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xbf16>) {
+  ^bb0(%b: i8, %out: bf16):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %code = arith.andi %b, %c15_i8 : i8
+    %v = arith.uitofp %code : i8 to f32
+    %lv = arith.mulf %v, %half : f32
+    %g = arith.divui %k, %c16 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x2xi8>
+    %sw = arith.extsi %sb : i8 to i32
+    %sf = arith.sitofp %sw : i32 to f32
+    %p = arith.mulf %lv, %sf : f32
+    %q = arith.truncf %p : f32 to bf16
+    linalg.yield %q : bf16
+  } -> tensor<4x32xbf16>
+  return %r : tensor<4x32xbf16>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// An f32 of a 6-bit code and a scale byte is not tabulated: 64 f32 entries
+// per row do not fit the register permutes the lookup lowers to.
+// CHECK-LABEL: func.func @wide_f32_level
+// CHECK-NOT:     tensor<256x
+// CHECK:         arith.mulf
+func.func @wide_f32_level(%w: tensor<4x32xi8>, %s: tensor<4x2xi8>) -> tensor<4x32xf32> {
+  %c16 = arith.constant 16 : index
+  %c63_i8 = arith.constant 63 : i8
+  %half = arith.constant 5.000000e-01 : f32
+  %e = tensor.empty() : tensor<4x32xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%b: i8, %out: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %code = arith.andi %b, %c63_i8 : i8
+    %v = arith.uitofp %code : i8 to f32
+    %lv = arith.mulf %v, %half : f32
+    %g = arith.divui %k, %c16 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x2xi8>
+    %sw = arith.extsi %sb : i8 to i32
+    %sf = arith.sitofp %sw : i32 to f32
+    %p = arith.mulf %lv, %sf : f32
+    linalg.yield %p : f32
+  } -> tensor<4x32xf32>
+  return %r : tensor<4x32xf32>
+}

@@ -245,6 +245,38 @@ func.func @scale_row_lookup_64(%w: tensor<2x64xi8>, %s: tensor<2x4xi8>, %t: tens
 
 // -----
 
+// An f32 [256, 16] table read at [scale byte, code]: per 8-lane register,
+// the row's two halves are loaded and permuted by the code (two vpermps and
+// a blend on bit 3), no gather.
+// CHECK-LABEL: func.func @scale_row_permute
+// CHECK-DAG:     %[[R:.*]] = arith.index_castui %{{.*}} : i8 to index
+// CHECK-DAG:     %[[LO:.*]] = vector.transfer_read %arg2[%[[R]], %c0], %{{.*}} {in_bounds = [true]} : tensor<256x16xf32>, vector<8xf32>
+// CHECK-DAG:     %[[HI:.*]] = vector.transfer_read %arg2[%[[R]], %c8], %{{.*}} {in_bounds = [true]} : tensor<256x16xf32>, vector<8xf32>
+// CHECK-DAG:     builtin.unrealized_conversion_cast %[[LO]], %{{.*}} : vector<8xf32>, vector<8xi32> to vector<8xf32> {comfyquant.intrinsic = "llvm.x86.avx2.permps"}
+// CHECK-DAG:     builtin.unrealized_conversion_cast %[[HI]], %{{.*}} : vector<8xf32>, vector<8xi32> to vector<8xf32> {comfyquant.intrinsic = "llvm.x86.avx2.permps"}
+// CHECK-NOT:   vector.gather
+func.func @scale_row_permute(%w: tensor<2x64xi8>, %s: tensor<2x4xi8>, %t: tensor<256x16xf32>) -> tensor<2x64xf32> {
+  %c16 = arith.constant 16 : index
+  %c15 = arith.constant 15 : i8
+  %e = tensor.empty() : tensor<2x64xf32>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x64xi8>) outs(%e : tensor<2x64xf32>) {
+  ^bb0(%x: i8, %o: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %c16 : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<2x4xi8>
+    %row = arith.index_castui %sc : i8 to index
+    %code = arith.andi %x, %c15 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x16xf32>
+    linalg.yield %v : f32
+  } -> tensor<2x64xf32>
+  return %d : tensor<2x64xf32>
+}
+
+// -----
+
 // A scale byte per 4 K elements differs within a vector: the table read
 // stays a gather (correct, not a shuffle of the wrong row).
 // CHECK-LABEL: func.func @scale_row_varies

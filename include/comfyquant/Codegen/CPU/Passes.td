@@ -85,7 +85,7 @@ def ComfyQuantCPUSelectStrategy
 
 def ComfyQuantCPUTabulateDecoders
     : Pass<"comfyquant-cpu-tabulate-decoders", "::mlir::func::FuncOp"> {
-  let summary = "Replace f32 functions of 4-bit codes by 16-entry tables";
+  let summary = "Replace decoders of small codes by table lookups";
   let description = [{
     Runs on linalg on tensors, before vectorization. In the body of an
     all-parallel `linalg.generic`, an integer value whose range is known to
@@ -101,8 +101,22 @@ def ComfyQuantCPUTabulateDecoders
     on AVX2), so a decode of several vector ops per element becomes one.
     The values are the chain's own, folded by MLIR's folders, so results
     are bit-identical.
+
+    Second, an int8 computed from a code of up to six bits and a scale byte
+    (an i8 `tensor.extract` whose index reads the innermost loop only
+    through a division by a multiple of 16, so it is one value per 16
+    lanes), or an f32 computed from a 4-bit code and such a byte, is
+    replaced by a read of a `[256, codes]` table (codes rounded up to 16):
+    the W4A8 / W6A8 int8 grid `clamp(RNE(level · s_rel))` and NVFP4's
+    `E2M1 · E4M3` weight value. The table is a `linalg.generic` inserted
+    before the decoder whose body is a clone of the ops that compute the
+    value, with the byte and the code taken from its two indices; it runs
+    once per call (a codebook is a runtime tensor, so the table cannot be
+    folded). comfyquant-cpu-vectorize-elementwise reads a row per 16 lanes
+    with byte shuffles or register permutes. Same ops, same results.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
 }
 
@@ -182,7 +196,11 @@ def ComfyQuantCPUVectorizeElementwise
     and each tile is vectorized by upstream `linalg::vectorize` with
     `tensor.extract` support: contiguous reads become vector loads, uniform
     ones broadcasts, the rest (nibble, codebook and block-scale lookups)
-    `vector.gather`. The lane count is the function's
+    `vector.gather`. Gathers that are lane-affine become loads and
+    shuffles; gathers from at most 16 f32 entries, register permutes; reads
+    of a `[256, codes]` table (comfyquant-cpu-tabulate-decoders) at a row
+    that is one value per 16 lanes, a row load and `pshufb` (i8) or
+    `vpermps` (f32). The lane count is the function's
     target's vector width / 32 (`comfyquant.target`) unless `lanes` is
     set. An op the
     vectorizer rejects is left as it is. Elementwise arithmetic is the same
