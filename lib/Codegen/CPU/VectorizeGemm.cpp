@@ -1037,6 +1037,33 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
   const int64_t N = m.n, nFull = N - N % width;
   Value M = tensor::DimOp::create(b, A, 0);
   anchor = M.getDefiningOp();
+  // The f32 FMA kernels multiply f32: a bf16 / f16 A is widened once per
+  // call, not at every use (the outer form broadcasts each A element once
+  // per N tile, which as a 16-bit scalar is a load, a shift and a move to
+  // a vector register; as an f32 it is one vbroadcastss from memory).
+  if (c.ukernel == CpuMicroKernel::f32_fma) {
+    auto aType = cast<RankedTensorType>(A.getType());
+    if (!aType.getElementType().isF32()) {
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < aType.getRank(); ++d)
+        if (aType.isDynamicDim(d))
+          sizes.push_back(tensor::DimOp::create(b, A, d));
+      Value into =
+          tensor::EmptyOp::create(b, aType.getShape(), b.getF32Type(), sizes);
+      AffineMap id = b.getMultiDimIdentityMap(aType.getRank());
+      SmallVector<utils::IteratorType> parallel(aType.getRank(),
+                                                utils::IteratorType::parallel);
+      A = linalg::GenericOp::create(
+              b, TypeRange{into.getType()}, ValueRange{A}, ValueRange{into},
+              ArrayRef<AffineMap>{id, id}, parallel,
+              [&](OpBuilder &nb, Location loc, ValueRange args) {
+                Value x =
+                    arith::ExtFOp::create(nb, loc, nb.getF32Type(), args[0]);
+                linalg::YieldOp::create(nb, loc, x);
+              })
+              .getResult(0);
+    }
+  }
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value mcC = arith::ConstantIndexOp::create(b, c.mc);
   std::tie(colBegin, colEnd) =

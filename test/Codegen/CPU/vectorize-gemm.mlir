@@ -100,10 +100,13 @@ func.func @i8_vnni(%a: tensor<?x128xi8>, %b: tensor<1x128xi8>) -> tensor<?x1xi32
 // a non-zero accumulator is read back and added. Every tile is decoded into
 // the same [nr, K] buffer, never into a slice of an [N, K] temporary. An M
 // block of one row (decoding) instead evaluates the producer for each
-// kv-vector inside the K loop (no tile buffer).
+// kv-vector inside the K loop (no tile buffer). The bf16 A is widened to f32
+// once, before the nest: the FMAs read f32.
 // CHECK-LABEL: func.func @f32_fused_b
 // CHECK-NOT:   tensor.empty() : tensor<8x16xf32>
 // CHECK:       %[[TB:.*]] = tensor.empty() : tensor<4x16xf32>
+// CHECK:       %[[AW:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<?x16xbf16>) outs(%{{.*}} : tensor<?x16xf32>)
+// CHECK:         arith.extf %{{.*}} : bf16 to f32
 // CHECK:       scf.for %[[N0:.*]] = %c0 to %c8 step %c4
 // CHECK:         %[[ONE:.*]] = arith.cmpi eq, %{{.*}}, %c1 : index
 // CHECK:         scf.if %[[ONE]]
@@ -117,8 +120,7 @@ func.func @i8_vnni(%a: tensor<?x128xi8>, %b: tensor<1x128xi8>) -> tensor<?x1xi32
 // CHECK:           arith.sitofp
 // CHECK:         scf.for
 // CHECK:           scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK:             vector.transfer_read %arg0{{.*}} : tensor<?x16xbf16>, vector<8xbf16>
-// CHECK-NEXT:        arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK:             vector.transfer_read %[[AW]]{{.*}} : tensor<?x16xf32>, vector<8xf32>
 // CHECK-COUNT-4:     vector.transfer_read %[[BT]]
 // CHECK-COUNT-4:     vector.fma
 // CHECK-NOT:         arith.extf
@@ -329,8 +331,9 @@ func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
 // tile's producer (the decoder) runs on the way into a K-major [K, 16]
 // panel, one vector of columns per step of a loop (8 x 8 blocks transposed
 // by shuffles, K = 12: one block and a 4-row tail); the micro-kernel
-// broadcasts one A element per K step against the panel's vectors; the
-// epilogue runs on vectors, its [N, 1] scale read as a vector through a
+// broadcasts one A element per K step against the panel's vectors (A widened
+// from bf16 to f32 once, before the nest: one load, no scalar conversion);
+// the epilogue runs on vectors, its [N, 1] scale read as a vector through a
 // collapse of the unit dim. One-row blocks take the inner form (scf.if),
 // four columns at a time in a loop over the tile.
 // CHECK-LABEL: func.func @outer_f32
@@ -338,6 +341,7 @@ func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
 // CHECK-DAG:   %[[P16:.*]] = tensor.empty() : tensor<12x16xf32>
 // CHECK-DAG:   %[[P8:.*]] = tensor.empty() : tensor<12x8xf32>
 // CHECK-DAG:   %[[TAIL:.*]] = tensor.empty() : tensor<4x12xf32>
+// CHECK:       %[[AW:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<?x12xbf16>) outs(%{{.*}} : tensor<?x12xf32>)
 // CHECK:       scf.for
 // CHECK:         scf.if
 // CHECK:           scf.for %{{.*}} = %c0 to %c16 step %c4
@@ -351,8 +355,7 @@ func.func @decode_none(%a: tensor<?x16xbf16>, %w: tensor<8x16xi8>, %c: tensor<?x
 // CHECK:             scf.for %[[P:.*]] = %c0 to %c12 step %c1 {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK:               vector.transfer_read %[[PANEL]][%[[P]], %c0]
 // CHECK:               vector.transfer_read %[[PANEL]][%[[P]], %c8]
-// CHECK:               %[[A:.*]] = tensor.extract %arg0[%[[M0]], %[[P]]] : tensor<?x12xbf16>
-// CHECK:               %[[A32:.*]] = arith.extf %[[A]] : bf16 to f32
+// CHECK:               %[[A32:.*]] = tensor.extract %[[AW]][%[[M0]], %[[P]]] : tensor<?x12xf32>
 // CHECK:               %[[AB:.*]] = vector.broadcast %[[A32]] : f32 to vector<8xf32>
 // CHECK:               vector.fma %[[AB]], {{.*}} : vector<8xf32>
 // CHECK:             %[[S:.*]] = tensor.collapse_shape %arg2 {{\[}}[0, 1]] : tensor<28x1xf32> into tensor<28xf32>
