@@ -151,29 +151,29 @@ void tabulate(OpBuilder &b, Block &body, Value code) {
     if (!derived.contains(&op))
       continue;
     for (Value r : op.getResults())
-      if (r.getType().isF32() && depth[r] >= 2 &&
+      if ((r.getType().isF32() || r.getType().isInteger(8)) && depth[r] >= 2 &&
           llvm::any_of(r.getUsers(), [&](Operation *user) {
             return !derived.contains(user);
           }))
         outputs.push_back(r);
   }
   for (Value out : outputs) {
-    SmallVector<float> table;
+    SmallVector<Attribute> table;
     for (uint64_t c = 0; c < kCodes; ++c) {
-      auto value =
-          dyn_cast_or_null<FloatAttr>(mlir::comfyquant::detail::foldSliceAt(
-              body, code, b.getIntegerAttr(code.getType(), c), out));
-      if (!value)
+      Attribute value = mlir::comfyquant::detail::foldSliceAt(
+          body, code, b.getIntegerAttr(code.getType(), c), out);
+      if (!isa_and_nonnull<FloatAttr, IntegerAttr>(value) ||
+          cast<TypedAttr>(value).getType() != out.getType())
         break;
-      table.push_back(value.getValue().convertToFloat());
+      table.push_back(value);
     }
     if (table.size() != kCodes)
       continue;
     b.setInsertionPointAfterValue(out);
     Location loc = out.getLoc();
-    auto type = RankedTensorType::get({int64_t(kCodes)}, b.getF32Type());
+    auto type = RankedTensorType::get({int64_t(kCodes)}, out.getType());
     Value constants = arith::ConstantOp::create(
-        b, loc, type, DenseElementsAttr::get(type, ArrayRef<float>(table)));
+        b, loc, type, DenseElementsAttr::get(type, table));
     // An i32 index, the form the table lowering permutes by.
     Value index32 = code;
     unsigned width = code.getType().getIntOrFloatBitWidth();

@@ -178,6 +178,55 @@ LogicalResult tileAndVectorize(RewriterBase &rw, TilingInterface op,
 // (the table's halves in two registers, bit 3 of the index picks one), one
 // vpermps on AVX-512. A vpgatherdd costs far more per lane.
 
+/// A gather of i8 from a table of at most 16 entries (a signed nibble's
+/// int8 value) at `index` (an integer vector < 16): one pshufb per 16 lanes
+/// (8-lane vectors use the low half of one).
+void shuffleBytes(vector::GatherOp g, Value index) {
+  VectorType result = g.getVectorType();
+  const int64_t n = result.getNumElements();
+  const int64_t chunk = std::min<int64_t>(n, 16);
+  if (chunk < 8 || n % chunk)
+    return;
+  IRRewriter rw(g.getContext());
+  rw.setInsertionPoint(g);
+  Location loc = g.getLoc();
+  auto bytes = VectorType::get({16}, rw.getI8Type());
+  auto size = cast<RankedTensorType>(g.getBase().getType()).getDimSize(0);
+  Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
+  Value entries = vector::TransferReadOp::create(
+      rw, loc, bytes, g.getBase(),
+      ValueRange{arith::ConstantIndexOp::create(rw, loc, 0)}, pad,
+      ArrayRef<bool>{size == 16});
+  // Indices are < 16 (the gather reads in bounds): bit 7 clear.
+  Value code = index;
+  if (getElementTypeOrSelf(code.getType()).getIntOrFloatBitWidth() > 8)
+    code = arith::TruncIOp::create(rw, loc, result.clone(rw.getI8Type()), code);
+  SmallVector<int64_t> low(chunk), twice;
+  std::iota(low.begin(), low.end(), 0);
+  for (int64_t i = 0; i < 16; ++i)
+    twice.push_back(i % chunk);
+  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+  for (int64_t at = 0; at < n; at += chunk) {
+    Value c = code;
+    if (n != chunk)
+      c = vector::ExtractStridedSliceOp::create(
+          rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
+          ArrayRef<int64_t>{1});
+    if (chunk != 16)
+      c = vector::ShuffleOp::create(rw, loc, c, c, twice);
+    Value part = mlir::comfyquant::detail::intrinsicPlaceholder(
+        rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes, ValueRange{entries, c});
+    if (chunk != 16)
+      part = vector::ShuffleOp::create(rw, loc, part, part, low);
+    r = n == chunk
+            ? part
+            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
+                                                         ArrayRef<int64_t>{at},
+                                                         ArrayRef<int64_t>{1}));
+  }
+  rw.replaceOp(g, r);
+}
+
 void lowerTableLookups(func::FuncOp func, int64_t lanes) {
   if (lanes != 8 && lanes != 16)
     return;
@@ -188,6 +237,13 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
     auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
     VectorType result = g.getVectorType();
     auto cast = g.getIndices().getDefiningOp<arith::IndexCastOp>();
+    if (table && table.getRank() == 1 && table.hasStaticShape() &&
+        table.getDimSize(0) <= 16 && table.getElementType().isInteger(8) &&
+        cast && result.getRank() == 1 && matchPattern(g.getMask(), m_One()) &&
+        isZeroInteger(g.getOffsets()[0])) {
+      shuffleBytes(g, cast.getIn());
+      continue;
+    }
     if (!table || table.getRank() != 1 || !table.hasStaticShape() ||
         table.getDimSize(0) > 16 || !table.getElementType().isF32() ||
         result.getRank() != 1 || result.getNumElements() % lanes || !cast ||

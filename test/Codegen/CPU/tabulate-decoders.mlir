@@ -70,6 +70,32 @@ func.func @high_nibble(%w: tensor<4x32xi8>) -> tensor<4x32xf32> {
 
 #id = affine_map<(i, j) -> (i, j)>
 
+// An int8 of a nibble alone (W4A4's signed int4: (code ^ 8) - 8) is a
+// 16-entry i8 table too, read by one byte shuffle per vector.
+// CHECK-LABEL: func.func @signed_nibble
+// CHECK:         %[[T:.*]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1]> : tensor<16xi8>
+// CHECK:         linalg.generic
+// CHECK-NOT:       arith.xori
+// CHECK:           %[[V:.*]] = tensor.extract %[[T]][%{{.*}}] : tensor<16xi8>
+// CHECK:           linalg.yield %[[V]] : i8
+func.func @signed_nibble(%w: tensor<4x32xi8>) -> tensor<4x32xi8> {
+  %c15 = arith.constant 15 : i8
+  %c8 = arith.constant 8 : i8
+  %e = tensor.empty() : tensor<4x32xi8>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xi8>) {
+  ^bb0(%b: i8, %out: i8):
+    %code = arith.andi %b, %c15 : i8
+    %x = arith.xori %code, %c8 : i8
+    %v = arith.subi %x, %c8 : i8
+    linalg.yield %v : i8
+  } -> tensor<4x32xi8>
+  return %r : tensor<4x32xi8>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
 // Five bits have 32 values: not a code, the arithmetic stays.
 // CHECK-LABEL: func.func @five_bits
 // CHECK-NOT:     tensor.extract

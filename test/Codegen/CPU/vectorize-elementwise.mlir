@@ -277,6 +277,31 @@ func.func @scale_row_permute(%w: tensor<2x64xi8>, %s: tensor<2x4xi8>, %t: tensor
 
 // -----
 
+// An i8 read of a 16-entry table at an i32 code (a signed nibble's value):
+// the table is one 16-byte load and each vector one pshufb by the codes
+// narrowed to bytes (an 8-lane vector: the low half of one).
+// CHECK-LABEL: func.func @byte_table
+// CHECK-DAG:     %[[T:.*]] = vector.transfer_read %arg1[%c0], %{{.*}} {in_bounds = [true]} : tensor<16xi8>, vector<16xi8>
+// CHECK-DAG:     %[[C:.*]] = arith.trunci %{{.*}} : vector<8xi32> to vector<8xi8>
+// CHECK:         %[[W:.*]] = vector.shuffle %[[C]], %[[C]] [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]
+// CHECK:         builtin.unrealized_conversion_cast %[[T]], %[[W]] : vector<16xi8>, vector<16xi8> to vector<16xi8> {comfyquant.intrinsic = "llvm.x86.ssse3.pshuf.b.128"}
+// CHECK-NOT:   vector.gather
+func.func @byte_table(%w: tensor<2x64xi32>, %t: tensor<16xi8>) -> tensor<2x64xi8> {
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<2x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x64xi32>) outs(%e : tensor<2x64xi8>) {
+  ^bb0(%x: i32, %o: i8):
+    %code = arith.andi %x, %c15 : i32
+    %ci = arith.index_cast %code : i32 to index
+    %v = tensor.extract %t[%ci] : tensor<16xi8>
+    linalg.yield %v : i8
+  } -> tensor<2x64xi8>
+  return %d : tensor<2x64xi8>
+}
+
+// -----
+
 // A scale byte per 4 K elements differs within a vector: the table read
 // stays a gather (correct, not a shuffle of the wrong row).
 // CHECK-LABEL: func.func @scale_row_varies

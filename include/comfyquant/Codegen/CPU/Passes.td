@@ -93,8 +93,9 @@ def ComfyQuantCPUTabulateDecoders
     bits, a select or extension of such) often feeds a chain of pure scalar
     ops that computes an f32 from it alone: the E2M1 decode of NVFP4
     weights and activations (masks, shifts, an f16 bitcast, a widening and a
-    scale). Each f32 result of such a chain (of at least two ops) is folded
-    at the 16 codes into a constant `tensor<16xf32>` and replaced by a
+    scale; W4A4's signed int4). Each f32 or i8 result of such a chain (of
+    at least two ops) is folded at the 16 codes into a constant
+    `tensor<16xf32>` (or `xi8`, read by one `pshufb`) and replaced by a
     lookup, `tensor.extract %table[index_cast x]`. The vectorizer turns the
     lookup into a gather and `comfyquant-cpu-vectorize-elementwise` into
     register permutes (one `vpermps` per vector on AVX-512, two and a blend
