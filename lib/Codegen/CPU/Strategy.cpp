@@ -169,9 +169,11 @@ struct SelectStrategyPass
     }
     // The outer-product form (N along the lanes, broadcast A, a K-major B
     // panel) wherever the micro-kernel has one: no horizontal reduction per
-    // tile, one B load per mr multiply-adds. 6 rows x 4 vectors (AVX-512) or
+    // tile, one B load per mr multiply-adds (pmaddwd: on i16 pairs, A
+    // widened once per call). 6 rows x 4 vectors (AVX-512) or
     // 6 x 2 (AVX2) leave registers for the B vectors and the broadcast.
     const bool outerKernel = c.ukernel == CpuMicroKernel::f32_fma ||
+                             c.ukernel == CpuMicroKernel::i8_pmaddwd ||
                              c.ukernel == CpuMicroKernel::i8_vnni ||
                              c.ukernel == CpuMicroKernel::i8_vnni_emulated ||
                              c.ukernel == CpuMicroKernel::bf16_dot ||
@@ -186,7 +188,8 @@ struct SelectStrategyPass
         return op.emitError("form must be inner or outer, not '")
                << form << "'";
       if (*f == CpuGemmForm::outer && !outerKernel)
-        return op.emitError("form = outer needs the f32-fma, a VNNI or a "
+        return op.emitError("form = outer needs the f32-fma, pmaddwd, a "
+                            "VNNI or a "
                             "bf16 micro-kernel, not ")
                << stringifyCpuMicroKernel(c.ukernel);
       c.form = *f;
@@ -221,6 +224,13 @@ struct SelectStrategyPass
                << k << " must be a multiple of kv = " << c.kv;
       c.kc = k;
     }
+    // The outer pmaddwd kernel reads i16 A pairs and a panel of i16 pairs,
+    // twice the bytes of the int8 operands: K blocks of 512 keep a block's
+    // panel (16 KB at nr = 2) in L1 (Zen 3, 512 KB L2, 3072², M = 256, two
+    // cores: kc = 512 ~5-10 % over the inner form, whole-K panels slower
+    // than it for W4A8).
+    if (kc < 0 && c.isOuter() && c.ukernel == CpuMicroKernel::i8_pmaddwd)
+      c.kc = 512;
     // One block covering K is no blocking.
     if (c.kc >= m.k)
       c.kc = 0;

@@ -126,7 +126,11 @@ private:
   bool outer() const { return c.isOuter(); }
   /// K elements per 32-bit lane of the dot product: 4 bytes (VNNI), 2 bf16
   /// values, else 1.
-  int64_t group() const { return vnni() ? 4 : bf16Dot() ? 2 : 1; }
+  int64_t group() const {
+    if (vnni())
+      return 4;
+    return bf16Dot() || c.ukernel == CpuMicroKernel::i8_pmaddwd ? 2 : 1;
+  }
   /// Outer form: columns of C per accumulator vector (the i32 or f32 lanes
   /// of one register).
   int64_t lanes() const { return c.kv / group(); }
@@ -274,7 +278,10 @@ private:
       return arith::ExtFOp::create(b, type.clone(b.getF32Type()), v);
     }
     if (c.ukernel == CpuMicroKernel::i8_pmaddwd)
-      return arith::ExtSIOp::create(b, type.clone(b.getI16Type()), v);
+      return type.getElementType().isInteger(16)
+                 ? v
+                 : Value(arith::ExtSIOp::create(b, type.clone(b.getI16Type()),
+                                                v));
     if (c.ukernel == CpuMicroKernel::i8_generic)
       return arith::ExtSIOp::create(b, type.clone(b.getI32Type()), v);
     if (isA)
@@ -824,6 +831,8 @@ Value GemmBuilder::outerKernel(ImplicitLocOpBuilder &b, Value C, Value panel,
           next = dpbusd(ib, prev, /*u=*/bs[v], /*s=*/a);
         else if (bf16Dot())
           next = dpbf16(ib, prev, a, bs[v]);
+        else if (c.ukernel == CpuMicroKernel::i8_pmaddwd)
+          next = dot(ib, prev, a, bs[v]);
         else
           next = vector::FMAOp::create(ib, a, bs[v], prev);
         out.push_back(next);
@@ -1041,15 +1050,18 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
   // call, not at every use (the outer form broadcasts each A element once
   // per N tile, which as a 16-bit scalar is a load, a shift and a move to
   // a vector register; as an f32 it is one vbroadcastss from memory).
-  if (c.ukernel == CpuMicroKernel::f32_fma) {
+  // Likewise the outer pmaddwd kernel broadcasts i16 pairs of A: A is
+  // sign-extended to i16 once per call, so a pair is one 32-bit load.
+  const bool wideInts = c.ukernel == CpuMicroKernel::i8_pmaddwd && outer();
+  if (c.ukernel == CpuMicroKernel::f32_fma || wideInts) {
     auto aType = cast<RankedTensorType>(A.getType());
-    if (!aType.getElementType().isF32()) {
+    Type wide = wideInts ? Type(b.getI16Type()) : Type(b.getF32Type());
+    if (aType.getElementType() != wide) {
       SmallVector<Value> sizes;
       for (int64_t d = 0; d < aType.getRank(); ++d)
         if (aType.isDynamicDim(d))
           sizes.push_back(tensor::DimOp::create(b, A, d));
-      Value into =
-          tensor::EmptyOp::create(b, aType.getShape(), b.getF32Type(), sizes);
+      Value into = tensor::EmptyOp::create(b, aType.getShape(), wide, sizes);
       AffineMap id = b.getMultiDimIdentityMap(aType.getRank());
       SmallVector<utils::IteratorType> parallel(aType.getRank(),
                                                 utils::IteratorType::parallel);
@@ -1058,7 +1070,9 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
               ArrayRef<AffineMap>{id, id}, parallel,
               [&](OpBuilder &nb, Location loc, ValueRange args) {
                 Value x =
-                    arith::ExtFOp::create(nb, loc, nb.getF32Type(), args[0]);
+                    wideInts
+                        ? Value(arith::ExtSIOp::create(nb, loc, wide, args[0]))
+                        : Value(arith::ExtFOp::create(nb, loc, wide, args[0]));
                 linalg::YieldOp::create(nb, loc, x);
               })
               .getResult(0);

@@ -4,7 +4,8 @@
 
 // The whole CPU pipeline on a decomposed int8 linear: the weight becomes an
 // argument, y a destination argument at position 1 written in place, the
-// GEMM a pmaddwd micro-kernel; the result is LLVM dialect with one packed
+// GEMM a pmaddwd micro-kernel in the outer form (tiles of two vectors of 8
+// columns over the column range); the result is LLVM dialect with one packed
 // entry `void cq_test(void **args)` (args[i] -> descriptor of argument i)
 // and every other function internal. The GEMM writes y directly, so the
 // function honours its trailing column range [begin, end) and its entry is
@@ -23,7 +24,7 @@ comfyquant.checkpoint @checkpoint path "m.safetensors" size 4096 hash "fnv1a64:0
 // TENSOR-SAME:    comfyquant.column_range
 // TENSOR-SAME:    comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">
 // TENSOR-SAME:    llvm.emit_c_interface
-// TENSOR:         scf.for %{{.*}} = %arg4 to %{{.*}} step %c2
+// TENSOR:         scf.for %{{.*}} = %arg4 to %{{.*}} step %c16
 // TENSOR:         comfyquant.intrinsic = "llvm.x86.avx2.pmadd.wd"
 // TENSOR:         bufferization.materialize_in_destination %{{.*}} in restrict writable %arg1 : (tensor<?x32xbf16>, memref<?x32xbf16>) -> ()
 // TENSOR-NEXT:    return{{$}}

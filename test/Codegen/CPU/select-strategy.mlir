@@ -4,16 +4,16 @@
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-vnni-emulated mr=2 nr=5 mc=16" 2>/dev/null | FileCheck %s --check-prefix=FORCE
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-vnni-emulated mr=2 nr=5 mc=16" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORCE-ERR
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni form=inner" | FileCheck %s --check-prefix=INNER
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="form=outer" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-ERR
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-generic form=outer" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-ERR
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="form=diagonal" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORM-ERR
 // FORM-ERR: error: form must be inner or outer, not 'diagonal'
 
 // The strategy is recorded on the function (its target, a CPU variant of
 // the runtime's table: LLVM cpu, vector width) and on every matmul-like op
 // (#comfyquant.cpu_gemm: micro-kernel, register tile mr x nr of kv-element
-// accumulators, M block mc, accumulator form: the f32 and VNNI kernels take
-// the outer form, mr rows x nr vectors of columns; mc rounds up to a
-// multiple of mr).
+// accumulators, M block mc, accumulator form: the f32, pmaddwd and VNNI
+// kernels take the outer form, mr rows x nr vectors of columns; mc rounds
+// up to a multiple of mr).
 
 #A = affine_map<(m, n, k) -> (m, k)>
 #B = affine_map<(m, n, k) -> (n, k)>
@@ -22,7 +22,7 @@
 // V3-LABEL:   func.func @i8
 // V3-SAME:      comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">
 // V3:           linalg.generic
-// V3-SAME:      comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 4, nr = 2, kv = 16, mc = 64, decode = none>
+// V3-SAME:      comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 6, nr = 2, kv = 16, mc = 66, decode = none, form = outer>
 // VNNI-LABEL: func.func @i8
 // VNNI-SAME:    comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
 // VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = none, form = outer>
@@ -33,7 +33,7 @@
 // FORCE:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni_emulated, mr = 2, nr = 5, kv = 64, mc = 16, decode = none, form = outer>
 // INNER-LABEL: func.func @i8
 // INNER:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = none>
-// OUTER-ERR:    error: form = outer needs the f32-fma, a VNNI or a bf16 micro-kernel, not i8_pmaddwd
+// OUTER-ERR:    error: form = outer needs the f32-fma, pmaddwd, a VNNI or a bf16 micro-kernel, not i8_generic
 func.func @i8(%a: tensor<?x64xi8>, %b: tensor<32x64xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %b : tensor<?x64xi8>, tensor<32x64xi8>) outs(%c : tensor<?x32xi32>) {
@@ -139,7 +139,7 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni decode=register" 2>/dev/null | FileCheck %s --check-prefix=DECODE
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="decode=whole" 2>&1 >/dev/null | FileCheck %s --check-prefix=DECODE-ERR
 // V3-LABEL:     func.func @decoded_int8
-// V3:             decode = adaptive>
+// V3:             decode = adaptive, form = outer>
 // VNNI-LABEL:   func.func @decoded_int8
 // VNNI:           #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
 // AMX-LABEL:    func.func @decoded_int8
@@ -220,4 +220,25 @@ func.func @bf16_operands(%a: tensor<?x64xbf16>, %w: tensor<32x64xi8>, %c: tensor
     linalg.yield %s : f32
   } -> tensor<?x32xf32>
   return %r : tensor<?x32xf32>
+}
+
+// -----
+
+// The outer pmaddwd kernel (AVX2 int8) blocks K by 512 by default (its
+// i16 panel of a block stays in L1); K = 1024 is two blocks.
+// V3-LABEL:   func.func @i8_long_k
+// V3:           comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 6, nr = 2, kv = 16, mc = 66, kc = 512, decode = none, form = outer>
+// VNNI-LABEL: func.func @i8_long_k
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = none, form = outer>
+func.func @i8_long_k(%a: tensor<?x1024xi8>, %b: tensor<32x1024xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x1024xi8>, tensor<32x1024xi8>) outs(%c : tensor<?x32xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x32xi32>
+  return %r : tensor<?x32xi32>
 }

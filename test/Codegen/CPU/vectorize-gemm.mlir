@@ -670,3 +670,41 @@ func.func @column_range_tiles(%a: tensor<?x4xf32>, %y: memref<?x20xf32> {comfyqu
   bufferization.materialize_in_destination %r in restrict writable %y : (tensor<?x20xf32>, memref<?x20xf32>) -> ()
   return
 }
+
+// -----
+
+// form = outer, pmaddwd (AVX2's exact int8 route): A is sign-extended to
+// i16 once, before the nest; each N tile's B is packed K-major as i32 pairs
+// of i16 (K = 20: ten pair rows); the micro-kernel broadcasts one pair of A
+// (a 32-bit load) per panel row and multiplies it against the panel's
+// vectors with pmaddwd.
+// CHECK-LABEL: func.func @outer_pmaddwd
+// CHECK:       tensor.empty() : tensor<10x8xi32>
+// CHECK:       %[[AW:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<?x20xi8>) outs(%{{.*}} : tensor<?x20xi16>)
+// CHECK:         arith.extsi %{{.*}} : i8 to i16
+// CHECK:       vector.bitcast %{{.*}} : vector<16xi16> to vector<8xi32>
+// CHECK:       %[[P:.*]] = vector.transfer_read %[[AW]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<?x20xi16>, vector<2xi16>
+// CHECK:       %[[W:.*]] = vector.bitcast %[[P]] : vector<2xi16> to vector<1xi32>
+// CHECK:       vector.broadcast %[[W]] : vector<1xi32> to vector<8xi32>
+// CHECK:       comfyquant.intrinsic = "llvm.x86.avx2.pmadd.wd"
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+func.func @outer_pmaddwd(%a: tensor<?x20xi8>, %b: tensor<8x20xi8>) -> tensor<?x8xi32> {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0 : i32
+  %m = tensor.dim %a, %c0 : tensor<?x20xi8>
+  %e = tensor.empty(%m) : tensor<?x8xi32>
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x8xi32>) -> tensor<?x8xi32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x20xi8>, tensor<8x20xi8>) outs(%f : tensor<?x8xi32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 2, nr = 1, kv = 16, mc = 4, decode = none, form = outer>} {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x8xi32>
+  return %r : tensor<?x8xi32>
+}

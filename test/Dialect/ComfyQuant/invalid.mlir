@@ -2653,8 +2653,8 @@ func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr 
 
 // -----
 
-// expected-error @+1 {{form = outer needs f32_fma, a VNNI or a bf16 micro-kernel, not i8_pmaddwd}}
-func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_pmaddwd, mr = 6, nr = 2, kv = 16, mc = 60, decode = none, form = outer>}
+// expected-error @+1 {{form = outer needs f32_fma, i8_pmaddwd, a VNNI or a bf16 micro-kernel, not i8_generic}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_generic, mr = 6, nr = 2, kv = 16, mc = 60, decode = none, form = outer>}
 
 // -----
 

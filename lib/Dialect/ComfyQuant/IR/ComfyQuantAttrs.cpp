@@ -226,9 +226,10 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   // The outer form reads B from a K-major panel it packs per N tile; a
   // decoder in the K loop would decode each element once per M tile.
   if (form == CpuGemmForm::outer) {
-    if (ukernel != CpuMicroKernel::f32_fma && !vnni && !bf16)
-      return emitError() << "form = outer needs f32_fma, a VNNI or a bf16 "
-                            "micro-kernel, not "
+    if (ukernel != CpuMicroKernel::f32_fma &&
+        ukernel != CpuMicroKernel::i8_pmaddwd && !vnni && !bf16)
+      return emitError() << "form = outer needs f32_fma, i8_pmaddwd, a VNNI "
+                            "or a bf16 micro-kernel, not "
                          << stringifyCpuMicroKernel(ukernel);
     if (decode == CpuDecode::reg)
       return emitError() << "form = outer packs B per N tile; decode = "
