@@ -178,6 +178,217 @@ LogicalResult tileAndVectorize(RewriterBase &rw, TilingInterface op,
 // (the table's halves in two registers, bit 3 of the index picks one), one
 // vpermps on AVX-512. A vpgatherdd costs far more per lane.
 
+/// The 16 f32 entries `lo` (AVX-512: all 16; AVX2: entries 0-7) and `hi`
+/// (AVX2: entries 8-15) permuted by `idx` (i32 lanes < 16): one vpermps on
+/// AVX-512, two and a blend on bit 3 of the index on AVX2.
+Value permute16(RewriterBase &rw, Location loc, Value lo, Value hi, Value idx,
+                int64_t lanes) {
+  auto f32s = VectorType::get({lanes}, rw.getF32Type());
+  if (lanes == 16)
+    return mlir::comfyquant::detail::intrinsicPlaceholder(
+        rw, loc, "llvm.x86.avx512.permvar.sf.512", f32s, ValueRange{lo, idx});
+  auto i32s = VectorType::get({lanes}, rw.getI32Type());
+  Value eight = arith::ConstantOp::create(
+      rw, loc, i32s, DenseElementsAttr::get(i32s, rw.getI32IntegerAttr(8)));
+  Value zero = arith::ConstantOp::create(rw, loc, i32s, rw.getZeroAttr(i32s));
+  Value pl = mlir::comfyquant::detail::intrinsicPlaceholder(
+      rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{lo, idx});
+  Value ph = mlir::comfyquant::detail::intrinsicPlaceholder(
+      rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{hi, idx});
+  Value upper =
+      arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ne,
+                            arith::AndIOp::create(rw, loc, idx, eight), zero);
+  return arith::SelectOp::create(rw, loc, upper, ph, pl);
+}
+
+//===----------------------------------------------------------------------===//
+// Scale-row lookups -> byte shuffles
+//===----------------------------------------------------------------------===//
+//
+// A gather of i8 from a [rows, codes] table at `row · codes + code`, where
+// the row is one value over each aligned 16 lanes (the scale byte of a K
+// group) and the code is data: comfyquant-cpu-tabulate-decoders' W4A8 /
+// W6A8 grid tables. Each 16 lanes load their row's 16-entry quarters and
+// pshufb them by the code; with 64 codes, bits 4-5 of the code pick the
+// quarter. A byte gather would be 16 scalar loads. The f32 tables (NVFP4's
+// E2M1 x E4M3) are permuted a register of lanes at a time.
+
+constexpr int64_t kShuffleLanes = 16;
+
+/// Whether every aligned run of `run` lanes of the 1-D vector `v` holds one
+/// value.
+bool uniformOverRuns(Value v, int64_t run, unsigned depth = 0) {
+  auto type = dyn_cast<VectorType>(v.getType());
+  if (!type || type.getRank() != 1 || depth > 12)
+    return false;
+  if (auto bc = v.getDefiningOp<vector::BroadcastOp>())
+    return !isa<VectorType>(bc.getSourceType()) ||
+           cast<VectorType>(bc.getSourceType()).getNumElements() == 1;
+  DenseElementsAttr cst;
+  if (matchPattern(v, m_Constant(&cst))) {
+    if (cst.isSplat())
+      return true;
+    auto values = llvm::to_vector(cst.getValues<Attribute>());
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i] != values[i - i % run])
+        return false;
+    return true;
+  }
+  if (auto shuffle = v.getDefiningOp<vector::ShuffleOp>()) {
+    ArrayRef<int64_t> mask = shuffle.getMask();
+    for (size_t i = 0; i < mask.size(); ++i)
+      if (mask[i] != mask[i - i % run])
+        return false;
+    return true;
+  }
+  Operation *def = v.getDefiningOp();
+  if (!def || !def->hasTrait<OpTrait::Elementwise>() || !isPure(def) ||
+      def->getNumResults() != 1)
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return uniformOverRuns(operand, run, depth + 1);
+  });
+}
+
+/// The f32 lookups table[rows[i], columns[i]] of a [R, 16] table, `rows`
+/// one value per register of `lanes`: the row's entries in one (AVX-512)
+/// or two (AVX2, bit 3 of the column picks the half) registers, permuted.
+Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
+                  Value columns, VectorType result, int64_t lanes) {
+  auto f32s = VectorType::get({lanes}, rw.getF32Type());
+  Value index = arith::IndexCastOp::create(
+      rw, loc, result.clone(rw.getI32Type()), columns);
+  Value pad = arith::ConstantOp::create(rw, loc, rw.getF32FloatAttr(0.0f));
+  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+  const int64_t n = result.getNumElements();
+  for (int64_t at = 0; at < n; at += lanes) {
+    Value row = vector::ExtractOp::create(rw, loc, rows, at);
+    auto entries = [&](int64_t from) -> Value {
+      return vector::TransferReadOp::create(
+          rw, loc, f32s, table,
+          ValueRange{row, arith::ConstantIndexOp::create(rw, loc, from)}, pad,
+          ArrayRef<bool>{true});
+    };
+    Value idx = index;
+    if (n != lanes)
+      idx = vector::ExtractStridedSliceOp::create(
+          rw, loc, index, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{lanes},
+          ArrayRef<int64_t>{1});
+    Value part = permute16(rw, loc, entries(0),
+                           lanes == 16 ? Value() : entries(8), idx, lanes);
+    r = n == lanes
+            ? part
+            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
+                                                         ArrayRef<int64_t>{at},
+                                                         ArrayRef<int64_t>{1}));
+  }
+  return r;
+}
+
+/// A read of a [256, codes] table (comfyquant-cpu-tabulate-decoders) at a
+/// row that is one value per 16 lanes, as described above; other gathers
+/// are left alone.
+void lowerRowLookup(vector::GatherOp g, int64_t lanes) {
+  IRRewriter rw(g.getContext());
+  auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
+  VectorType result = g.getVectorType();
+  if (!table || table.getRank() != 2 || !table.hasStaticShape() ||
+      table.getDimSize(1) % kShuffleLanes ||
+      table.getDimSize(1) > 4 * kShuffleLanes || result.getRank() != 1 ||
+      !matchPattern(g.getMask(), m_One()) ||
+      !llvm::all_of(g.getOffsets(), [](Value v) { return isZeroInteger(v); }))
+    return;
+  // i8: lanes per shuffle, 16, or 8 for an 8-lane vector (the low half
+  // of one shuffle). f32 (16 codes only): one register of lanes per
+  // permute.
+  const bool bytes8 = table.getElementType().isInteger(8);
+  const bool f32 = table.getElementType().isF32() &&
+                   table.getDimSize(1) == kShuffleLanes &&
+                   (lanes == 8 || lanes == 16);
+  const int64_t n = result.getNumElements();
+  const int64_t chunk = f32 ? lanes : std::min(n, kShuffleLanes);
+  if ((!bytes8 && !f32) || chunk < 8 || n % chunk)
+    return;
+  const int64_t codes = table.getDimSize(1);
+  auto add = g.getIndices().getDefiningOp<arith::AddIOp>();
+  if (!add)
+    return;
+  Value rows, columns;
+  for (int side = 0; side < 2 && !rows; ++side) {
+    auto mul = add->getOperand(side).getDefiningOp<arith::MulIOp>();
+    if (!mul)
+      continue;
+    for (int f = 0; f < 2 && !rows; ++f)
+      if (mlir::comfyquant::detail::splatInteger(mul->getOperand(1 - f)) ==
+              codes &&
+          uniformOverRuns(mul->getOperand(f), chunk)) {
+        rows = mul->getOperand(f);
+        columns = add->getOperand(1 - side);
+      }
+  }
+  if (!rows)
+    return;
+  rw.setInsertionPoint(g);
+  Location loc = g.getLoc();
+  if (f32) {
+    rw.replaceOp(
+        g, permuteRows(rw, loc, g.getBase(), rows, columns, result, lanes));
+    return;
+  }
+  auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
+  // Columns are < codes <= 64 (the gather reads in bounds), so bit 7 of
+  // each shuffle index is clear and pshufb uses its low four bits.
+  Value code = arith::IndexCastOp::create(rw, loc, result.clone(rw.getI8Type()),
+                                          columns);
+  Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
+  Value four = arith::ConstantOp::create(
+      rw, loc, bytes, DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(4)));
+  SmallVector<int64_t> low(chunk), twice;
+  std::iota(low.begin(), low.end(), 0);
+  for (int64_t i = 0; i < kShuffleLanes; ++i)
+    twice.push_back(i % chunk);
+  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+  for (int64_t at = 0; at < n; at += chunk) {
+    Value row = vector::ExtractOp::create(rw, loc, rows, at);
+    Value c = code;
+    if (n != chunk)
+      c = vector::ExtractStridedSliceOp::create(
+          rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
+          ArrayRef<int64_t>{1});
+    if (chunk != kShuffleLanes)
+      c = vector::ShuffleOp::create(rw, loc, c, c, twice);
+    Value quarter = arith::ShRUIOp::create(rw, loc, c, four);
+    Value part;
+    for (int64_t q = 0; q < codes / kShuffleLanes; ++q) {
+      Value entries = vector::TransferReadOp::create(
+          rw, loc, bytes, g.getBase(),
+          ValueRange{
+              row, arith::ConstantIndexOp::create(rw, loc, q * kShuffleLanes)},
+          pad, ArrayRef<bool>{true});
+      Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
+          rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes, ValueRange{entries, c});
+      if (q == 0) {
+        part = looked;
+        continue;
+      }
+      Value qv = arith::ConstantOp::create(
+          rw, loc, bytes,
+          DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(q)));
+      Value hit =
+          arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq, quarter, qv);
+      part = arith::SelectOp::create(rw, loc, hit, looked, part);
+    }
+    if (chunk != kShuffleLanes)
+      part = vector::ShuffleOp::create(rw, loc, part, part, low);
+    r = n == chunk
+            ? part
+            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
+                                                         ArrayRef<int64_t>{at},
+                                                         ArrayRef<int64_t>{1}));
+  }
+  rw.replaceOp(g, r);
+}
+
 /// A gather of i8 from a table of at most 16 entries (a signed nibble's
 /// int8 value) at `index` (an integer vector < 16): one pshufb per 16 lanes
 /// (8-lane vectors use the low half of one).
@@ -236,6 +447,10 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
   for (vector::GatherOp g : gathers) {
     auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
     VectorType result = g.getVectorType();
+    if (table && table.getRank() == 2) {
+      lowerRowLookup(g, lanes);
+      continue;
+    }
     auto cast = g.getIndices().getDefiningOp<arith::IndexCastOp>();
     if (table && table.getRank() == 1 && table.hasStaticShape() &&
         table.getDimSize(0) <= 16 && table.getElementType().isInteger(8) &&
@@ -258,7 +473,6 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
     rw.setInsertionPoint(g);
     Location loc = g.getLoc();
     auto f32s = VectorType::get({lanes}, rw.getF32Type());
-    auto i32s = VectorType::get({lanes}, rw.getI32Type());
     Value pad = arith::ConstantOp::create(rw, loc, rw.getF32FloatAttr(0.0f));
     auto half = [&](int64_t at) -> Value {
       bool inBounds = at + lanes <= table.getDimSize(0);
@@ -268,9 +482,6 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
           ArrayRef<bool>{inBounds});
     };
     Value lo = half(0), hi = lanes == 8 ? half(8) : Value();
-    Value eight = arith::ConstantOp::create(
-        rw, loc, i32s, DenseElementsAttr::get(i32s, rw.getI32IntegerAttr(8)));
-    Value zero = arith::ConstantOp::create(rw, loc, i32s, rw.getZeroAttr(i32s));
     // One register of lanes at a time (a kv-vector of a GEMM step may span
     // several).
     Value r = arith::ConstantOp::create(rw, loc, result,
@@ -281,233 +492,12 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
         idx = vector::ExtractStridedSliceOp::create(
             rw, loc, idx, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{lanes},
             ArrayRef<int64_t>{1});
-      Value part;
-      if (lanes == 16) {
-        part = mlir::comfyquant::detail::intrinsicPlaceholder(
-            rw, loc, "llvm.x86.avx512.permvar.sf.512", f32s,
-            ValueRange{lo, idx});
-      } else {
-        Value pl = mlir::comfyquant::detail::intrinsicPlaceholder(
-            rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{lo, idx});
-        Value ph = mlir::comfyquant::detail::intrinsicPlaceholder(
-            rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{hi, idx});
-        Value upper = arith::CmpIOp::create(
-            rw, loc, arith::CmpIPredicate::ne,
-            arith::AndIOp::create(rw, loc, idx, eight), zero);
-        part = arith::SelectOp::create(rw, loc, upper, ph, pl);
-      }
+      Value part = permute16(rw, loc, lo, hi, idx, lanes);
       r = result.getNumElements() == lanes
               ? part
               : Value(vector::InsertStridedSliceOp::create(
                     rw, loc, part, r, ArrayRef<int64_t>{at},
                     ArrayRef<int64_t>{1}));
-    }
-    rw.replaceOp(g, r);
-  }
-}
-
-//===----------------------------------------------------------------------===//
-// Scale-row lookups -> byte shuffles
-//===----------------------------------------------------------------------===//
-//
-// A gather of i8 from a [rows, codes] table at `row · codes + code`, where
-// the row is one value over each aligned 16 lanes (the scale byte of a K
-// group) and the code is data: comfyquant-cpu-tabulate-decoders' W4A8 /
-// W6A8 grid tables. Each 16 lanes load their row's 16-entry quarters and
-// pshufb them by the code; with 64 codes, bits 4-5 of the code pick the
-// quarter. A byte gather would be 16 scalar loads. The f32 tables (NVFP4's
-// E2M1 x E4M3) are permuted a register of lanes at a time.
-
-constexpr int64_t kShuffleLanes = 16;
-
-/// Whether every aligned run of `run` lanes of the 1-D vector `v` holds one
-/// value.
-bool uniformOverRuns(Value v, int64_t run, unsigned depth = 0) {
-  auto type = dyn_cast<VectorType>(v.getType());
-  if (!type || type.getRank() != 1 || depth > 12)
-    return false;
-  if (auto bc = v.getDefiningOp<vector::BroadcastOp>())
-    return !isa<VectorType>(bc.getSourceType()) ||
-           cast<VectorType>(bc.getSourceType()).getNumElements() == 1;
-  DenseElementsAttr cst;
-  if (matchPattern(v, m_Constant(&cst))) {
-    if (cst.isSplat())
-      return true;
-    auto values = llvm::to_vector(cst.getValues<Attribute>());
-    for (size_t i = 0; i < values.size(); ++i)
-      if (values[i] != values[i - i % run])
-        return false;
-    return true;
-  }
-  if (auto shuffle = v.getDefiningOp<vector::ShuffleOp>()) {
-    ArrayRef<int64_t> mask = shuffle.getMask();
-    for (size_t i = 0; i < mask.size(); ++i)
-      if (mask[i] != mask[i - i % run])
-        return false;
-    return true;
-  }
-  Operation *def = v.getDefiningOp();
-  if (!def || !def->hasTrait<OpTrait::Elementwise>() || !isPure(def) ||
-      def->getNumResults() != 1)
-    return false;
-  return llvm::all_of(def->getOperands(), [&](Value operand) {
-    return uniformOverRuns(operand, run, depth + 1);
-  });
-}
-
-/// The f32 lookups table[rows[i], columns[i]] of a [R, 16] table, `rows`
-/// one value per register of `lanes`: the row's entries in one (AVX-512)
-/// or two (AVX2, bit 3 of the column picks the half) registers, permuted.
-Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
-                  Value columns, VectorType result, int64_t lanes) {
-  auto f32s = VectorType::get({lanes}, rw.getF32Type());
-  auto i32s = VectorType::get({lanes}, rw.getI32Type());
-  Value index = arith::IndexCastOp::create(
-      rw, loc, result.clone(rw.getI32Type()), columns);
-  Value pad = arith::ConstantOp::create(rw, loc, rw.getF32FloatAttr(0.0f));
-  Value eight = arith::ConstantOp::create(
-      rw, loc, i32s, DenseElementsAttr::get(i32s, rw.getI32IntegerAttr(8)));
-  Value zero = arith::ConstantOp::create(rw, loc, i32s, rw.getZeroAttr(i32s));
-  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
-  const int64_t n = result.getNumElements();
-  for (int64_t at = 0; at < n; at += lanes) {
-    Value row = vector::ExtractOp::create(rw, loc, rows, at);
-    auto entries = [&](int64_t from) -> Value {
-      return vector::TransferReadOp::create(
-          rw, loc, f32s, table,
-          ValueRange{row, arith::ConstantIndexOp::create(rw, loc, from)}, pad,
-          ArrayRef<bool>{true});
-    };
-    Value idx = index;
-    if (n != lanes)
-      idx = vector::ExtractStridedSliceOp::create(
-          rw, loc, index, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{lanes},
-          ArrayRef<int64_t>{1});
-    Value part;
-    if (lanes == 16) {
-      part = mlir::comfyquant::detail::intrinsicPlaceholder(
-          rw, loc, "llvm.x86.avx512.permvar.sf.512", f32s,
-          ValueRange{entries(0), idx});
-    } else {
-      Value pl = mlir::comfyquant::detail::intrinsicPlaceholder(
-          rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{entries(0), idx});
-      Value ph = mlir::comfyquant::detail::intrinsicPlaceholder(
-          rw, loc, "llvm.x86.avx2.permps", f32s, ValueRange{entries(8), idx});
-      Value upper = arith::CmpIOp::create(
-          rw, loc, arith::CmpIPredicate::ne,
-          arith::AndIOp::create(rw, loc, idx, eight), zero);
-      part = arith::SelectOp::create(rw, loc, upper, ph, pl);
-    }
-    r = n == lanes
-            ? part
-            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
-                                                         ArrayRef<int64_t>{at},
-                                                         ArrayRef<int64_t>{1}));
-  }
-  return r;
-}
-
-void lowerRowLookups(func::FuncOp func, int64_t lanes) {
-  IRRewriter rw(func.getContext());
-  SmallVector<vector::GatherOp> gathers;
-  func.walk([&](vector::GatherOp g) { gathers.push_back(g); });
-  for (vector::GatherOp g : gathers) {
-    auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
-    VectorType result = g.getVectorType();
-    if (!table || table.getRank() != 2 || !table.hasStaticShape() ||
-        table.getDimSize(1) % kShuffleLanes ||
-        table.getDimSize(1) > 4 * kShuffleLanes || result.getRank() != 1 ||
-        !matchPattern(g.getMask(), m_One()) ||
-        !llvm::all_of(g.getOffsets(), [](Value v) { return isZeroInteger(v); }))
-      continue;
-    // i8: lanes per shuffle, 16, or 8 for an 8-lane vector (the low half
-    // of one shuffle). f32 (16 codes only): one register of lanes per
-    // permute.
-    const bool bytes8 = table.getElementType().isInteger(8);
-    const bool f32 = table.getElementType().isF32() &&
-                     table.getDimSize(1) == kShuffleLanes &&
-                     (lanes == 8 || lanes == 16);
-    const int64_t n = result.getNumElements();
-    const int64_t chunk = f32 ? lanes : std::min(n, kShuffleLanes);
-    if ((!bytes8 && !f32) || chunk < 8 || n % chunk)
-      continue;
-    const int64_t codes = table.getDimSize(1);
-    auto add = g.getIndices().getDefiningOp<arith::AddIOp>();
-    if (!add)
-      continue;
-    Value rows, columns;
-    for (int side = 0; side < 2 && !rows; ++side) {
-      auto mul = add->getOperand(side).getDefiningOp<arith::MulIOp>();
-      if (!mul)
-        continue;
-      for (int f = 0; f < 2 && !rows; ++f)
-        if (mlir::comfyquant::detail::splatInteger(mul->getOperand(1 - f)) ==
-                codes &&
-            uniformOverRuns(mul->getOperand(f), chunk)) {
-          rows = mul->getOperand(f);
-          columns = add->getOperand(1 - side);
-        }
-    }
-    if (!rows)
-      continue;
-    rw.setInsertionPoint(g);
-    Location loc = g.getLoc();
-    if (f32) {
-      rw.replaceOp(
-          g, permuteRows(rw, loc, g.getBase(), rows, columns, result, lanes));
-      continue;
-    }
-    auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
-    // Columns are < codes <= 64 (the gather reads in bounds), so bit 7 of
-    // each shuffle index is clear and pshufb uses its low four bits.
-    Value code = arith::IndexCastOp::create(
-        rw, loc, result.clone(rw.getI8Type()), columns);
-    Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
-    Value four = arith::ConstantOp::create(
-        rw, loc, bytes, DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(4)));
-    SmallVector<int64_t> low(chunk), twice;
-    std::iota(low.begin(), low.end(), 0);
-    for (int64_t i = 0; i < kShuffleLanes; ++i)
-      twice.push_back(i % chunk);
-    Value r =
-        arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
-    for (int64_t at = 0; at < n; at += chunk) {
-      Value row = vector::ExtractOp::create(rw, loc, rows, at);
-      Value c = code;
-      if (n != chunk)
-        c = vector::ExtractStridedSliceOp::create(
-            rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
-            ArrayRef<int64_t>{1});
-      if (chunk != kShuffleLanes)
-        c = vector::ShuffleOp::create(rw, loc, c, c, twice);
-      Value quarter = arith::ShRUIOp::create(rw, loc, c, four);
-      Value part;
-      for (int64_t q = 0; q < codes / kShuffleLanes; ++q) {
-        Value entries = vector::TransferReadOp::create(
-            rw, loc, bytes, g.getBase(),
-            ValueRange{row, arith::ConstantIndexOp::create(rw, loc,
-                                                           q * kShuffleLanes)},
-            pad, ArrayRef<bool>{true});
-        Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
-            rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes,
-            ValueRange{entries, c});
-        if (q == 0) {
-          part = looked;
-          continue;
-        }
-        Value qv = arith::ConstantOp::create(
-            rw, loc, bytes,
-            DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(q)));
-        Value hit = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq,
-                                          quarter, qv);
-        part = arith::SelectOp::create(rw, loc, hit, looked, part);
-      }
-      if (chunk != kShuffleLanes)
-        part = vector::ShuffleOp::create(rw, loc, part, part, low);
-      r = n == chunk ? part
-                     : Value(vector::InsertStridedSliceOp::create(
-                           rw, loc, part, r, ArrayRef<int64_t>{at},
-                           ArrayRef<int64_t>{1}));
     }
     rw.replaceOp(g, r);
   }
@@ -603,7 +593,6 @@ struct VectorizeElementwisePass
     recordElementwisePath(func, scalarTiles);
     mlir::comfyquant::detail::foldLaneAffineIndices(func);
     lowerTableLookups(func, width);
-    lowerRowLookups(func, width);
     // Canonical form (one-iteration tile loops and full-size slices gone),
     // with work on uniform values (a block scale, a per-row scale) done once
     // in scalars and broadcast rather than in every lane, and on a block's
