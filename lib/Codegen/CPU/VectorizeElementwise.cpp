@@ -285,6 +285,61 @@ Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
   return r;
 }
 
+/// pshufb lookups of `code` (i8 lanes, each < 16 · tables) in chunks of
+/// min(n, 16) lanes: `tables(at)` gives the 16-entry tables of the chunk at
+/// lane `at`, and bits 4-5 of a code pick one (16 codes: the only one). An
+/// 8-lane vector fills both halves of one shuffle and keeps the low one.
+Value shuffleLookup(RewriterBase &rw, Location loc, Value code,
+                    VectorType result,
+                    function_ref<SmallVector<Value>(int64_t at)> tables) {
+  const int64_t n = result.getNumElements();
+  const int64_t chunk = std::min(n, kShuffleLanes);
+  auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
+  Value four = arith::ConstantOp::create(
+      rw, loc, bytes, DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(4)));
+  SmallVector<int64_t> low(chunk), twice;
+  std::iota(low.begin(), low.end(), 0);
+  for (int64_t i = 0; i < kShuffleLanes; ++i)
+    twice.push_back(i % chunk);
+  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+  for (int64_t at = 0; at < n; at += chunk) {
+    Value c = code;
+    if (n != chunk)
+      c = vector::ExtractStridedSliceOp::create(
+          rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
+          ArrayRef<int64_t>{1});
+    if (chunk != kShuffleLanes)
+      c = vector::ShuffleOp::create(rw, loc, c, c, twice);
+    SmallVector<Value> quarters = tables(at);
+    Value part;
+    Value quarter;
+    for (auto [q, entries] : llvm::enumerate(quarters)) {
+      Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
+          rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes, ValueRange{entries, c});
+      if (q == 0) {
+        part = looked;
+        continue;
+      }
+      if (!quarter)
+        quarter = arith::ShRUIOp::create(rw, loc, c, four);
+      Value qv = arith::ConstantOp::create(
+          rw, loc, bytes,
+          DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(int64_t(q))));
+      Value hit =
+          arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq, quarter, qv);
+      part = arith::SelectOp::create(rw, loc, hit, looked, part);
+    }
+    if (chunk != kShuffleLanes)
+      part = vector::ShuffleOp::create(rw, loc, part, part, low);
+    r = n == chunk
+            ? part
+            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
+                                                         ArrayRef<int64_t>{at},
+                                                         ArrayRef<int64_t>{1}));
+  }
+  return r;
+}
+
 /// A read of a [256, codes] table (comfyquant-cpu-tabulate-decoders) at a
 /// row that is one value per 16 lanes, as described above; other gathers
 /// are left alone.
@@ -335,58 +390,23 @@ void lowerRowLookup(vector::GatherOp g, int64_t lanes) {
         g, permuteRows(rw, loc, g.getBase(), rows, columns, result, lanes));
     return;
   }
-  auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
   // Columns are < codes <= 64 (the gather reads in bounds), so bit 7 of
   // each shuffle index is clear and pshufb uses its low four bits.
   Value code = arith::IndexCastOp::create(rw, loc, result.clone(rw.getI8Type()),
                                           columns);
+  auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
   Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
-  Value four = arith::ConstantOp::create(
-      rw, loc, bytes, DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(4)));
-  SmallVector<int64_t> low(chunk), twice;
-  std::iota(low.begin(), low.end(), 0);
-  for (int64_t i = 0; i < kShuffleLanes; ++i)
-    twice.push_back(i % chunk);
-  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
-  for (int64_t at = 0; at < n; at += chunk) {
-    Value row = vector::ExtractOp::create(rw, loc, rows, at);
-    Value c = code;
-    if (n != chunk)
-      c = vector::ExtractStridedSliceOp::create(
-          rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
-          ArrayRef<int64_t>{1});
-    if (chunk != kShuffleLanes)
-      c = vector::ShuffleOp::create(rw, loc, c, c, twice);
-    Value quarter = arith::ShRUIOp::create(rw, loc, c, four);
-    Value part;
-    for (int64_t q = 0; q < codes / kShuffleLanes; ++q) {
-      Value entries = vector::TransferReadOp::create(
-          rw, loc, bytes, g.getBase(),
-          ValueRange{
-              row, arith::ConstantIndexOp::create(rw, loc, q * kShuffleLanes)},
-          pad, ArrayRef<bool>{true});
-      Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
-          rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes, ValueRange{entries, c});
-      if (q == 0) {
-        part = looked;
-        continue;
-      }
-      Value qv = arith::ConstantOp::create(
-          rw, loc, bytes,
-          DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(q)));
-      Value hit =
-          arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq, quarter, qv);
-      part = arith::SelectOp::create(rw, loc, hit, looked, part);
-    }
-    if (chunk != kShuffleLanes)
-      part = vector::ShuffleOp::create(rw, loc, part, part, low);
-    r = n == chunk
-            ? part
-            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
-                                                         ArrayRef<int64_t>{at},
-                                                         ArrayRef<int64_t>{1}));
-  }
-  rw.replaceOp(g, r);
+  rw.replaceOp(g, shuffleLookup(rw, loc, code, result, [&](int64_t at) {
+                 Value row = vector::ExtractOp::create(rw, loc, rows, at);
+                 SmallVector<Value> quarters;
+                 for (int64_t q = 0; q < codes / kShuffleLanes; ++q)
+                   quarters.push_back(vector::TransferReadOp::create(
+                       rw, loc, bytes, g.getBase(),
+                       ValueRange{row, arith::ConstantIndexOp::create(
+                                           rw, loc, q * kShuffleLanes)},
+                       pad, ArrayRef<bool>{true}));
+                 return quarters;
+               }));
 }
 
 /// A gather of i8 from a table of at most 16 entries (a signed nibble's
@@ -395,47 +415,26 @@ void lowerRowLookup(vector::GatherOp g, int64_t lanes) {
 void shuffleBytes(vector::GatherOp g, Value index) {
   VectorType result = g.getVectorType();
   const int64_t n = result.getNumElements();
-  const int64_t chunk = std::min<int64_t>(n, 16);
-  if (chunk < 8 || n % chunk)
+  if (std::min<int64_t>(n, kShuffleLanes) < 8 ||
+      n % std::min<int64_t>(n, kShuffleLanes))
     return;
   IRRewriter rw(g.getContext());
   rw.setInsertionPoint(g);
   Location loc = g.getLoc();
-  auto bytes = VectorType::get({16}, rw.getI8Type());
+  auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
   auto size = cast<RankedTensorType>(g.getBase().getType()).getDimSize(0);
   Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
   Value entries = vector::TransferReadOp::create(
       rw, loc, bytes, g.getBase(),
       ValueRange{arith::ConstantIndexOp::create(rw, loc, 0)}, pad,
-      ArrayRef<bool>{size == 16});
+      ArrayRef<bool>{size == kShuffleLanes});
   // Indices are < 16 (the gather reads in bounds): bit 7 clear.
   Value code = index;
   if (getElementTypeOrSelf(code.getType()).getIntOrFloatBitWidth() > 8)
     code = arith::TruncIOp::create(rw, loc, result.clone(rw.getI8Type()), code);
-  SmallVector<int64_t> low(chunk), twice;
-  std::iota(low.begin(), low.end(), 0);
-  for (int64_t i = 0; i < 16; ++i)
-    twice.push_back(i % chunk);
-  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
-  for (int64_t at = 0; at < n; at += chunk) {
-    Value c = code;
-    if (n != chunk)
-      c = vector::ExtractStridedSliceOp::create(
-          rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
-          ArrayRef<int64_t>{1});
-    if (chunk != 16)
-      c = vector::ShuffleOp::create(rw, loc, c, c, twice);
-    Value part = mlir::comfyquant::detail::intrinsicPlaceholder(
-        rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes, ValueRange{entries, c});
-    if (chunk != 16)
-      part = vector::ShuffleOp::create(rw, loc, part, part, low);
-    r = n == chunk
-            ? part
-            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
-                                                         ArrayRef<int64_t>{at},
-                                                         ArrayRef<int64_t>{1}));
-  }
-  rw.replaceOp(g, r);
+  rw.replaceOp(g, shuffleLookup(rw, loc, code, result, [&](int64_t) {
+                 return SmallVector<Value>{entries};
+               }));
 }
 
 void lowerTableLookups(func::FuncOp func, int64_t lanes) {
