@@ -249,10 +249,10 @@ pairSlice(Block &body, Value code, Value byte) {
   for (Operation &o : body.without_terminator()) {
     if (!isFoldableScalar(&o) && !isa<tensor::ExtractOp>(&o))
       continue;
-    if (auto extract = dyn_cast<tensor::ExtractOp>(&o))
-      if (!definedOutside(extract.getTensor(), body) &&
-          !matchPattern(extract.getTensor(), m_Constant()))
-        continue;
+    auto extract = dyn_cast<tensor::ExtractOp>(&o);
+    if (extract && !definedOutside(extract.getTensor(), body) &&
+        !matchPattern(extract.getTensor(), m_Constant()))
+      continue;
     unsigned r = 0;
     bool alone = true;
     for (Value operand : o.getOperands()) {
@@ -262,6 +262,11 @@ pairSlice(Block &body, Value code, Value byte) {
                !matchPattern(operand, m_Constant()))
         alone = false;
     }
+    // The table evaluates every byte, including ones the data never holds:
+    // a read indexed by the byte could leave its tensor. Reads indexed by
+    // the code (a codebook) see only codes within its bound.
+    if (extract && (r & 2))
+      continue;
     if (o.getNumResults() == 1 &&
         (o.getResult(0) == code || o.getResult(0) == byte)) {
       if (r)
@@ -332,6 +337,13 @@ void tabulatePairs(OpBuilder &b, linalg::GenericOp op) {
             IRMapping map;
             Value row = linalg::IndexOp::create(nb, l, 0);
             Value column = linalg::IndexOp::create(nb, l, 1);
+            // Columns past the code's bound (padding to 16) are never
+            // read; they repeat the last code so that a codebook read
+            // stays in bounds.
+            const uint64_t bound = *unsignedBound(code);
+            if (uint64_t(rowCodes) > bound + 1)
+              column = arith::MinUIOp::create(
+                  nb, l, column, arith::ConstantIndexOp::create(nb, l, bound));
             map.map(byte,
                     arith::IndexCastOp::create(nb, l, nb.getI8Type(), row));
             map.map(code,

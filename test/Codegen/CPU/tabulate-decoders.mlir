@@ -392,3 +392,77 @@ func.func @wide_f32_level(%w: tensor<4x32xi8>, %s: tensor<4x2xi8>) -> tensor<4x3
   } -> tensor<4x32xf32>
   return %r : tensor<4x32xf32>
 }
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// A code below 10 reading a 10-entry codebook: the table's 16 columns clamp
+// the code to 9, so its padding columns never read past the codebook.
+// CHECK-LABEL: func.func @short_codebook
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<256x16xi8>)
+// CHECK:           %[[COL:.*]] = linalg.index 1
+// CHECK:           %[[C:.*]] = arith.minui %[[COL]], %c9 : index
+// CHECK:           %[[C8:.*]] = arith.index_cast %[[C]] : index to i8
+// CHECK:           %[[CI:.*]] = arith.index_castui %[[C8]] : i8 to index
+// CHECK:           tensor.extract %arg2[%[[CI]]] : tensor<10xf32>
+func.func @short_codebook(%w: tensor<4x32xi8>, %s: tensor<4x2xi8>, %cb: tensor<10xf32>) -> tensor<4x32xi8> {
+  %c16 = arith.constant 16 : index
+  %c10_i8 = arith.constant 10 : i8
+  %lo = arith.constant -1.270000e+02 : f32
+  %hi = arith.constant 1.270000e+02 : f32
+  %e = tensor.empty() : tensor<4x32xi8>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xi8>) {
+  ^bb0(%b: i8, %out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %code = arith.remui %b, %c10_i8 : i8
+    %ci = arith.index_castui %code : i8 to index
+    %lv = tensor.extract %cb[%ci] : tensor<10xf32>
+    %g = arith.divui %k, %c16 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x2xi8>
+    %sf = arith.sitofp %sb : i8 to f32
+    %p = arith.mulf %lv, %sf : f32
+    %rn = math.roundeven %p : f32
+    %c1 = arith.maxnumf %rn, %lo : f32
+    %c2 = arith.minnumf %c1, %hi : f32
+    %q = arith.fptosi %c2 : f32 to i8
+    linalg.yield %q : i8
+  } -> tensor<4x32xi8>
+  return %r : tensor<4x32xi8>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// A read indexed by the scale byte (a 128-entry table) is not tabulated:
+// the table would evaluate all 256 bytes.
+// CHECK-LABEL: func.func @byte_indexed_read
+// CHECK-NOT:     tensor<256x
+// CHECK:         math.roundeven
+func.func @byte_indexed_read(%w: tensor<4x32xi8>, %s: tensor<4x2xi8>, %lut: tensor<128xf32>) -> tensor<4x32xi8> {
+  %c16 = arith.constant 16 : index
+  %c15_i8 = arith.constant 15 : i8
+  %lo = arith.constant -1.270000e+02 : f32
+  %hi = arith.constant 1.270000e+02 : f32
+  %e = tensor.empty() : tensor<4x32xi8>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xi8>) {
+  ^bb0(%b: i8, %out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %code = arith.andi %b, %c15_i8 : i8
+    %v = arith.uitofp %code : i8 to f32
+    %g = arith.divui %k, %c16 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x2xi8>
+    %si = arith.index_castui %sb : i8 to index
+    %sf = tensor.extract %lut[%si] : tensor<128xf32>
+    %p = arith.mulf %v, %sf : f32
+    %rn = math.roundeven %p : f32
+    %c1 = arith.maxnumf %rn, %lo : f32
+    %c2 = arith.minnumf %c1, %hi : f32
+    %q = arith.fptosi %c2 : f32 to i8
+    linalg.yield %q : i8
+  } -> tensor<4x32xi8>
+  return %r : tensor<4x32xi8>
+}
