@@ -274,8 +274,11 @@ Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
       idx = vector::ExtractStridedSliceOp::create(
           rw, loc, index, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{lanes},
           ArrayRef<int64_t>{1});
-    Value part = permute16(rw, loc, entries(0),
-                           lanes == 16 ? Value() : entries(8), idx, lanes);
+    // One op-creating call per statement: argument order is unspecified
+    // and the IR must not depend on the host compiler.
+    Value lo = entries(0);
+    Value hi = lanes == 16 ? Value() : entries(8);
+    Value part = permute16(rw, loc, lo, hi, idx, lanes);
     r = n == lanes
             ? part
             : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
