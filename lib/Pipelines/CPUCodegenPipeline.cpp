@@ -21,8 +21,13 @@ using namespace mlir::comfyquant;
 
 void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
     OpPassManager &pm, const CPUCodegenOptions &options) {
-  if (options.lowerComfyQuant)
-    pm.addPass(createConvertComfyQuantToLinalg());
+  if (options.lowerComfyQuant) {
+    // Rotated activations quantized row by row: their f32 butterfly stays
+    // in L1 instead of passing over [M, K] f32 temporaries.
+    ConvertComfyQuantToLinalgOptions lowering;
+    lowering.rotatedQuantize = RotatedQuantize::Rows;
+    pm.addPass(createConvertComfyQuantToLinalg(lowering));
+  }
   pm.addPass(createComfyQuantCPUPrepareABI());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());

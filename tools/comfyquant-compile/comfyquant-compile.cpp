@@ -737,10 +737,11 @@ static int compileMain(int argc, char **argv) {
                     pm.addPass(createConvertComfyQuantToLinalg(o));
                   });
     }
-    runPipeline(*m, "lowering to linalg (" + dt + ")",
-                [&](OpPassManager &pm) {
-                  pm.addPass(createConvertComfyQuantToLinalg());
-                });
+    runPipeline(*m, "lowering to linalg (" + dt + ")", [&](OpPassManager &pm) {
+      ConvertComfyQuantToLinalgOptions o;
+      o.rotatedQuantize = RotatedQuantize::Rows;
+      pm.addPass(createConvertComfyQuantToLinalg(o));
+    });
     double share =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count() /

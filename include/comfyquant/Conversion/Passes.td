@@ -28,7 +28,10 @@ def ConvertComfyQuantToLinalg
       f32, stride 1 first), never a dense Gr×Gr product.
     * `quantize` computes every scheme bit for bit like the reference
       forward (division in the activation dtype, RNE, clamps; E8M0/E4M3/
-      E2M1 encoders on the bits).
+      E2M1 encoders on the bits). With `rotated-quantize=rows` a rotated
+      int8_row / int4_row quantizer runs one row per iteration of an
+      scf.for (butterfly, amax, codes on a [1, K] slice), so the f32
+      rotation never exists for all rows at once.
     * `qmatmul`/`qgemm` become a `linalg.generic` contraction
       `C[m,n] += A[m,k]·B[n,k]`: i8·i8 accumulates exactly in i32. With
       `gemm-operands=decoded` (the default, for CPU micro-kernels) float
@@ -59,7 +62,16 @@ def ConvertComfyQuantToLinalg
              clEnumValN(::mlir::comfyquant::GemmOperands::Decoded, "decoded",
                         "exact bf16 or f32 values (CPU)"),
              clEnumValN(::mlir::comfyquant::GemmOperands::Native, "native",
-                        "FP8 and E2M1 codes, MXFP8/NVFP4 block scales (tensor cores)"))}]>
+                        "FP8 and E2M1 codes, MXFP8/NVFP4 block scales (tensor cores)"))}]>,
+    Option<"rotatedQuantize", "rotated-quantize",
+           "::mlir::comfyquant::RotatedQuantize",
+           "::mlir::comfyquant::RotatedQuantize::Whole",
+           "Layout of rotated row-wise quantizers",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::comfyquant::RotatedQuantize::Whole, "whole",
+                        "each step over all rows (GPU)"),
+             clEnumValN(::mlir::comfyquant::RotatedQuantize::Rows, "rows",
+                        "an scf.for over rows, each step on one row (CPU)"))}]>
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

@@ -14,6 +14,7 @@
 #include "comfyquant/runtime/FormatRegistry.h"
 #include "comfyquant/runtime/Numerics.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -160,8 +161,93 @@ Value unblocked(OpBuilder &b, Location loc, Value codes, int64_t k) {
   return tensor::ExtractSliceOp::create(b, loc, flat, offsets, sizes, strides);
 }
 
+/// The int8_row / int4_row scheme on x [rows, K]: scales [rows, 1] (f32)
+/// and codes [rows, K] (i8).
+std::pair<Value, Value> quantizeRows(OpBuilder &b, Location loc, Value x,
+                                     bool int8, Type act) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<OpFoldResult> xSizes = mixedSizes(b, loc, x);
+  SmallVector<OpFoldResult> rowSizes = {xSizes[0], b.getIndexAttr(1)};
+  Value amax = rowAmax(b, loc, x);
+  Value scales = buildParallel(
+      b, loc, amax, mapOf(ctx, 2, {0}),
+      emptyTensor(b, loc, rowSizes, b.getF32Type()),
+      [&](Emitter &e, ValueRange a) -> Value {
+        if (int8) { // s = max(amax / 127, 1e-30), f32
+          Value s =
+              arith::DivFOp::create(e.b, a[0], e.f32(rt::ActQuant::kInt8Max));
+          return arith::MaxNumFOp::create(e.b, s,
+                                          e.f32(rt::ActQuant::kInt8MinScale));
+        }
+        // a = max(amax, 1e-10) and s = a / 7, each in x's dtype.
+        Value m =
+            e.roundThrough(arith::MaxNumFOp::create(
+                               e.b, a[0], e.f32(rt::ActQuant::kInt4MinAmax)),
+                           act);
+        return e.roundThrough(
+            arith::DivFOp::create(e.b, m, e.f32(rt::ActQuant::kInt4Max)), act);
+      });
+  double lo = int8 ? rt::ActQuant::kInt8Min : -rt::ActQuant::kInt4Max;
+  double hi = int8 ? rt::ActQuant::kInt8Max : rt::ActQuant::kInt4Max;
+  Value codes =
+      buildParallel(b, loc, ValueRange{x, scales},
+                    {mapOf(ctx, 2, {0, 1}), mapOf(ctx, 2, {0, -1})},
+                    emptyTensor(b, loc, xSizes, b.getI8Type()),
+                    [&](Emitter &e, ValueRange a) -> Value {
+                      // int8: the f32 scale rounded to x's dtype divides; int4:
+                      // the scale is already in x's dtype.
+                      Value s = int8 ? e.roundThrough(a[1], act) : a[1];
+                      Value v = e.roundThrough(
+                          arith::DivFOp::create(e.b, e.toF32(a[0]), s), act);
+                      v = math::RoundEvenOp::create(e.b, v);
+                      v = e.clampF32(v, lo, hi);
+                      return arith::FPToSIOp::create(e.b, e.b.getI8Type(), v);
+                    });
+  return {codes, scales};
+}
+
+/// quantizeRows of the rotated x [M, K], one row per iteration of an
+/// scf.for: the butterfly, the amax and the codes of a row work on a
+/// [1, K] slice (f32 temporaries of one row), inserted into [M, K] codes
+/// and [M, 1] scales.
+std::pair<Value, Value> rotateAndQuantizeByRow(OpBuilder &b, Location loc,
+                                               Value x, int64_t group,
+                                               bool int8, Type act) {
+  auto type = cast<RankedTensorType>(x.getType());
+  const int64_t k = type.getShape()[1];
+  SmallVector<OpFoldResult> sizes = mixedSizes(b, loc, x);
+  SmallVector<OpFoldResult> scaleSizes = {sizes[0], b.getIndexAttr(1)};
+  Value codes = emptyTensor(b, loc, sizes, b.getI8Type());
+  Value scales = emptyTensor(b, loc, scaleSizes, b.getF32Type());
+  Value rows = getValueOrCreateConstantIndexOp(b, loc, sizes[0]);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(
+      b, loc, zero, rows, one, ValueRange{codes, scales},
+      [&](OpBuilder &nb, Location l, Value m, ValueRange iter) {
+        SmallVector<OpFoldResult> at = {m, nb.getIndexAttr(0)};
+        SmallVector<OpFoldResult> unit = {nb.getIndexAttr(1),
+                                          nb.getIndexAttr(1)};
+        SmallVector<OpFoldResult> rowSize = {nb.getIndexAttr(1),
+                                             nb.getIndexAttr(k)};
+        auto rowType = RankedTensorType::get({1, k}, type.getElementType());
+        Value row = tensor::ExtractSliceOp::create(nb, l, rowType, x, at,
+                                                   rowSize, unit);
+        Value rotated = buildButterfly(nb, l, row, group, act);
+        auto [c, s] = quantizeRows(nb, l, rotated, int8, act);
+        Value allCodes =
+            tensor::InsertSliceOp::create(nb, l, c, iter[0], at, rowSize, unit);
+        Value allScales =
+            tensor::InsertSliceOp::create(nb, l, s, iter[1], at, unit, unit);
+        scf::YieldOp::create(nb, l, ValueRange{allCodes, allScales});
+      });
+  return {loop.getResult(0), loop.getResult(1)};
+}
+
 struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
-  using OpRewritePattern::OpRewritePattern;
+  QuantizeLowering(MLIRContext *ctx, RotatedQuantize rotated)
+      : OpRewritePattern(ctx), rotated(rotated) {}
+  RotatedQuantize rotated;
 
   LogicalResult matchAndRewrite(QuantizeOp op,
                                 PatternRewriter &rw) const override {
@@ -171,56 +257,29 @@ struct QuantizeLowering : OpRewritePattern<QuantizeOp> {
     Type act = xType.getElementType();
     MLIRContext *ctx = rw.getContext();
     Emitter top(rw, loc);
-    // Fused rotation: the butterfly, rounded to T, then the same scheme.
-    if (RotationAttr rot = op.getRotationAttr()) {
+    // Fused rotation: the butterfly, rounded to T, then the same scheme
+    // (row by row for a row-wise scheme when asked for).
+    RotationAttr rot = op.getRotationAttr();
+    ActScheme scheme = op.getScheme().getScheme();
+    const bool byRow =
+        rot && rotated == RotatedQuantize::Rows && xType.getRank() == 2 &&
+        (scheme == ActScheme::int8_row || scheme == ActScheme::int4_row);
+    if (rot) {
       if (xType.isDynamicDim(1))
         return rw.notifyMatchFailure(op, "rotated dimension must be static");
-      x = buildButterfly(rw, loc, x, rot.getGroup(), act);
+      if (!byRow)
+        x = buildButterfly(rw, loc, x, rot.getGroup(), act);
     }
     Value g; // nvfp4 global scale
     SmallVector<OpFoldResult> xSizes = mixedSizes(rw, loc, x);
-    SmallVector<OpFoldResult> rowSizes = {xSizes[0], rw.getIndexAttr(1)};
     Value codes, scales;
     switch (op.getScheme().getScheme()) {
     case ActScheme::int8_row:
     case ActScheme::int4_row: {
       bool int8 = op.getScheme().getScheme() == ActScheme::int8_row;
-      Value amax = rowAmax(rw, loc, x);
-      scales = buildParallel(
-          rw, loc, amax, mapOf(ctx, 2, {0}),
-          emptyTensor(rw, loc, rowSizes, rw.getF32Type()),
-          [&](Emitter &e, ValueRange a) -> Value {
-            if (int8) { // s = max(amax / 127, 1e-30), f32
-              Value s = arith::DivFOp::create(e.b, a[0],
-                                              e.f32(rt::ActQuant::kInt8Max));
-              return arith::MaxNumFOp::create(
-                  e.b, s, e.f32(rt::ActQuant::kInt8MinScale));
-            }
-            // a = max(amax, 1e-10) and s = a / 7, each in x's dtype.
-            Value m = e.roundThrough(
-                arith::MaxNumFOp::create(e.b, a[0],
-                                         e.f32(rt::ActQuant::kInt4MinAmax)),
-                act);
-            return e.roundThrough(
-                arith::DivFOp::create(e.b, m, e.f32(rt::ActQuant::kInt4Max)),
-                                  act);
-          });
-      double lo = int8 ? rt::ActQuant::kInt8Min : -rt::ActQuant::kInt4Max;
-      double hi = int8 ? rt::ActQuant::kInt8Max : rt::ActQuant::kInt4Max;
-      codes = buildParallel(
-          rw, loc, ValueRange{x, scales},
-          {mapOf(ctx, 2, {0, 1}), mapOf(ctx, 2, {0, -1})},
-          emptyTensor(rw, loc, xSizes, rw.getI8Type()),
-          [&](Emitter &e, ValueRange a) -> Value {
-            // int8: the f32 scale rounded to x's dtype divides; int4: the
-            // scale is already in x's dtype.
-            Value s = int8 ? e.roundThrough(a[1], act) : a[1];
-            Value v = e.roundThrough(
-                arith::DivFOp::create(e.b, e.toF32(a[0]), s), act);
-            v = math::RoundEvenOp::create(e.b, v);
-            v = e.clampF32(v, lo, hi);
-            return arith::FPToSIOp::create(e.b, e.b.getI8Type(), v);
-          });
+      std::tie(codes, scales) =
+          byRow ? rotateAndQuantizeByRow(rw, loc, x, rot.getGroup(), int8, act)
+                : quantizeRows(rw, loc, x, int8, act);
       break;
     }
     case ActScheme::fp8_static: {
@@ -1083,7 +1142,7 @@ struct ConvertComfyQuantToLinalgPass
       storageTypedArguments(func);
     }
     RewritePatternSet patterns(&getContext());
-    populateComfyQuantToLinalgPatterns(patterns, gemmOperands);
+    populateComfyQuantToLinalgPatterns(patterns, gemmOperands, rotatedQuantize);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     // Casts between storage and original types fold in pairs; one left over
@@ -1116,10 +1175,11 @@ struct ConvertComfyQuantToLinalgPass
 } // namespace
 
 void mlir::comfyquant::populateComfyQuantElementwiseToLinalgPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<RotateLowering, QuantizeLowering, DequantizeLowering,
-               UnpackLowering, UnswizzleLowering, LookupLowering,
-               EpilogueLowering, StorageCastThrough<tensor::ExtractSliceOp>,
+    RewritePatternSet &patterns, RotatedQuantize rotated) {
+  patterns.add<QuantizeLowering>(patterns.getContext(), rotated);
+  patterns.add<RotateLowering, DequantizeLowering, UnpackLowering,
+               UnswizzleLowering, LookupLowering, EpilogueLowering,
+               StorageCastThrough<tensor::ExtractSliceOp>,
                StorageCastThrough<tensor::CastOp>,
                StorageCastThrough<tensor::CollapseShapeOp>,
                StorageCastThrough<tensor::ExpandShapeOp>>(
@@ -1133,8 +1193,9 @@ void mlir::comfyquant::populateComfyQuantGemmToLinalgPatterns(
 }
 
 void mlir::comfyquant::populateComfyQuantToLinalgPatterns(
-    RewritePatternSet &patterns, GemmOperands operands) {
-  populateComfyQuantElementwiseToLinalgPatterns(patterns);
+    RewritePatternSet &patterns, GemmOperands operands,
+    RotatedQuantize rotated) {
+  populateComfyQuantElementwiseToLinalgPatterns(patterns, rotated);
   populateComfyQuantGemmToLinalgPatterns(patterns, operands);
 }
 

@@ -24,6 +24,11 @@ comfyquant.checkpoint @checkpoint path "m.safetensors" size 4096 hash "fnv1a64:0
 // TENSOR-SAME:    comfyquant.column_range
 // TENSOR-SAME:    comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">
 // TENSOR-SAME:    llvm.emit_c_interface
+// The rotated quantizer runs row by row; no [M, K] f32 rotation exists.
+// TENSOR-NOT:     tensor<?x64xf32>
+// TENSOR:         scf.for {{.*}} -> (tensor<?x64xi8>, tensor<?x1xf32>)
+// TENSOR:           vector<8xf32>
+// TENSOR:           tensor.insert_slice {{.*}} : tensor<1x64xi8> into tensor<?x64xi8>
 // TENSOR:         scf.for %{{.*}} = %arg4 to %{{.*}} step %c16
 // TENSOR:         comfyquant.intrinsic = "llvm.x86.avx2.pmadd.wd"
 // TENSOR:         bufferization.materialize_in_destination %{{.*}} in restrict writable %arg1 : (tensor<?x32xbf16>, memref<?x32xbf16>) -> ()

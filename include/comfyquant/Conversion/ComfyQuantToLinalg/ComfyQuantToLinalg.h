@@ -32,10 +32,23 @@ enum class GemmOperands {
   Native,
 };
 
+/// How a rotated row-wise quantizer (`quantize ... rotation` with the
+/// int8_row or int4_row scheme) is laid out.
+enum class RotatedQuantize {
+  /// Each step (widen, butterfly stages, amax, codes) over the whole
+  /// [M, K] activation: one parallel op per step (GPU kernels).
+  Whole,
+  /// One row at a time in an scf.for, each step on a [1, K] slice: the
+  /// f32 intermediates stay in L1 and no [M, K] f32 temporary exists (CPU).
+  Rows,
+};
+
 /// Patterns lowering the element-wise computation ops (`rotate`,
 /// `quantize`, `dequantize`, `unpack`, `unswizzle`, `lookup`, `epilogue`)
 /// and moving storage casts through shape-only tensor ops.
-void populateComfyQuantElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+void populateComfyQuantElementwiseToLinalgPatterns(
+    RewritePatternSet &patterns,
+    RotatedQuantize rotated = RotatedQuantize::Whole);
 
 /// Patterns lowering `qmatmul` and `qgemm` to a `linalg.generic`
 /// contraction whose operands are in the form `operands` says (plus the
@@ -45,8 +58,8 @@ void populateComfyQuantGemmToLinalgPatterns(RewritePatternSet &patterns,
 
 /// Both sets.
 void populateComfyQuantToLinalgPatterns(
-    RewritePatternSet &patterns,
-    GemmOperands operands = GemmOperands::Decoded);
+    RewritePatternSet &patterns, GemmOperands operands = GemmOperands::Decoded,
+    RotatedQuantize rotated = RotatedQuantize::Whole);
 
 /// Replaces every `comfyquant.weight` in `func` by a function argument of
 /// the storage type (one per distinct tensor, appended in order of first
