@@ -37,8 +37,9 @@ def ConvertComfyQuantToLinalg
       `gemm-operands=decoded` (the default, for CPU micro-kernels) float
       operands (with their block scales) are decoded to exact values, in
       bf16 where every value of both operands is one (FP8 codes, E2M1 or
-      E2M1 x E4M3; the CPU's bf16 dot products take them as they are), in
-      f32 otherwise (MXFP8's E8M0 scales);
+      E2M1 x E4M3; the CPU's bf16 dot products take them as they are) or is
+      one inside bf16's normal range (FP8 x E8M0, MXFP8: below 2^-126 the
+      f32 value's high half), in f32 otherwise;
       with `gemm-operands=native` (tensor cores) FP8 operands stay i8
       codes widened in the contraction body, and block-scaled contractions
       read codes and block scales as stored: MXFP8 (E8M0 scales at

@@ -770,8 +770,9 @@ Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
       return e.decodeE8M0(x);
     return e.toF32(x);
   };
-  // A bf16 result holds every decoded value exactly (bf16Exact): its
-  // high half, not a rounding.
+  // A bf16 result is the high half of each value: exact for every value
+  // bf16Exact or bf16InRange allows (see there for MXFP8 below bf16's
+  // normal range), and a shift that the f32 kernels' widening undoes.
   auto narrow = [&](Emitter &e, Value x) -> Value {
     return resultElt.isBF16() ? e.exactBF16(x) : e.fromF32(x, resultElt);
   };
@@ -793,6 +794,17 @@ Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
 }
 
 bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+/// Whether every decoded value of (codes, scales) is a bf16 wherever it
+/// lies in bf16's normal range: FP8 codes times E8M0 block scales (MXFP8;
+/// a power of two only moves the exponent). A value below that range
+/// (|v| < 2^-126, only from a scale under 2^-117) keeps the high half of
+/// its f32 bits, an error under 2^-133; vdpbf16ps reads such bf16 inputs
+/// as zero anyway.
+bool bf16InRange(Value codes, Value scales) {
+  return scales && isFP8(elementOf(codes)) &&
+         isa<Float8E8M0FNUType>(elementOf(scales));
+}
 
 /// Whether every decoded value of (codes, scales) is a normal bf16 (or
 /// zero, infinity, NaN): FP8 codes alone, E2M1 codes alone or times E4M3
@@ -922,12 +934,16 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
     if (static_cast<bool>(lhsScales) != static_cast<bool>(rhsScales) ||
         (lhsScales && !block))
       return rw.notifyMatchFailure(op, "block scales need both sides and B");
-    // The narrowest type that holds every decoded value of both sides:
-    // bf16 where both are FP8 codes or E2M1 x E4M3 (at most 6 significant
-    // bits, exponents inside bf16's normal range), so a bf16 dot product
-    // multiplies them exactly; f32 otherwise (E8M0 block scales reach
-    // beyond bf16's normal range).
-    Type decoded = bf16Exact(lhs, lhsScales) && bf16Exact(rhs, rhsScales)
+    // bf16 where both sides' values are bf16s: FP8 codes or E2M1 x E4M3
+    // (at most 6 significant bits, exponents inside bf16's normal range)
+    // and FP8 x E8M0 (MXFP8: 4 significant bits, exponents anywhere; see
+    // bf16InRange for values below bf16's normal range). A bf16 dot
+    // product then multiplies them exactly, and a decoded panel takes
+    // half the memory of f32. f32 otherwise.
+    auto bf16Values = [](Value codes, Value scales) {
+      return bf16Exact(codes, scales) || bf16InRange(codes, scales);
+    };
+    Type decoded = bf16Values(lhs, lhsScales) && bf16Values(rhs, rhsScales)
                        ? Type(rw.getBF16Type())
                        : Type(rw.getF32Type());
     a = floatOperand(rw, loc, lhs, lhsScales, block.value_or(0), decoded);

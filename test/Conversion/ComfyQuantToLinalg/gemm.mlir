@@ -99,12 +99,19 @@ func.func @fp8_gemm(%a: tensor<?x64xf8E4M3FN>, %b: tensor<16x64xf8E5M2>, %xs: te
 
 // -----
 
-// MXFP8 (FP8 codes, E8M0 scales per 32 K): decoded to f32 with the scales
-// applied (2^-127 · 2^-9 is below bf16's normal range); with gemm-operands=native one contraction reads codes and
+// MXFP8 (FP8 codes, E8M0 scales per 32 K): decoded to bf16 with the scales
+// applied (an FP8 value times a power of two has 4 significant bits: a
+// bf16 wherever it is in bf16's normal range), the f32 product's high
+// half; with gemm-operands=native one contraction reads codes and
 // scales, the scales at (row, k floordiv 32), and multiplies each product
 // by the two decoded scales.
 // CHECK-LABEL: func.func @mxfp8_gemm
-// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<16x64xf32>)
+// CHECK:       linalg.generic
+// CHECK:         arith.mulf
+// CHECK:         arith.shrui %{{.*}}, %c16_i32 : i32
+// CHECK:         arith.bitcast %{{.*}} : i16 to bf16
+// CHECK:       } -> tensor<?x64xbf16>
+// CHECK:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<?x64xbf16>, tensor<16x64xbf16>)
 // NATIVE-DAG:  #[[SA:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 32)>
 // NATIVE-DAG:  #[[SB:.*]] = affine_map<(d0, d1, d2) -> (d1, d2 floordiv 32)>
 // NATIVE-LABEL: func.func @mxfp8_gemm
