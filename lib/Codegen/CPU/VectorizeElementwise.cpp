@@ -10,6 +10,7 @@
 
 #include "comfyquant/Codegen/CPU/Passes.h"
 #include "comfyquant/Codegen/Common/LaneAffine.h"
+#include "comfyquant/Codegen/Common/NibblePairs.h"
 #include "comfyquant/Codegen/Common/SinkShuffles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -608,6 +609,7 @@ struct VectorizeElementwisePass
       op.getCanonicalizationPatterns(patterns, ctx);
     vector::populateSinkVectorOpsPatterns(patterns);
     populateSinkReplicatingShufflePatterns(patterns);
+    populateNibblePairPatterns(patterns);
     // Like the canonicalizer: not converging within the iteration limit is
     // not an error (the IR is valid either way).
     (void)applyPatternsGreedily(func, std::move(patterns));

@@ -59,17 +59,25 @@ func.func @tail(%x: tensor<?x20xf32>) -> tensor<?x20xbf16> {
 // Low-first nibbles read from flat storage at row + k / 2. The vectorizer
 // emits a gather; since k = k0 + lane with k0 a multiple of 8 (the tile
 // loop), the index is row + k0 / 2 + [0, 0, 1, 1, ...]: one 4-byte load and
-// a shuffle. k % 2 is a constant, so the nibble select has a constant mask.
+// a shuffle. k % 2 is a constant, so the nibble select has a constant mask,
+// and the repeated bytes with one nibble kept per lane become the bytes of
+// 16-bit lanes (w | w << 4) & 0x0F0F: low nibble, then high nibble.
 // CHECK-LABEL: func.func @nibbles
-// CHECK-DAG:   %[[ODD:.*]] = arith.constant dense<[true, false, true, false, true, false, true, false]> : vector<8xi1>
+// CHECK-DAG:   %[[MASK:.*]] = arith.constant dense<3855> : vector<4xi16>
+// CHECK-DAG:   %[[FOUR:.*]] = arith.constant dense<4> : vector<4xi16>
 // CHECK:       scf.for %[[N:.*]] = %c0 to %c2 step %c1
 // CHECK:         scf.for %[[K:.*]] = %c0 to %c32 step %c8
 // CHECK:           %[[ROW:.*]] = arith.muli %[[N]], %c16 : index
 // CHECK:           %[[HALF:.*]] = arith.divui %[[K]], %c2 : index
 // CHECK:           %[[AT:.*]] = arith.addi %[[ROW]], %[[HALF]] : index
 // CHECK:           %[[B:.*]] = vector.transfer_read %{{.*}}[%[[AT]]], %{{.*}} {in_bounds = [true]} : tensor<32xi8>, vector<4xi8>
-// CHECK:           vector.shuffle %[[B]], %[[B]] [0, 0, 1, 1, 2, 2, 3, 3] : vector<4xi8>, vector<4xi8>
-// CHECK:           arith.select %[[ODD]], %{{.*}} : vector<8xi1>, vector<8xi32>
+// CHECK:           %[[W:.*]] = arith.extui %[[B]] : vector<4xi8> to vector<4xi16>
+// CHECK:           %[[UP:.*]] = arith.shli %[[W]], %[[FOUR]] : vector<4xi16>
+// CHECK:           %[[OR:.*]] = arith.ori %[[W]], %[[UP]] : vector<4xi16>
+// CHECK:           %[[P:.*]] = arith.andi %[[OR]], %[[MASK]] : vector<4xi16>
+// CHECK:           vector.bitcast %[[P]] : vector<4xi16> to vector<8xi8>
+// CHECK-NOT:   vector.shuffle
+// CHECK-NOT:   arith.select
 // CHECK-NOT:   vector.gather
 // CHECK-NOT:   linalg.generic
 func.func @nibbles(%w: tensor<2x16xi8>) -> tensor<2x32xi8> {
@@ -95,6 +103,52 @@ func.func @nibbles(%w: tensor<2x16xi8>) -> tensor<2x32xi8> {
     %hi = arith.shrui %b, %c4 : i32
     %l = arith.andi %b, %c15 : i32
     %v = arith.select %lo, %l, %hi : i32
+    %t = arith.trunci %v : i32 to i8
+    linalg.yield %t : i8
+  } -> tensor<2x32xi8>
+  return %d : tensor<2x32xi8>
+}
+
+// -----
+
+// High-first nibbles (NVFP4's order), the high one masked: the pair is
+// (w >> 4 | w << 8) & 0x0F0F.
+// CHECK-LABEL: func.func @nibbles_high_first
+// CHECK-DAG:   %[[MASK:.*]] = arith.constant dense<3855> : vector<4xi16>
+// CHECK-DAG:   %[[FOUR:.*]] = arith.constant dense<4> : vector<4xi16>
+// CHECK-DAG:   %[[EIGHT:.*]] = arith.constant dense<8> : vector<4xi16>
+// CHECK:           %[[B:.*]] = vector.transfer_read %{{.*}} : tensor<32xi8>, vector<4xi8>
+// CHECK:           %[[W:.*]] = arith.extui %[[B]] : vector<4xi8> to vector<4xi16>
+// CHECK:           %[[DOWN:.*]] = arith.shrui %[[W]], %[[FOUR]] : vector<4xi16>
+// CHECK:           %[[UP:.*]] = arith.shli %[[W]], %[[EIGHT]] : vector<4xi16>
+// CHECK:           %[[OR:.*]] = arith.ori %[[DOWN]], %[[UP]] : vector<4xi16>
+// CHECK:           %[[P:.*]] = arith.andi %[[OR]], %[[MASK]] : vector<4xi16>
+// CHECK:           vector.bitcast %[[P]] : vector<4xi16> to vector<8xi8>
+// CHECK-NOT:   arith.select
+func.func @nibbles_high_first(%w: tensor<2x16xi8>) -> tensor<2x32xi8> {
+  %flat = tensor.collapse_shape %w [[0, 1]] : tensor<2x16xi8> into tensor<32xi8>
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<2x32xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<2x32xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %row = arith.muli %n, %c16 : index
+    %half = arith.divui %k, %c2 : index
+    %i = arith.addi %row, %half : index
+    %byte = tensor.extract %flat[%i] : tensor<32xi8>
+    %b = arith.extui %byte : i8 to i32
+    %odd = arith.remui %k, %c2 : index
+    %lo = arith.cmpi eq, %odd, %c0 : index
+    %hi = arith.shrui %b, %c4 : i32
+    %l = arith.andi %b, %c15 : i32
+    %m = arith.andi %hi, %c15 : i32
+    %v = arith.select %lo, %m, %l : i32
     %t = arith.trunci %v : i32 to i8
     linalg.yield %t : i8
   } -> tensor<2x32xi8>
