@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
@@ -201,6 +202,78 @@ Value permute16(RewriterBase &rw, Location loc, Value lo, Value hi, Value idx,
                             arith::AndIOp::create(rw, loc, idx, eight), zero);
   return arith::SelectOp::create(rw, loc, upper, ph, pl);
 }
+
+//===----------------------------------------------------------------------===//
+// Rounding to integers -> vrndscaleps / vroundps
+//===----------------------------------------------------------------------===//
+//
+// An activation quantizer rounds x / s to x's dtype before rounding to an
+// integer: roundeven(extf(truncf(v))). LLVM's instcombine narrows that to a
+// roundeven of the bf16 / f16 vector, which x86 has no instruction for, so
+// the backend extracts, rounds and reinserts every lane. The x86 rounding
+// intrinsics are opaque to that rewrite: one instruction per register.
+
+/// math.roundeven of a 1-D f32 vector, in registers of `lanes` or, where
+/// the length is not a multiple of that (a row's remainder), of 8 or 4
+/// lanes: one vrndscaleps (16 lanes), vroundps ymm (8) or xmm (4) each,
+/// immediate 8 (round to nearest even, no precision exception).
+struct RoundEvenToX86Round : OpRewritePattern<math::RoundEvenOp> {
+  RoundEvenToX86Round(MLIRContext *ctx, int64_t lanes)
+      : OpRewritePattern(ctx), lanes(lanes) {}
+
+  LogicalResult matchAndRewrite(math::RoundEvenOp op,
+                                PatternRewriter &rw) const override {
+    auto type = dyn_cast<VectorType>(op.getType());
+    if ((lanes != 8 && lanes != 16) || !type || type.getRank() != 1 ||
+        type.isScalable() || !type.getElementType().isF32())
+      return failure();
+    const int64_t n = type.getNumElements();
+    int64_t chunk = lanes;
+    while (chunk >= 4 && n % chunk)
+      chunk /= 2;
+    if (chunk < 4)
+      return failure();
+    Location loc = op.getLoc();
+    auto reg = VectorType::get({chunk}, rw.getF32Type());
+    Value nearest = arith::ConstantOp::create(rw, loc, rw.getI32IntegerAttr(8));
+    Value r = n == chunk ? Value()
+                         : Value(arith::ConstantOp::create(
+                               rw, loc, type, rw.getZeroAttr(type)));
+    for (int64_t at = 0; at < n; at += chunk) {
+      Value v = op.getOperand();
+      if (n != chunk)
+        v = vector::ExtractStridedSliceOp::create(
+            rw, loc, v, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
+            ArrayRef<int64_t>{1});
+      Value rounded;
+      if (chunk == 16) {
+        // (src, imm, passthru, mask, rounding): all lanes, the current
+        // rounding mode for the exception bits (4).
+        Value all =
+            arith::ConstantOp::create(rw, loc, rw.getI16IntegerAttr(-1));
+        Value current =
+            arith::ConstantOp::create(rw, loc, rw.getI32IntegerAttr(4));
+        rounded = mlir::comfyquant::detail::intrinsicPlaceholder(
+            rw, loc, "llvm.x86.avx512.mask.rndscale.ps.512", reg,
+            ValueRange{v, nearest, v, all, current});
+      } else {
+        rounded = mlir::comfyquant::detail::intrinsicPlaceholder(
+            rw, loc,
+            chunk == 8 ? "llvm.x86.avx.round.ps.256"
+                       : "llvm.x86.sse41.round.ps",
+            reg, ValueRange{v, nearest});
+      }
+      r = !r ? rounded
+             : Value(vector::InsertStridedSliceOp::create(
+                   rw, loc, rounded, r, ArrayRef<int64_t>{at},
+                   ArrayRef<int64_t>{1}));
+    }
+    rw.replaceOp(op, r);
+    return success();
+  }
+
+  int64_t lanes;
+};
 
 //===----------------------------------------------------------------------===//
 // Scale-row lookups -> byte shuffles
@@ -610,6 +683,7 @@ struct VectorizeElementwisePass
     vector::populateSinkVectorOpsPatterns(patterns);
     populateSinkReplicatingShufflePatterns(patterns);
     populateNibblePairPatterns(patterns);
+    patterns.add<RoundEvenToX86Round>(ctx, width);
     // Like the canonicalizer: not converging within the iteration limit is
     // not an error (the IR is valid either way).
     (void)applyPatternsGreedily(func, std::move(patterns));

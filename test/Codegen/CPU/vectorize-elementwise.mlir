@@ -1,5 +1,6 @@
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise=lanes=8 --canonicalize | FileCheck %s
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise --canonicalize | FileCheck %s --check-prefix=STRATEGY
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise=lanes=16 --canonicalize | FileCheck %s --check-prefix=AVX512
 
 // A weight decoder: one row at a time, eight K elements per vector; the
 // contiguous weight bytes become one vector load, the scalar scale a
@@ -598,4 +599,77 @@ func.func @butterfly_stride4(%x: tensor<2x32xf32>) -> tensor<2x32xf32>
     linalg.yield %s3 : f32
   } -> tensor<2x32xf32>
   return %y : tensor<2x32xf32>
+}
+
+// -----
+
+// An int8 activation quantizer: x / s rounded to bf16, then to an integer.
+// Each register of the rounding is one x86 round instruction (LLVM would
+// otherwise narrow roundeven(extf(bf16)) to a bf16 roundeven and round lane
+// by lane); the 4-lane remainder of the 20-wide row is one SSE4.1 round.
+// A 3-lane remainder (a 19-wide row) fits no register and keeps
+// math.roundeven.
+// CHECK-LABEL: func.func @quantize_rounding
+// CHECK:         scf.for
+// CHECK:           arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK-NEXT:      %[[Q:.*]] = arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK-NEXT:      %[[R:.*]] = builtin.unrealized_conversion_cast %[[Q]], %{{.*}} : vector<8xf32>, i32 to vector<8xf32> {comfyquant.intrinsic = "llvm.x86.avx.round.ps.256"}
+// CHECK:           arith.maximumf %[[R]]
+// CHECK:           arith.fptosi
+// CHECK:         unrealized_conversion_cast %{{.*}}, %{{.*}} : vector<4xf32>, i32 to vector<4xf32> {comfyquant.intrinsic = "llvm.x86.sse41.round.ps"}
+// CHECK-NOT:     math.roundeven
+// AVX512-LABEL: func.func @quantize_rounding
+// AVX512:         arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// AVX512-NEXT:    %[[Q:.*]] = arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// AVX512-NEXT:    builtin.unrealized_conversion_cast %[[Q]], %{{.*}}, %[[Q]], %{{.*}}, %{{.*}} : vector<16xf32>, i32, vector<16xf32>, i16, i32 to vector<16xf32> {comfyquant.intrinsic = "llvm.x86.avx512.mask.rndscale.ps.512"}
+// AVX512:         unrealized_conversion_cast %{{.*}}, %{{.*}} : vector<4xf32>, i32 to vector<4xf32> {comfyquant.intrinsic = "llvm.x86.sse41.round.ps"}
+// AVX512-NOT:     math.roundeven
+func.func @quantize_rounding(%x: tensor<3x20xbf16>, %s: tensor<3x1xf32>) -> tensor<3x20xi8> {
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<3x20xi8>
+  %q = linalg.generic {indexing_maps = [affine_map<(m, k) -> (m, k)>, affine_map<(m, k) -> (m, 0)>, affine_map<(m, k) -> (m, k)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<3x20xbf16>, tensor<3x1xf32>) outs(%e : tensor<3x20xi8>) {
+  ^bb0(%a: bf16, %b: f32, %o: i8):
+    %af = arith.extf %a : bf16 to f32
+    %d = arith.divf %af, %b : f32
+    %t = arith.truncf %d : f32 to bf16
+    %w = arith.extf %t : bf16 to f32
+    %r = math.roundeven %w : f32
+    %c0 = arith.maximumf %r, %lo : f32
+    %c1 = arith.minimumf %c0, %hi : f32
+    %i = arith.fptosi %c1 : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<3x20xi8>
+  return %q : tensor<3x20xi8>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @quantize_rounding_odd
+// CHECK:         llvm.x86.avx.round.ps.256
+// CHECK:         math.roundeven %{{.*}} : vector<3xf32>
+// AVX512-LABEL: func.func @quantize_rounding_odd
+// AVX512:         llvm.x86.avx512.mask.rndscale.ps.512
+// AVX512:         math.roundeven %{{.*}} : vector<3xf32>
+func.func @quantize_rounding_odd(%x: tensor<3x19xbf16>, %s: tensor<3x1xf32>) -> tensor<3x19xi8> {
+  %lo = arith.constant -128.0 : f32
+  %hi = arith.constant 127.0 : f32
+  %e = tensor.empty() : tensor<3x19xi8>
+  %q = linalg.generic {indexing_maps = [affine_map<(m, k) -> (m, k)>, affine_map<(m, k) -> (m, 0)>, affine_map<(m, k) -> (m, k)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %s : tensor<3x19xbf16>, tensor<3x1xf32>) outs(%e : tensor<3x19xi8>) {
+  ^bb0(%a: bf16, %b: f32, %o: i8):
+    %af = arith.extf %a : bf16 to f32
+    %d = arith.divf %af, %b : f32
+    %t = arith.truncf %d : f32 to bf16
+    %w = arith.extf %t : bf16 to f32
+    %r = math.roundeven %w : f32
+    %c0 = arith.maximumf %r, %lo : f32
+    %c1 = arith.minimumf %c0, %hi : f32
+    %i = arith.fptosi %c1 : f32 to i8
+    linalg.yield %i : i8
+  } -> tensor<3x19xi8>
+  return %q : tensor<3x19xi8>
 }
