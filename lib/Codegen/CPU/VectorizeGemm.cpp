@@ -10,7 +10,7 @@
 //   for mb in [0, M) step mc                      (M block)
 //     for n0 in [0, N) step nr (+ a static partial tile)
 //       Bt = B[n0 : n0+nr, :]   (or B's elementwise producer, tiled here)
-//       for m0 in block step mr (+ single-row remainder)
+//       for m0 in block step mr (+ remainder tiles of 4, 2, 1 rows)
 //         acc[mr][nr] = 0
 //         for k0 in [0, K) step kv: acc[i][j] = dot(acc[i][j], A[m0+i, k0:],
 //                                                   Bt[j, k0:])
@@ -359,7 +359,8 @@ private:
 
   using MTile = function_ref<Value(ImplicitLocOpBuilder &, Value C, Value m0,
                                    int64_t rows)>;
-  /// `tile` over [mb, mEnd): full mr-row tiles, then single rows.
+  /// `tile` over [mb, mEnd): full mr-row tiles, then the rest in tiles of
+  /// the powers of two below mr.
   Value mTiles(ImplicitLocOpBuilder &b, Value C, Value mb, Value mEnd,
                int64_t mr, MTile tile) const;
 
@@ -649,16 +650,37 @@ Value GemmBuilder::mTiles(ImplicitLocOpBuilder &b, Value C, Value mb,
         ImplicitLocOpBuilder ib(loc, nb);
         scf::YieldOp::create(ib, tile(ib, iter[0], m0, mr));
       });
+  // The fewer than mr rows left: tiles of the powers of two below mr, each
+  // at most once (4, 2, 1 for mr = 6), so a remainder of 4 rows is one
+  // 4-row tile rather than four single rows that load the panel once per
+  // row and leave the FMA / VNNI ports idle. A row's sums do not depend on
+  // the height of its tile.
+  Value result = full.getResult(0);
   if (mr == 1)
-    return full.getResult(0);
-  auto rest = scf::ForOp::create(
-      b, fullEnd, mEnd, arith::ConstantIndexOp::create(b, 1),
-      full.getResults(),
-      [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
-        ImplicitLocOpBuilder ib(loc, nb);
-        scf::YieldOp::create(ib, tile(ib, iter[0], m0, 1));
-      });
-  return rest.getResult(0);
+    return result;
+  Value from = fullEnd;
+  int64_t size = 1;
+  while (size * 2 < mr)
+    size *= 2;
+  for (; size >= 1; size /= 2) {
+    Value sizeC = arith::ConstantIndexOp::create(b, size);
+    Value left = arith::SubIOp::create(b, mEnd, from);
+    Value to =
+        size == 1 ? mEnd
+                  : Value(arith::AddIOp::create(
+                        b, from,
+                        arith::MulIOp::create(
+                            b, arith::DivUIOp::create(b, left, sizeC), sizeC)));
+    auto rest = scf::ForOp::create(
+        b, from, to, sizeC, ValueRange{result},
+        [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
+          ImplicitLocOpBuilder ib(loc, nb);
+          scf::YieldOp::create(ib, tile(ib, iter[0], m0, size));
+        });
+    result = rest.getResult(0);
+    from = to;
+  }
+  return result;
 }
 
 Value GemmBuilder::bufferedTile(ImplicitLocOpBuilder &b, Value C, Value n0,

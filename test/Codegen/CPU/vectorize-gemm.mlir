@@ -5,9 +5,9 @@
 #C = affine_map<(m, n, k) -> (m, n)>
 
 // Register blocking on tensors: M blocks of mc rows, N tiles of nr rows of
-// B, M tiles of mr rows (then single rows), a K loop of kv-element vector
-// steps carrying mr x nr accumulators (here 2 x 3 pmaddwd accumulators of
-// vector<8xi32>), a padded K tail (K = 40 = 2 x 16 + 8), one horizontal
+// B, M tiles of mr rows (then tiles of the powers of two below mr), a K
+// loop of kv-element vector steps carrying mr x nr accumulators (here 2 x 3
+// pmaddwd accumulators of vector<8xi32>), a padded K tail (K = 40 = 2 x 16 + 8), one horizontal
 // reduction per accumulator, a static partial N tile (N = 7 = 2 x 3 + 1).
 // CHECK-LABEL: func.func @i8_pmaddwd
 // CHECK:       scf.for %[[MB:.*]] = %c0 to %{{.*}} step %c4 iter_args(%{{.*}} = %{{.*}}) -> (tensor<?x7xi32>)
@@ -445,6 +445,45 @@ func.func @outer_vnni(%a: tensor<?x70xi8>, %b: tensor<16x70xi8>) -> tensor<?x16x
     linalg.yield %s : i32
   } -> tensor<?x16xi32>
   return %r : tensor<?x16xi32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// mr = 6: the rows an M block has past its last 6-row tile (up to five) are
+// tiles of 4, 2 and 1 rows, each loop running at most once (a 4-row rest
+// is one tile of four rows, not four single rows).
+// CHECK-LABEL: func.func @outer_remainder_tiles
+// CHECK:         scf.for %{{.*}} step %c6
+// CHECK-COUNT-24:  llvm.x86.avx512.vpdpbusd.512
+// CHECK:         scf.for %{{.*}} step %c4
+// CHECK-COUNT-16:  llvm.x86.avx512.vpdpbusd.512
+// CHECK:         scf.for %{{.*}} step %c2
+// CHECK-COUNT-8:   llvm.x86.avx512.vpdpbusd.512
+// CHECK:         scf.for %{{.*}} step %c1
+// CHECK-COUNT-4:   llvm.x86.avx512.vpdpbusd.512
+// CHECK-NOT:       llvm.x86.avx512.vpdpbusd.512
+// CHECK:       return
+func.func @outer_remainder_tiles(%a: tensor<?x64xi8>, %b: tensor<64x64xi8>) -> tensor<?x64xi32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x64xi8>
+  %e = tensor.empty(%m) : tensor<?x64xi32>
+  %z = arith.constant 0 : i32
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x64xi32>) -> tensor<?x64xi32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x64xi8>, tensor<64x64xi8>) outs(%f : tensor<?x64xi32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 48, decode = panel, form = outer>} {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x64xi32>
+  return %r : tensor<?x64xi32>
 }
 
 // -----

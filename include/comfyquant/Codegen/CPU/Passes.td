@@ -131,8 +131,11 @@ def ComfyQuantCPUVectorizeGemm
     rows of B (an elementwise producer of B, e.g. a weight decoder, is tiled
     into the N loop so it runs once per tile), M tiles of `mr` rows, and a K
     loop of `kv`-element vector steps keeping mr x nr vector accumulators in
-    registers, reduced horizontally once per tile. Remainders use mr = 1 and
-    a static partial N tile; a K tail uses padded transfers.
+    registers, reduced horizontally once per tile. The rows of an M block
+    past its last mr-row tile are tiles of the powers of two below mr
+    (4, 2, 1 for mr = 6: a full register tile keeps the FMA / VNNI ports
+    busy where single rows would reload the panel per row); a partial N
+    tile is static; a K tail uses padded transfers.
 
     B's producer writes each tile into one reused [nr, K] buffer; an M
     block of a single row instead evaluates the producer for each
