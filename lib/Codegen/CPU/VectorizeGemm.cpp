@@ -639,45 +639,35 @@ Value GemmBuilder::bTile(ImplicitLocOpBuilder &b, Value n0,
 
 Value GemmBuilder::mTiles(ImplicitLocOpBuilder &b, Value C, Value mb,
                           Value mEnd, int64_t mr, MTile tile) const {
-  Value span = arith::SubIOp::create(b, mEnd, mb);
-  Value mrC = arith::ConstantIndexOp::create(b, mr);
-  Value fullEnd = arith::AddIOp::create(
-      b, mb,
-      arith::MulIOp::create(b, arith::DivUIOp::create(b, span, mrC), mrC));
-  auto full = scf::ForOp::create(
-      b, mb, fullEnd, mrC, ValueRange{C},
-      [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
-        ImplicitLocOpBuilder ib(loc, nb);
-        scf::YieldOp::create(ib, tile(ib, iter[0], m0, mr));
-      });
-  // The fewer than mr rows left: tiles of the powers of two below mr, each
-  // at most once (4, 2, 1 for mr = 6), so a remainder of 4 rows is one
-  // 4-row tile rather than four single rows that load the panel once per
-  // row and leave the FMA / VNNI ports idle. A row's sums do not depend on
-  // the height of its tile.
-  Value result = full.getResult(0);
-  if (mr == 1)
-    return result;
-  Value from = fullEnd;
-  int64_t size = 1;
-  while (size * 2 < mr)
-    size *= 2;
-  for (; size >= 1; size /= 2) {
+  // Tiles of mr rows, then of the powers of two below mr, each of those at
+  // most once (4, 2, 1 for mr = 6): a remainder of 4 rows is one 4-row tile
+  // rather than four single rows that load the panel once per row and leave
+  // the FMA / VNNI ports idle. A row's sums do not depend on the height of
+  // its tile.
+  SmallVector<int64_t> sizes = {mr};
+  int64_t below = 1;
+  while (below * 2 < mr)
+    below *= 2;
+  for (; mr > 1 && below >= 1; below /= 2)
+    sizes.push_back(below);
+  Value result = C;
+  Value from = mb;
+  for (int64_t size : sizes) {
     Value sizeC = arith::ConstantIndexOp::create(b, size);
-    Value left = arith::SubIOp::create(b, mEnd, from);
-    Value to =
-        size == 1 ? mEnd
-                  : Value(arith::AddIOp::create(
-                        b, from,
-                        arith::MulIOp::create(
-                            b, arith::DivUIOp::create(b, left, sizeC), sizeC)));
-    auto rest = scf::ForOp::create(
+    Value to = mEnd;
+    if (size > 1) {
+      Value left = arith::SubIOp::create(b, mEnd, from);
+      Value whole = arith::MulIOp::create(
+          b, arith::DivUIOp::create(b, left, sizeC), sizeC);
+      to = arith::AddIOp::create(b, from, whole);
+    }
+    auto loop = scf::ForOp::create(
         b, from, to, sizeC, ValueRange{result},
         [&](OpBuilder &nb, Location loc, Value m0, ValueRange iter) {
           ImplicitLocOpBuilder ib(loc, nb);
           scf::YieldOp::create(ib, tile(ib, iter[0], m0, size));
         });
-    result = rest.getResult(0);
+    result = loop.getResult(0);
     from = to;
   }
   return result;
