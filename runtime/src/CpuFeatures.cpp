@@ -156,7 +156,7 @@ bool cpuSupportsVariant(const std::string &variant, std::string *why) {
     need(f.osAvx512, "OS support for AVX-512 state");
   }
   if (level >= cpuVariantLevel("avx512-bf16"))
-    need(f.avx512bf16, "AVX512-BF16");
+    need(f.avx512bf16 && f.avx512vbmi, "AVX512-BF16 and AVX512-VBMI");
   if (level >= cpuVariantLevel("amx")) {
     need(f.avx512fp16 && f.avx512vbmi && f.avx512vbmi2 && f.avxvnni,
          "AVX512-FP16/VBMI/VBMI2 and AVX-VNNI");

@@ -5,13 +5,16 @@ namespace comfyquant::rt {
 
 const std::vector<CpuVariantInfo> &cpuVariants() {
   // x86-64-v3: Haswell, Zen 1 and later. avx512-vnni: Cascade Lake, Ice
-  // Lake. avx512-bf16: Cooper Lake, Zen 4 and later. amx: Sapphire Rapids
-  // and later.
+  // Lake, Cooper Lake. avx512-bf16 (BF16 and VBMI): Zen 4 and later,
+  // Sapphire Rapids and later without AMX tiles. amx: Sapphire Rapids and
+  // later. Cooper Lake, the one CPU with BF16 but not VBMI, runs
+  // avx512-vnni: W6A8's 64-entry grid tables need vpermb.
   static const std::vector<CpuVariantInfo> variants = {
-      {"x86-64-v3", "v3", "x86-64-v3", "", 256, false, false},
-      {"avx512-vnni", "vnni", "cascadelake", "", 512, false, false},
-      {"avx512-bf16", "bf16", "cascadelake", "+avx512bf16", 512, false, true},
-      {"amx", "amx", "sapphirerapids", "", 512, true, true},
+      {"x86-64-v3", "v3", "x86-64-v3", "", 256, false, false, false},
+      {"avx512-vnni", "vnni", "cascadelake", "", 512, false, false, false},
+      {"avx512-bf16", "bf16", "cascadelake", "+avx512bf16,+avx512vbmi", 512,
+       false, true, true},
+      {"amx", "amx", "sapphirerapids", "", 512, true, true, true},
   };
   return variants;
 }

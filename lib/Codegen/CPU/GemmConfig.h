@@ -43,6 +43,10 @@ std::optional<CpuMicroKernel> parseMicroKernel(llvm::StringRef name);
 /// its module pins); 0 without either.
 int64_t targetLanes(func::FuncOp func, int64_t requested = 0);
 
+/// The CPU variant of the function's target (or its module's); nullptr
+/// without one.
+const ::comfyquant::rt::CpuVariantInfo *targetVariant(func::FuncOp func);
+
 } // namespace mlir::comfyquant::detail
 
 #endif // COMFYQUANT_LIB_CODEGEN_CPU_GEMMCONFIG_H

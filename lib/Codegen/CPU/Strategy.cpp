@@ -54,16 +54,20 @@ CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
                           c.decode, c.form);
 }
 
-int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func,
-                                              int64_t requested) {
-  if (requested > 0)
-    return requested;
+const ::comfyquant::rt::CpuVariantInfo *
+mlir::comfyquant::detail::targetVariant(func::FuncOp func) {
   auto target = func->getAttrOfType<TargetAttr>("comfyquant.target");
   if (!target)
     if (auto module = func->getParentOfType<ModuleOp>())
       target = module->getAttrOfType<TargetAttr>("comfyquant.target");
-  const ::comfyquant::rt::CpuVariantInfo *v =
-      target ? target.getCpuVariant() : nullptr;
+  return target ? target.getCpuVariant() : nullptr;
+}
+
+int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func,
+                                              int64_t requested) {
+  if (requested > 0)
+    return requested;
+  const ::comfyquant::rt::CpuVariantInfo *v = targetVariant(func);
   return v ? v->vectorBits / 32 : 0;
 }
 

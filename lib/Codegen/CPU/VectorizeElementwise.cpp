@@ -9,6 +9,7 @@
 #include "GemmConfig.h"
 
 #include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Codegen/Common/ExtractLanes.h"
 #include "comfyquant/Codegen/Common/LaneAffine.h"
 #include "comfyquant/Codegen/Common/NibblePairs.h"
 #include "comfyquant/Codegen/Common/SinkShuffles.h"
@@ -284,8 +285,11 @@ struct RoundEvenToX86Round : OpRewritePattern<math::RoundEvenOp> {
 // group) and the code is data: comfyquant-cpu-tabulate-decoders' W4A8 /
 // W6A8 grid tables. Each 16 lanes load their row's 16-entry quarters and
 // pshufb them by the code; with 64 codes, bits 4-5 of the code pick the
-// quarter. A byte gather would be 16 scalar loads. The f32 tables (NVFP4's
-// E2M1 x E4M3) are permuted a register of lanes at a time.
+// quarter. A byte gather would be 16 scalar loads. With AVX512-VBMI a
+// 64-code row is one vpermb of the whole row per run of lanes that shares
+// it (W6A8 at M = 1: a load and a permute per 16 lanes instead of four
+// quarter loads and inserts, four pshufb and three selects). The f32
+// tables (NVFP4's E2M1 x E4M3) are permuted a register of lanes at a time.
 
 constexpr int64_t kShuffleLanes = 16;
 
@@ -417,10 +421,67 @@ Value shuffleLookup(RewriterBase &rw, Location loc, Value code,
   return r;
 }
 
+/// vpermb lookups of `code` (i8 lanes, each < 64) in 64-entry rows of the
+/// i8 `table`, `rows` one value per aligned `run` lanes: 64 lanes at a
+/// time, one permute per run, each merged into its lanes. Vectors under
+/// 64 lanes are repeated to 64 and the low lanes kept.
+Value permuteByteRows(RewriterBase &rw, Location loc, Value table, Value rows,
+                      Value code, VectorType result, int64_t run) {
+  constexpr int64_t kBlock = 64;
+  const int64_t n = result.getNumElements();
+  const int64_t block = std::min(n, kBlock);
+  auto bytes = VectorType::get({kBlock}, rw.getI8Type());
+  auto bits = VectorType::get({kBlock}, rw.getI1Type());
+  Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
+  Value zero = arith::ConstantIndexOp::create(rw, loc, 0);
+  SmallVector<int64_t> low(block), repeated;
+  std::iota(low.begin(), low.end(), 0);
+  for (int64_t i = 0; i < kBlock; ++i)
+    repeated.push_back(i % block);
+  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+  for (int64_t at = 0; at < n; at += block) {
+    Value c = code;
+    if (n > kBlock)
+      c = vector::ExtractStridedSliceOp::create(
+          rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{kBlock},
+          ArrayRef<int64_t>{1});
+    else if (n < kBlock)
+      c = vector::ShuffleOp::create(rw, loc, c, c, repeated);
+    Value part;
+    for (int64_t q = 0; q < block; q += run) {
+      Value row = vector::ExtractOp::create(rw, loc, rows, at + q);
+      Value entries = vector::TransferReadOp::create(rw, loc, bytes, table,
+                                                     ValueRange{row, zero}, pad,
+                                                     ArrayRef<bool>{true});
+      Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
+          rw, loc, "llvm.x86.avx512.permvar.qi.512", bytes,
+          ValueRange{entries, c});
+      if (!part) {
+        part = looked;
+        continue;
+      }
+      SmallVector<bool> mine(kBlock, false);
+      for (int64_t i = q; i < q + run; ++i)
+        mine[i] = true;
+      Value lanesOfRun = arith::ConstantOp::create(
+          rw, loc, bits, DenseElementsAttr::get(bits, ArrayRef<bool>(mine)));
+      part = arith::SelectOp::create(rw, loc, lanesOfRun, looked, part);
+    }
+    if (n < kBlock)
+      part = vector::ShuffleOp::create(rw, loc, part, part, low);
+    r = n <= kBlock
+            ? part
+            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
+                                                         ArrayRef<int64_t>{at},
+                                                         ArrayRef<int64_t>{1}));
+  }
+  return r;
+}
+
 /// A read of a [256, codes] table (comfyquant-cpu-tabulate-decoders) at a
 /// row that is one value per 16 lanes, as described above; other gathers
-/// are left alone.
-void lowerRowLookup(vector::GatherOp g, int64_t lanes) {
+/// are left alone. `bytePermute`: the target has vpermb.
+void lowerRowLookup(vector::GatherOp g, int64_t lanes, bool bytePermute) {
   IRRewriter rw(g.getContext());
   auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
   VectorType result = g.getVectorType();
@@ -471,6 +532,17 @@ void lowerRowLookup(vector::GatherOp g, int64_t lanes) {
   // each shuffle index is clear and pshufb uses its low four bits.
   Value code = arith::IndexCastOp::create(rw, loc, result.clone(rw.getI8Type()),
                                           columns);
+  if (bytePermute && codes == 4 * kShuffleLanes &&
+      n % std::min<int64_t>(n, 64) == 0) {
+    // The longest run of lanes that shares a row: one permute per run.
+    int64_t run = chunk;
+    while (run * 2 <= std::min<int64_t>(n, 64) &&
+           uniformOverRuns(rows, run * 2))
+      run *= 2;
+    rw.replaceOp(
+        g, permuteByteRows(rw, loc, g.getBase(), rows, code, result, run));
+    return;
+  }
   auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
   Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
   rw.replaceOp(g, shuffleLookup(rw, loc, code, result, [&](int64_t at) {
@@ -514,7 +586,7 @@ void shuffleBytes(vector::GatherOp g, Value index) {
                }));
 }
 
-void lowerTableLookups(func::FuncOp func, int64_t lanes) {
+void lowerTableLookups(func::FuncOp func, int64_t lanes, bool bytePermute) {
   if (lanes != 8 && lanes != 16)
     return;
   IRRewriter rw(func.getContext());
@@ -524,7 +596,7 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes) {
     auto table = dyn_cast<RankedTensorType>(g.getBase().getType());
     VectorType result = g.getVectorType();
     if (table && table.getRank() == 2) {
-      lowerRowLookup(g, lanes);
+      lowerRowLookup(g, lanes, bytePermute);
       continue;
     }
     auto cast = g.getIndices().getDefiningOp<arith::IndexCastOp>();
@@ -668,7 +740,10 @@ struct VectorizeElementwisePass
     }
     recordElementwisePath(func, scalarTiles);
     mlir::comfyquant::detail::foldLaneAffineIndices(func);
-    lowerTableLookups(func, width);
+    const ::comfyquant::rt::CpuVariantInfo *variant =
+        mlir::comfyquant::detail::targetVariant(func);
+    lowerTableLookups(func, width,
+                      width == 16 && variant && variant->bytePermute);
     // Canonical form (one-iteration tile loops and full-size slices gone),
     // with work on uniform values (a block scale, a per-row scale) done once
     // in scalars and broadcast rather than in every lane, and on a block's
@@ -682,6 +757,7 @@ struct VectorizeElementwisePass
       op.getCanonicalizationPatterns(patterns, ctx);
     vector::populateSinkVectorOpsPatterns(patterns);
     populateSinkReplicatingShufflePatterns(patterns);
+    populateExtractLanePatterns(patterns);
     populateNibblePairPatterns(patterns);
     patterns.add<RoundEvenToX86Round>(ctx, width);
     // Like the canonicalizer: not converging within the iteration limit is

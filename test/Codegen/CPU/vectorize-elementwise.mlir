@@ -300,6 +300,106 @@ func.func @scale_row_lookup_64(%w: tensor<2x64xi8>, %s: tensor<2x4xi8>, %t: tens
 
 // -----
 
+// With vpermb (AVX512-VBMI: the avx512-bf16 and amx variants) a 64-code
+// row is one permute of the whole row per run of lanes sharing it: four
+// runs of 16 lanes, each permute merged into its lanes. Each run's row is
+// a scalar read of its scale byte (not a lane moved out of a vector).
+// STRATEGY-LABEL: func.func @scale_row_permute_bytes
+// STRATEGY-NOT:     vector.extract
+// STRATEGY-NOT:     llvm.x86.ssse3.pshuf.b.128
+// STRATEGY:         tensor.extract %arg1[%c0, %c0] : tensor<1x4xi8>
+// STRATEGY:         vector.transfer_read %arg2[%{{.*}}, %c0], %{{.*}} : tensor<256x64xi8>, vector<64xi8>
+// STRATEGY:         llvm.x86.avx512.permvar.qi.512
+// STRATEGY:         tensor.extract %arg1[%c0, %c1] : tensor<1x4xi8>
+// STRATEGY:         llvm.x86.avx512.permvar.qi.512
+// STRATEGY:         arith.select %{{.*}} : vector<64xi1>, vector<64xi8>
+// STRATEGY:         tensor.extract %arg1[%c0, %c2] : tensor<1x4xi8>
+// STRATEGY:         llvm.x86.avx512.permvar.qi.512
+// STRATEGY:         arith.select
+// STRATEGY:         tensor.extract %arg1[%c0, %c3] : tensor<1x4xi8>
+// STRATEGY:         llvm.x86.avx512.permvar.qi.512
+// STRATEGY:         arith.select
+// STRATEGY-NOT:     arith.select
+// STRATEGY-NOT:     vector.extract
+// STRATEGY-NOT:     vector.gather
+// STRATEGY:         return
+func.func @scale_row_permute_bytes(%w: tensor<1x64xi8>, %s: tensor<1x4xi8>, %t: tensor<256x64xi8>) -> tensor<1x64xi8> attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16">} {
+  %cg = arith.constant 16 : index
+  %c63 = arith.constant 63 : i8
+  %e = tensor.empty() : tensor<1x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<1x64xi8>) outs(%e : tensor<1x64xi8>) {
+  ^bb0(%x: i8, %o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %cg : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<1x4xi8>
+    %row = arith.index_castui %sc : i8 to index
+    %code = arith.andi %x, %c63 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x64xi8>
+    linalg.yield %v : i8
+  } -> tensor<1x64xi8>
+  return %d : tensor<1x64xi8>
+}
+
+// -----
+
+// Groups of 32: two runs, two permutes.
+// STRATEGY-LABEL: func.func @scale_row_permute_bytes_g32
+// STRATEGY-COUNT-2: llvm.x86.avx512.permvar.qi.512
+// STRATEGY-NOT:     llvm.x86.avx512.permvar.qi.512
+// STRATEGY:         return
+func.func @scale_row_permute_bytes_g32(%w: tensor<1x64xi8>, %s: tensor<1x2xi8>, %t: tensor<256x64xi8>) -> tensor<1x64xi8> attributes {comfyquant.target = #comfyquant.target<cpu, "amx">} {
+  %cg = arith.constant 32 : index
+  %c63 = arith.constant 63 : i8
+  %e = tensor.empty() : tensor<1x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<1x64xi8>) outs(%e : tensor<1x64xi8>) {
+  ^bb0(%x: i8, %o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %cg : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<1x2xi8>
+    %row = arith.index_castui %sc : i8 to index
+    %code = arith.andi %x, %c63 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x64xi8>
+    linalg.yield %v : i8
+  } -> tensor<1x64xi8>
+  return %d : tensor<1x64xi8>
+}
+
+// -----
+
+// AVX512-VNNI alone (Cascade Lake) has no vpermb: four quarter shuffles.
+// STRATEGY-LABEL: func.func @scale_row_no_vbmi
+// STRATEGY-NOT:   llvm.x86.avx512.permvar.qi.512
+// STRATEGY:       llvm.x86.ssse3.pshuf.b.128
+// STRATEGY-NOT:   llvm.x86.avx512.permvar.qi.512
+// STRATEGY:       return
+func.func @scale_row_no_vbmi(%w: tensor<1x64xi8>, %s: tensor<1x4xi8>, %t: tensor<256x64xi8>) -> tensor<1x64xi8> attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
+  %cg = arith.constant 16 : index
+  %c63 = arith.constant 63 : i8
+  %e = tensor.empty() : tensor<1x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<1x64xi8>) outs(%e : tensor<1x64xi8>) {
+  ^bb0(%x: i8, %o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %cg : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<1x4xi8>
+    %row = arith.index_castui %sc : i8 to index
+    %code = arith.andi %x, %c63 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x64xi8>
+    linalg.yield %v : i8
+  } -> tensor<1x64xi8>
+  return %d : tensor<1x64xi8>
+}
+
+// -----
+
 // An f32 [256, 16] table read at [scale byte, code]: per 8-lane register,
 // the row's two halves are loaded and permuted by the code (two vpermps and
 // a blend on bit 3), no gather.

@@ -203,8 +203,10 @@ def ComfyQuantCPUVectorizeElementwise
     `vector.gather`. Gathers that are lane-affine become loads and
     shuffles; gathers from at most 16 f32 entries, register permutes; reads
     of a `[256, codes]` table (comfyquant-cpu-tabulate-decoders) at a row
-    that is one value per 16 lanes, a row load and `pshufb` (i8) or
-    `vpermps` (f32). The lane count is the function's
+    that is one value per 16 lanes, a row load and `pshufb` (i8; a
+    64-code row on a target with VBMI: one `vpermb` per run of lanes that
+    shares the row) or `vpermps` (f32); a lane taken out of a vector of
+    casts of a tensor read is read as a scalar. The lane count is the function's
     target's vector width / 32 (`comfyquant.target`) unless `lanes` is
     set. An op the
     vectorizer rejects is left as it is. Elementwise arithmetic is the same

@@ -27,6 +27,9 @@ struct CpuVariantInfo {
   bool amxTiles;
   /// Has a bf16 dot product into f32 (AVX512-BF16 vdpbf16ps).
   bool bf16Dot;
+  /// Permutes the 64 bytes of a register by byte indices (AVX512-VBMI
+  /// vpermb): a 64-entry byte table is one instruction.
+  bool bytePermute;
 };
 
 /// Every CPU variant, from the most portable to the most specific.
