@@ -1077,6 +1077,48 @@ int main(int argc, char **argv) {
     return std::nullopt;
   };
 
+  // The cause profiling found for each kind of missed target (bench/
+  // README.md, "Missed targets"), with this run's figures where it has them.
+  auto whyMissed = [&](const std::string &what, const Row &r) -> std::string {
+    const bool subByte = r.label == "convrot_w4a4" ||
+                         r.label == "asym_w4a8_int8" || r.label == "w6a8_int8";
+    const bool rotated = r.integer && r.label != "int8_tensorwise";
+    if (r.M == 1) {
+      if (!r.ours.ran)
+        return "not run";
+      const double weights = double(r.N) * double(r.K) / r.ours.median / 1e9;
+      const double bytesPer = double(r.weightBytes) / (double(r.N) * r.K);
+      if (r.integer && !subByte)
+        return "no weight decode (" + fmtNum(weights) +
+               " G weights/s): the call's fixed work (x quantized" +
+               (rotated ? std::string(" and rotated") : std::string()) +
+               ", threads woken) over a " + fmtNum(r.ours.median * 1e6) +
+               " µs call";
+      std::string s = "decode-bound one-row kernel: " + fmtNum(weights) +
+                      " G weights/s at " + fmtNum(bytesPer) +
+                      " stored bytes each; the peer reads 1 byte per weight "
+                      "with nothing to decode";
+      if (r.weightBytes < (uint64_t(32) << 20))
+        s += ", here from cache (module < 32 MB)";
+      return s;
+    }
+    if (what == "sub-byte vs our INT8")
+      return "weight decode into the B panel (per N tile, every call) not "
+             "hidden under the multiply";
+    if (!r.integer)
+      return "weights decoded to bf16 into a panel per N tile on every call, "
+             "on top of a vdpbf16ps loop at about the peer's rate; the peer "
+             "multiplies weights converted once";
+    std::string s = "per call: the B panel packed (vpdpbusd's unsigned "
+                    "operand) and x quantized by every thread of the column "
+                    "split; the peer gets x and weights prepared";
+    if (rotated)
+      s += "; ConvRot of every row, also repeated per thread";
+    if (subByte)
+      s += "; the weight's codes decoded into the panel";
+    return s;
+  };
+
   std::ostringstream out;
   out << "### Environment\n\n" << env.str() << "\n";
 
@@ -1137,7 +1179,8 @@ int main(int argc, char **argv) {
                        "products here)")
       << ". M = 1: ours' weight bytes/s ≥ 0.9× oneDNN int8 GEMV's.\n\n";
   out << "| target | format | N | K | M | ours | peer | peer value | ratio | "
-         "needed | met |\n|---|---|--:|--:|--:|--:|---|--:|--:|--:|---|\n";
+         "needed | met | why not (bench/README.md, Missed targets) |\n"
+         "|---|---|--:|--:|--:|--:|---|--:|--:|--:|---|---|\n";
   int met = 0, missed = 0;
   auto line = [&](const std::string &what, const Row &r,
                   std::optional<double> ours, const std::string &peer,
@@ -1148,7 +1191,8 @@ int main(int argc, char **argv) {
         << " | " << r.M << " | " << (ours ? fmtNum(*ours) : "n/a") << " | "
         << peer << " | " << (peerV ? fmtNum(*peerV) : "n/a") << " | "
         << ratio(ours, peerV) << " | " << need << "× | "
-        << (ok ? "yes" : "**no**") << " |\n";
+        << (ok ? "yes" : "**no**") << " | "
+        << (ok ? std::string() : whyMissed(what, r)) << " |\n";
   };
   for (const Row &r : rows) {
     std::optional<double> ours;

@@ -70,6 +70,10 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   // Bufferize: y is written in place (empty-tensor elimination into the
   // destination argument), arguments keep the identity layout of the ABI.
   buildComfyQuantBufferizePipeline(pm);
+  // Buffers of a loop body whose size the loop does not change (the f32 row
+  // of a rotated row quantizer, one per butterfly stage) allocated once,
+  // not by a malloc and free per row.
+  pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUCheckColumnRange());

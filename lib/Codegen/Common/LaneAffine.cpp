@@ -53,6 +53,14 @@ int64_t knownMultiple(Value v) {
     return std::gcd(knownMultiple(add.getLhs()), knownMultiple(add.getRhs()));
   if (auto mul = v.getDefiningOp<arith::MulIOp>())
     return knownMultiple(mul.getLhs()) * knownMultiple(mul.getRhs());
+  if (auto div = v.getDefiningOp<arith::DivUIOp>()) {
+    // A multiple of m divided by a divisor d of m: a multiple of m / d.
+    std::optional<int64_t> d = getConstantIntValue(div.getRhs());
+    const int64_t m = knownMultiple(div.getLhs());
+    if (d && *d > 0 && m % *d == 0)
+      return m / *d;
+    return 1;
+  }
   if (auto rem = v.getDefiningOp<arith::RemUIOp>()) {
     // u - (u / d) * d: a multiple of whatever divides both u and d.
     std::optional<int64_t> d = getConstantIntValue(rem.getRhs());
@@ -224,18 +232,36 @@ private:
 /// one scalar read and a broadcast when c is uniform, else one contiguous
 /// read of max(c) - min(c) + 1 elements and a shuffle. Every lane's element
 /// is read by the gather being replaced, so [min(c), max(c)] is in bounds.
+///
+/// A span inside one aligned window of n (the result's lanes) elements,
+/// with u, the offset and the dimension multiples of n, is read as that
+/// window: it starts at or before an element the gather reads, so it ends
+/// within the dimension. The butterfly's reads of x[(k / 4s)·4s + c·s +
+/// k mod s] for c = 0..3 (spans of 13 or 4 elements at four offsets) are
+/// then one aligned load, shared, and four shuffles.
 Value readLanes(RewriterBase &rw, Location loc, Value base,
                 ArrayRef<Value> lead, Value offset, const LaneAffine &l,
                 LaneAffineBuilder &lb, VectorType result) {
   const int64_t lo = *llvm::min_element(l.c), hi = *llvm::max_element(l.c);
   SmallVector<Value> at(lead);
   Value laneBase = lb.add(offset, l.u);
-  at.push_back(lb.add(laneBase, lb.index(lo)));
   if (lo == hi) {
+    at.push_back(lb.add(laneBase, lb.index(lo)));
     Value e = tensor::ExtractOp::create(rw, loc, base, at);
     return vector::BroadcastOp::create(rw, loc, result, e);
   }
-  auto wide = VectorType::get({hi - lo + 1}, result.getElementType());
+  const int64_t n = result.getNumElements();
+  auto type = cast<RankedTensorType>(base.getType());
+  const int64_t dim = type.getDimSize(type.getRank() - 1);
+  const int64_t window = lo >= 0 ? lo / n * n : -1;
+  const bool aligned = window >= 0 && hi < window + n && hi - lo + 1 < n &&
+                       !ShapedType::isDynamic(dim) && dim % n == 0 &&
+                       (l.mult == 0 || l.mult % n == 0) &&
+                       (!offset || knownMultiple(offset) % n == 0);
+  const int64_t first = aligned ? window : lo;
+  at.push_back(lb.add(laneBase, lb.index(first)));
+  auto wide =
+      VectorType::get({aligned ? n : hi - lo + 1}, result.getElementType());
   Value pad =
       arith::ConstantOp::create(rw, loc, rw.getZeroAttr(result.getElementType()));
   SmallVector<bool> inBounds(1, true);
@@ -243,7 +269,7 @@ Value readLanes(RewriterBase &rw, Location loc, Value base,
                                             inBounds);
   SmallVector<int64_t> mask;
   for (int64_t x : l.c)
-    mask.push_back(x - lo);
+    mask.push_back(x - first);
   return vector::ShuffleOp::create(rw, loc, ld, ld, mask);
 }
 

@@ -656,9 +656,15 @@ func.func @widening_stays(%s: vector<2xi8>) -> vector<8xi32>
 // CHECK:         %[[D:.*]] = arith.divui %[[IN]], %c4 : index
 // CHECK:         %[[DV:.*]] = vector.broadcast %[[D]] : index to vector<8xindex>
 // CHECK:         arith.addi %[[DV]], %{{.*}} : vector<8xindex>
-// CHECK:         %[[L:.*]] = vector.transfer_read %arg0[%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<2x32xf32>, vector<4xf32>
-// CHECK:         vector.shuffle %[[L]], %[[L]] [0, 1, 2, 3, 0, 1, 2, 3] : vector<4xf32>, vector<4xf32>
-// CHECK-COUNT-3: vector.shuffle %{{.*}} [0, 1, 2, 3, 0, 1, 2, 3] : vector<4xf32>, vector<4xf32>
+// Each input's 4-element span lies in an aligned window of 8 (the block
+// start is a multiple of 16, the row of 32 a multiple of 8): the window is
+// read whole and shuffled.
+// CHECK:         %[[L:.*]] = vector.transfer_read %arg0[%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<2x32xf32>, vector<8xf32>
+// CHECK:         vector.shuffle %[[L]], %[[L]] [0, 1, 2, 3, 0, 1, 2, 3] : vector<8xf32>, vector<8xf32>
+// CHECK:         vector.shuffle %{{.*}} [4, 5, 6, 7, 4, 5, 6, 7] : vector<8xf32>, vector<8xf32>
+// CHECK:         vector.shuffle %{{.*}} [0, 1, 2, 3, 0, 1, 2, 3] : vector<8xf32>, vector<8xf32>
+// CHECK:         vector.shuffle %{{.*}} [4, 5, 6, 7, 4, 5, 6, 7] : vector<8xf32>, vector<8xf32>
+// CHECK-NOT:     vector<4xf32>
 // CHECK-NOT:     arith.divui %{{.*}} : vector<
 // CHECK-NOT:     arith.remui %{{.*}} : vector<
 // CHECK-NOT:     vector.gather
@@ -700,6 +706,53 @@ func.func @butterfly_stride4(%x: tensor<2x32xf32>) -> tensor<2x32xf32>
   } -> tensor<2x32xf32>
   return %y : tensor<2x32xf32>
 }
+
+// -----
+
+// A row of 36 is not a multiple of 8: a window past a span could end
+// beyond the row, so each span is read as it is.
+// CHECK-LABEL: func.func @butterfly_stride4_row_of_36
+// CHECK:         vector.transfer_read %arg0[%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<2x36xf32>, vector<4xf32>
+// CHECK-NOT:     tensor<2x36xf32>, vector<8xf32>
+// CHECK:         return
+func.func @butterfly_stride4_row_of_36(%x: tensor<2x36xf32>) -> tensor<2x36xf32>
+    attributes {comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">} {
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c12 = arith.constant 12 : index
+  %c16 = arith.constant 16 : index
+  %init = tensor.empty() : tensor<2x36xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+      outs(%init : tensor<2x36xf32>) {
+  ^bb0(%out: f32):
+    %row = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %c16 : index
+    %first = arith.muli %blk, %c16 : index
+    %in = arith.remui %k, %c16 : index
+    %d = arith.divui %in, %c4 : index
+    %lane = arith.remui %k, %c4 : index
+    %i0 = arith.addi %first, %lane : index
+    %i1 = arith.addi %i0, %c4 : index
+    %i2 = arith.addi %i0, %c8 : index
+    %i3 = arith.addi %i0, %c12 : index
+    %x0 = tensor.extract %x[%row, %i0] : tensor<2x36xf32>
+    %x1 = tensor.extract %x[%row, %i1] : tensor<2x36xf32>
+    %x2 = tensor.extract %x[%row, %i2] : tensor<2x36xf32>
+    %x3 = tensor.extract %x[%row, %i3] : tensor<2x36xf32>
+    %flip = arith.cmpi eq, %d, %c3 : index
+    %n0 = arith.negf %x0 : f32
+    %t0 = arith.select %flip, %n0, %x0 : f32
+    %s1 = arith.addf %t0, %x1 : f32
+    %s2 = arith.addf %s1, %x2 : f32
+    %s3 = arith.addf %s2, %x3 : f32
+    linalg.yield %s3 : f32
+  } -> tensor<2x36xf32>
+  return %y : tensor<2x36xf32>
+}
+
 
 // -----
 
