@@ -13,7 +13,15 @@
 // CHECK:           arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK:           math.absf %{{.*}} : vector<8xf32>
 // CHECK:           arith.maxnumf %[[A]], %{{.*}} : vector<8xf32>
-// CHECK:         %[[R:.*]] = vector.reduction <maxnumf>, %[[F]] : vector<8xf32> into f32
+// The lanes fold as a tree of halves with the fold's own vector op
+// (LLVM would expand a maxnumf reduction lane by lane).
+// CHECK:         %[[LO:.*]] = vector.extract_strided_slice %[[F]] {offsets = [0], sizes = [4], strides = [1]}
+// CHECK:         %[[HI:.*]] = vector.extract_strided_slice %[[F]] {offsets = [4], sizes = [4], strides = [1]}
+// CHECK:         %[[H4:.*]] = arith.maxnumf %[[LO]], %[[HI]] : vector<4xf32>
+// CHECK:         arith.maxnumf %{{.*}} : vector<2xf32>
+// CHECK:         %[[H1:.*]] = arith.maxnumf %{{.*}} : vector<1xf32>
+// CHECK:         %[[R:.*]] = vector.extract %[[H1]][0] : f32 from vector<1xf32>
+// CHECK-NOT:     vector.reduction
 // CHECK:         tensor.extract %{{.*}}[%[[M]], %c32]
 // CHECK:         arith.maxnumf %[[R]], %{{.*}} : f32
 // CHECK:         tensor.extract %{{.*}}[%[[M]], %c33]
@@ -47,7 +55,7 @@ func.func @row_amax(%x: tensor<?x34xbf16>) -> tensor<?xf32>
 // CHECK:       scf.for %[[M:.*]] = %c0 to %{{.*}} step %c1
 // CHECK:         scf.for %[[J:.*]] = %c0 to %c4 step %c1
 // CHECK:           vector.transfer_read %{{.*}}[%[[M]], %[[J]], %{{.*}}]{{.*}} : tensor<?x4x16xf32>, vector<8xf32>
-// CHECK:           vector.reduction <maximumf>
+// CHECK:           arith.maximumf %{{.*}} : vector<1xf32>
 // CHECK-NOT:       tensor.extract %{{.*}}[%[[M]], %[[J]], %c{{[0-9]+}}]
 // CHECK:           tensor.insert
 func.func @block_amax(%x: tensor<?x4x16xf32>, %init: tensor<?x4xf32>) -> tensor<?x4xf32> {
@@ -61,6 +69,53 @@ func.func @block_amax(%x: tensor<?x4x16xf32>, %init: tensor<?x4xf32>) -> tensor<
   return %r : tensor<?x4xf32>
 }
 
+// -----
+
+// A whole-tensor amax (NVFP4's dynamic global scale): the outer loop over
+// the rows reduces too, so every row folds into the one element of the
+// 0-d init.
+// CHECK-LABEL: func.func @tensor_amax
+// CHECK:       scf.for %[[M:.*]] = %c0 to %{{.*}} step %c1 iter_args(%[[T:.*]] = %{{.*}}) -> (tensor<f32>)
+// CHECK:         %[[INIT:.*]] = tensor.extract %[[T]][] : tensor<f32>
+// CHECK:         vector.broadcast %[[INIT]] : f32 to vector<8xf32>
+// CHECK:         scf.for %[[K:.*]] = %c0 to %c64 step %c8
+// CHECK:           vector.transfer_read %{{.*}}[%[[M]], %[[K]]]{{.*}} : tensor<?x64xbf16>, vector<8xbf16>
+// CHECK:           arith.maximumf %{{.*}} : vector<8xf32>
+// CHECK:         arith.maximumf %{{.*}} : vector<1xf32>
+// CHECK:         tensor.insert %{{.*}} into %[[T]][] : tensor<f32>
+// CHECK-NOT:   linalg.generic
+func.func @tensor_amax(%x: tensor<?x64xbf16>, %init: tensor<f32>) -> tensor<f32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(m, k) -> (m, k)>, affine_map<(m, k) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%x : tensor<?x64xbf16>) outs(%init : tensor<f32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %f = arith.extf %in : bf16 to f32
+    %a = math.absf %f : f32
+    %mx = arith.maximumf %out, %a : f32
+    linalg.yield %mx : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// Rows of a [blocks, rows, 16] tensor reduced per block: the init reads
+// the parallel outer loop, the middle loop reduces.
+// CHECK-LABEL: func.func @middle_reduction
+// CHECK:       scf.for %[[B:.*]] = %c0 to %c3 step %c1
+// CHECK:         scf.for %[[R:.*]] = %c0 to %c5 step %c1
+// CHECK:           tensor.extract %{{.*}}[%[[B]]] : tensor<3xi32>
+// CHECK:           vector.reduction <maxsi>
+// CHECK:           tensor.insert %{{.*}}[%[[B]]] : tensor<3xi32>
+// CHECK-NOT:   linalg.generic
+func.func @middle_reduction(%x: tensor<3x5x16xi32>, %init: tensor<3xi32>) -> tensor<3xi32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(b, r, k) -> (b, r, k)>, affine_map<(b, r, k) -> (b)>], iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%x : tensor<3x5x16xi32>) outs(%init : tensor<3xi32>) {
+  ^bb0(%in: i32, %out: i32):
+    %v = arith.maxsi %out, %in : i32
+    linalg.yield %v : i32
+  } -> tensor<3xi32>
+  return %r : tensor<3xi32>
+}
 // -----
 
 // xor is order-free but not idempotent: the vector fold starts from zero

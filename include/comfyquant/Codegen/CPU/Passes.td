@@ -167,14 +167,17 @@ def ComfyQuantCPUVectorizeReductions
   let summary = "Vectorize order-free row reductions (amax, min, bitwise)";
   let description = [{
     Runs after `comfyquant-cpu-vectorize-gemm`, on tensors. A
-    `linalg.generic` whose loops are parallel except the innermost, which
-    reduces a contiguous row (every input indexed by all loops in order, the
-    init by the parallel ones) with a combiner whose result does not depend
+    `linalg.generic` whose innermost loop reduces a contiguous row (every
+    input indexed by all loops in order, the init by the parallel ones; outer
+    loops may reduce too, as NVFP4's whole-tensor amax does, each row then
+    folding into the same element) with a combiner whose result does not depend
     on the order of the fold — `maxnumf`/`minnumf`/`maximumf`/`minimumf`
     (the activation amax), integer max/min and `and`/`or`/`xor` — becomes a
-    loop nest over the parallel dimensions and, per row, a loop of
+    loop nest over the outer dimensions and, per row, a loop of
     `lanes`-wide vector steps folding into one vector accumulator, a
-    `vector.reduction` of it and a scalar tail. The body is widened op by op
+    reduction of it (float max / min as a tree of halves combined by the
+    fold's vector op: LLVM expands those reductions lane by lane; others a
+    `vector.reduction`) and a scalar tail. The body is widened op by op
     (elementwise-mappable ops only). Floating-point sums are left alone:
     regrouping them would change their rounding. The lane count is the
     target's vector width / 32 unless `lanes` is set.
