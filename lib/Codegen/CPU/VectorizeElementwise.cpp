@@ -366,6 +366,42 @@ Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
   return r;
 }
 
+/// `f` applied to the 1-D `v` one register of `width` lanes at a time,
+/// giving a vector of type `result`: a shorter `v` is repeated to fill the
+/// register and the low lanes of f's result kept; a longer one (a multiple
+/// of `width`) is cut into registers whose results are reassembled.
+/// `f(at, reg)` gets the register of lanes [at, at + width) and returns
+/// `width` lanes.
+Value mapRegisters(RewriterBase &rw, Location loc, Value v, VectorType result,
+                   int64_t width,
+                   function_ref<Value(int64_t at, Value reg)> f) {
+  const int64_t n = result.getNumElements();
+  const int64_t step = std::min(n, width);
+  SmallVector<int64_t> low(step), repeated;
+  std::iota(low.begin(), low.end(), 0);
+  for (int64_t i = 0; i < width; ++i)
+    repeated.push_back(i % step);
+  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+  for (int64_t at = 0; at < n; at += step) {
+    Value reg = v;
+    if (n > width)
+      reg = vector::ExtractStridedSliceOp::create(
+          rw, loc, v, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{width},
+          ArrayRef<int64_t>{1});
+    else if (n < width)
+      reg = vector::ShuffleOp::create(rw, loc, reg, reg, repeated);
+    Value part = f(at, reg);
+    if (n < width)
+      part = vector::ShuffleOp::create(rw, loc, part, part, low);
+    r = n <= width
+            ? part
+            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
+                                                         ArrayRef<int64_t>{at},
+                                                         ArrayRef<int64_t>{1}));
+  }
+  return r;
+}
+
 /// pshufb lookups of `code` (i8 lanes, each < 16 · tables) in chunks of
 /// min(n, 16) lanes: `tables(at)` gives the 16-entry tables of the chunk at
 /// lane `at`, and bits 4-5 of a code pick one (16 codes: the only one). An
@@ -373,52 +409,33 @@ Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
 Value shuffleLookup(RewriterBase &rw, Location loc, Value code,
                     VectorType result,
                     function_ref<SmallVector<Value>(int64_t at)> tables) {
-  const int64_t n = result.getNumElements();
-  const int64_t chunk = std::min(n, kShuffleLanes);
   auto bytes = VectorType::get({kShuffleLanes}, rw.getI8Type());
   Value four = arith::ConstantOp::create(
       rw, loc, bytes, DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(4)));
-  SmallVector<int64_t> low(chunk), twice;
-  std::iota(low.begin(), low.end(), 0);
-  for (int64_t i = 0; i < kShuffleLanes; ++i)
-    twice.push_back(i % chunk);
-  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
-  for (int64_t at = 0; at < n; at += chunk) {
-    Value c = code;
-    if (n != chunk)
-      c = vector::ExtractStridedSliceOp::create(
-          rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
-          ArrayRef<int64_t>{1});
-    if (chunk != kShuffleLanes)
-      c = vector::ShuffleOp::create(rw, loc, c, c, twice);
-    SmallVector<Value> quarters = tables(at);
-    Value part;
-    Value quarter;
-    for (auto [q, entries] : llvm::enumerate(quarters)) {
-      Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
-          rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes, ValueRange{entries, c});
-      if (q == 0) {
-        part = looked;
-        continue;
-      }
-      if (!quarter)
-        quarter = arith::ShRUIOp::create(rw, loc, c, four);
-      Value qv = arith::ConstantOp::create(
-          rw, loc, bytes,
-          DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(int64_t(q))));
-      Value hit =
-          arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq, quarter, qv);
-      part = arith::SelectOp::create(rw, loc, hit, looked, part);
-    }
-    if (chunk != kShuffleLanes)
-      part = vector::ShuffleOp::create(rw, loc, part, part, low);
-    r = n == chunk
-            ? part
-            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
-                                                         ArrayRef<int64_t>{at},
-                                                         ArrayRef<int64_t>{1}));
-  }
-  return r;
+  return mapRegisters(
+      rw, loc, code, result, kShuffleLanes, [&](int64_t at, Value c) {
+        SmallVector<Value> quarters = tables(at);
+        Value part;
+        Value quarter;
+        for (auto [q, entries] : llvm::enumerate(quarters)) {
+          Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
+              rw, loc, "llvm.x86.ssse3.pshuf.b.128", bytes,
+              ValueRange{entries, c});
+          if (q == 0) {
+            part = looked;
+            continue;
+          }
+          if (!quarter)
+            quarter = arith::ShRUIOp::create(rw, loc, c, four);
+          Value qv = arith::ConstantOp::create(
+              rw, loc, bytes,
+              DenseElementsAttr::get(bytes, rw.getI8IntegerAttr(int64_t(q))));
+          Value hit = arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::eq,
+                                            quarter, qv);
+          part = arith::SelectOp::create(rw, loc, hit, looked, part);
+        }
+        return part;
+      });
 }
 
 /// vpermb lookups of `code` (i8 lanes, each < 64) in 64-entry rows of the
@@ -428,31 +445,18 @@ Value shuffleLookup(RewriterBase &rw, Location loc, Value code,
 Value permuteByteRows(RewriterBase &rw, Location loc, Value table, Value rows,
                       Value code, VectorType result, int64_t run) {
   constexpr int64_t kBlock = 64;
-  const int64_t n = result.getNumElements();
-  const int64_t block = std::min(n, kBlock);
+  const int64_t block = std::min(result.getNumElements(), kBlock);
   auto bytes = VectorType::get({kBlock}, rw.getI8Type());
   auto bits = VectorType::get({kBlock}, rw.getI1Type());
   Value pad = arith::ConstantOp::create(rw, loc, rw.getI8IntegerAttr(0));
   Value zero = arith::ConstantIndexOp::create(rw, loc, 0);
-  SmallVector<int64_t> low(block), repeated;
-  std::iota(low.begin(), low.end(), 0);
-  for (int64_t i = 0; i < kBlock; ++i)
-    repeated.push_back(i % block);
-  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
-  for (int64_t at = 0; at < n; at += block) {
-    Value c = code;
-    if (n > kBlock)
-      c = vector::ExtractStridedSliceOp::create(
-          rw, loc, code, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{kBlock},
-          ArrayRef<int64_t>{1});
-    else if (n < kBlock)
-      c = vector::ShuffleOp::create(rw, loc, c, c, repeated);
+  return mapRegisters(rw, loc, code, result, kBlock, [&](int64_t at, Value c) {
     Value part;
     for (int64_t q = 0; q < block; q += run) {
       Value row = vector::ExtractOp::create(rw, loc, rows, at + q);
-      Value entries = vector::TransferReadOp::create(rw, loc, bytes, table,
-                                                     ValueRange{row, zero}, pad,
-                                                     ArrayRef<bool>{true});
+      Value entries = vector::TransferReadOp::create(
+          rw, loc, bytes, table, ValueRange{row, zero}, pad,
+          ArrayRef<bool>{true});
       Value looked = mlir::comfyquant::detail::intrinsicPlaceholder(
           rw, loc, "llvm.x86.avx512.permvar.qi.512", bytes,
           ValueRange{entries, c});
@@ -467,15 +471,8 @@ Value permuteByteRows(RewriterBase &rw, Location loc, Value table, Value rows,
           rw, loc, bits, DenseElementsAttr::get(bits, ArrayRef<bool>(mine)));
       part = arith::SelectOp::create(rw, loc, lanesOfRun, looked, part);
     }
-    if (n < kBlock)
-      part = vector::ShuffleOp::create(rw, loc, part, part, low);
-    r = n <= kBlock
-            ? part
-            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
-                                                         ArrayRef<int64_t>{at},
-                                                         ArrayRef<int64_t>{1}));
-  }
-  return r;
+    return part;
+  });
 }
 
 /// A read of a [256, codes] table (comfyquant-cpu-tabulate-decoders) at a
