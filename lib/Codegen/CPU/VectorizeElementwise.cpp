@@ -214,6 +214,42 @@ Value permute16(RewriterBase &rw, Location loc, Value lo, Value hi, Value idx,
 // the backend extracts, rounds and reinserts every lane. The x86 rounding
 // intrinsics are opaque to that rewrite: one instruction per register.
 
+/// `f` applied to the 1-D `v` one register of `width` lanes at a time,
+/// giving a vector of type `result`: a shorter `v` is repeated to fill the
+/// register and the low lanes of f's result kept; a longer one (a multiple
+/// of `width`) is cut into registers whose results are reassembled.
+/// `f(at, reg)` gets the register of lanes [at, at + width) and returns
+/// `width` lanes.
+Value mapRegisters(RewriterBase &rw, Location loc, Value v, VectorType result,
+                   int64_t width,
+                   function_ref<Value(int64_t at, Value reg)> f) {
+  const int64_t n = result.getNumElements();
+  const int64_t step = std::min(n, width);
+  SmallVector<int64_t> low(step), repeated;
+  std::iota(low.begin(), low.end(), 0);
+  for (int64_t i = 0; i < width; ++i)
+    repeated.push_back(i % step);
+  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
+  for (int64_t at = 0; at < n; at += step) {
+    Value reg = v;
+    if (n > width)
+      reg = vector::ExtractStridedSliceOp::create(
+          rw, loc, v, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{width},
+          ArrayRef<int64_t>{1});
+    else if (n < width)
+      reg = vector::ShuffleOp::create(rw, loc, reg, reg, repeated);
+    Value part = f(at, reg);
+    if (n < width)
+      part = vector::ShuffleOp::create(rw, loc, part, part, low);
+    r = n <= width
+            ? part
+            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
+                                                         ArrayRef<int64_t>{at},
+                                                         ArrayRef<int64_t>{1}));
+  }
+  return r;
+}
+
 /// math.roundeven of a 1-D f32 vector, in registers of `lanes` or, where
 /// the length is not a multiple of that (a row's remainder), of 8 or 4
 /// lanes: one vrndscaleps (16 lanes), vroundps ymm (8) or xmm (4) each,
@@ -237,38 +273,25 @@ struct RoundEvenToX86Round : OpRewritePattern<math::RoundEvenOp> {
     Location loc = op.getLoc();
     auto reg = VectorType::get({chunk}, rw.getF32Type());
     Value nearest = arith::ConstantOp::create(rw, loc, rw.getI32IntegerAttr(8));
-    Value r = n == chunk ? Value()
-                         : Value(arith::ConstantOp::create(
-                               rw, loc, type, rw.getZeroAttr(type)));
-    for (int64_t at = 0; at < n; at += chunk) {
-      Value v = op.getOperand();
-      if (n != chunk)
-        v = vector::ExtractStridedSliceOp::create(
-            rw, loc, v, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{chunk},
-            ArrayRef<int64_t>{1});
-      Value rounded;
-      if (chunk == 16) {
-        // (src, imm, passthru, mask, rounding): all lanes, the current
-        // rounding mode for the exception bits (4).
-        Value all =
-            arith::ConstantOp::create(rw, loc, rw.getI16IntegerAttr(-1));
-        Value current =
-            arith::ConstantOp::create(rw, loc, rw.getI32IntegerAttr(4));
-        rounded = mlir::comfyquant::detail::intrinsicPlaceholder(
-            rw, loc, "llvm.x86.avx512.mask.rndscale.ps.512", reg,
-            ValueRange{v, nearest, v, all, current});
-      } else {
-        rounded = mlir::comfyquant::detail::intrinsicPlaceholder(
-            rw, loc,
-            chunk == 8 ? "llvm.x86.avx.round.ps.256"
-                       : "llvm.x86.sse41.round.ps",
-            reg, ValueRange{v, nearest});
-      }
-      r = !r ? rounded
-             : Value(vector::InsertStridedSliceOp::create(
-                   rw, loc, rounded, r, ArrayRef<int64_t>{at},
-                   ArrayRef<int64_t>{1}));
-    }
+    Value r = mapRegisters(
+        rw, loc, op.getOperand(), type, chunk, [&](int64_t, Value v) -> Value {
+          if (chunk == 16) {
+            // (src, imm, passthru, mask, rounding): all lanes, the current
+            // rounding mode for the exception bits (4).
+            Value all =
+                arith::ConstantOp::create(rw, loc, rw.getI16IntegerAttr(-1));
+            Value current =
+                arith::ConstantOp::create(rw, loc, rw.getI32IntegerAttr(4));
+            return mlir::comfyquant::detail::intrinsicPlaceholder(
+                rw, loc, "llvm.x86.avx512.mask.rndscale.ps.512", reg,
+                ValueRange{v, nearest, v, all, current});
+          }
+          return mlir::comfyquant::detail::intrinsicPlaceholder(
+              rw, loc,
+              chunk == 8 ? "llvm.x86.avx.round.ps.256"
+                         : "llvm.x86.sse41.round.ps",
+              reg, ValueRange{v, nearest});
+        });
     rw.replaceOp(op, r);
     return success();
   }
@@ -358,42 +381,6 @@ Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
     Value hi = lanes == 16 ? Value() : entries(8);
     Value part = permute16(rw, loc, lo, hi, idx, lanes);
     r = n == lanes
-            ? part
-            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
-                                                         ArrayRef<int64_t>{at},
-                                                         ArrayRef<int64_t>{1}));
-  }
-  return r;
-}
-
-/// `f` applied to the 1-D `v` one register of `width` lanes at a time,
-/// giving a vector of type `result`: a shorter `v` is repeated to fill the
-/// register and the low lanes of f's result kept; a longer one (a multiple
-/// of `width`) is cut into registers whose results are reassembled.
-/// `f(at, reg)` gets the register of lanes [at, at + width) and returns
-/// `width` lanes.
-Value mapRegisters(RewriterBase &rw, Location loc, Value v, VectorType result,
-                   int64_t width,
-                   function_ref<Value(int64_t at, Value reg)> f) {
-  const int64_t n = result.getNumElements();
-  const int64_t step = std::min(n, width);
-  SmallVector<int64_t> low(step), repeated;
-  std::iota(low.begin(), low.end(), 0);
-  for (int64_t i = 0; i < width; ++i)
-    repeated.push_back(i % step);
-  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
-  for (int64_t at = 0; at < n; at += step) {
-    Value reg = v;
-    if (n > width)
-      reg = vector::ExtractStridedSliceOp::create(
-          rw, loc, v, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{width},
-          ArrayRef<int64_t>{1});
-    else if (n < width)
-      reg = vector::ShuffleOp::create(rw, loc, reg, reg, repeated);
-    Value part = f(at, reg);
-    if (n < width)
-      part = vector::ShuffleOp::create(rw, loc, part, part, low);
-    r = n <= width
             ? part
             : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
                                                          ArrayRef<int64_t>{at},
