@@ -104,6 +104,12 @@ private:
   linalg::GenericOp epilogue;
   unsigned epilogueAcc = 0;
   linalg::GenericOp bProducer;
+  /// B's producer yielding f32 where bProducer narrows an exact f32 to
+  /// bf16 (see exactNarrowing): what the f32 kernels multiply, so a one-row
+  /// call does not narrow and widen back each element (an AND per vector,
+  /// which LLVM cannot prove redundant after a float multiply or a table
+  /// read).
+  linalg::GenericOp bProducerF32;
   /// tensor.empty [rows, K] for B's decoded tiles, by tile rows, and (outer
   /// form) [mc, columns] partial sums of K blocks, by columns: made on first
   /// use before `anchor`, the nest's first op, so every tile reuses one
@@ -546,6 +552,63 @@ Value GemmBuilder::applyEpilogue(ImplicitLocOpBuilder &b, Value acc, Value row,
   return emitEpilogueAt(b, b.getLoc(), epilogue, epilogueAcc, acc, row, col);
 }
 
+/// The f32 `x` of a value yielded as bitcast<bf16>(trunci<i16>(shrui(
+/// bitcast<i32>(x), 16))): the high half of an f32's bits, the narrowing
+/// convert-comfyquant-to-linalg gives decoded values that are bf16s exactly
+/// (FP8 and E2M1 codes, E2M1 x E4M3, FP8 x E8M0; Emitter::exactBF16).
+/// Null for anything else.
+static Value exactNarrowing(Value v) {
+  auto toBf16 = v.getDefiningOp<arith::BitcastOp>();
+  if (!toBf16 || !toBf16.getType().isBF16())
+    return {};
+  auto half = toBf16.getIn().getDefiningOp<arith::TruncIOp>();
+  if (!half || !half.getType().isInteger(16))
+    return {};
+  auto high = half.getIn().getDefiningOp<arith::ShRUIOp>();
+  APInt shift;
+  if (!high || !high.getType().isInteger(32) ||
+      !matchPattern(high.getRhs(), m_ConstantInt(&shift)) || shift != 16)
+    return {};
+  auto bits = high.getLhs().getDefiningOp<arith::BitcastOp>();
+  if (!bits || !bits.getIn().getType().isF32())
+    return {};
+  return bits.getIn();
+}
+
+/// A copy of `producer` (elementwise, one bf16 result) that yields the f32
+/// its body narrows exactly, or null. Made beside the producer; unused
+/// copies are dead code.
+static linalg::GenericOp widenExactNarrowing(RewriterBase &rw,
+                                             linalg::GenericOp producer) {
+  if (producer.getNumDpsInits() != 1)
+    return {};
+  Block &body = producer.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value wide = exactNarrowing(yield.getOperand(0));
+  // The init's block argument must be unused: its type changes.
+  if (!wide || !body.getArgument(body.getNumArguments() - 1).use_empty())
+    return {};
+  OpBuilder::InsertionGuard guard(rw);
+  rw.setInsertionPoint(producer);
+  Location loc = producer.getLoc();
+  auto type = cast<RankedTensorType>(producer->getResult(0).getType())
+                  .clone(rw.getF32Type());
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(rw, loc, producer.getDpsInits()[0]);
+  Value init = tensor::EmptyOp::create(rw, loc, sizes, rw.getF32Type());
+  auto widened = linalg::GenericOp::create(
+      rw, loc, TypeRange{type}, producer.getDpsInputs(), ValueRange{init},
+      producer.getIndexingMapsArray(), producer.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location, ValueRange args) {
+        IRMapping map;
+        map.map(body.getArguments(), args);
+        for (Operation &op : body.without_terminator())
+          nb.clone(op, map);
+        linalg::YieldOp::create(nb, loc, map.lookup(wide));
+      });
+  return widened;
+}
+
 Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
                         Value k0, bool inBounds, Value jBase) const {
   if (bt)
@@ -557,9 +620,13 @@ Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
   Value n = plus(b, jBase ? Value(arith::AddIOp::create(b, n0, jBase)) : n0, j);
   SmallVector<OpFoldResult> offsets = {n, k0};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(width)};
-  Type elt = cast<RankedTensorType>(B.getType()).getElementType();
+  // The f32 kernels take the decoder's f32 before its exact narrowing.
+  linalg::GenericOp producer =
+      bProducerF32 && c.ukernel == CpuMicroKernel::f32_fma ? bProducerF32
+                                                           : bProducer;
+  Type elt =
+      cast<RankedTensorType>(producer->getResult(0).getType()).getElementType();
   Value into = tensor::EmptyOp::create(b, ArrayRef<int64_t>{1, width}, elt);
-  linalg::GenericOp producer = bProducer;
   FailureOr<TilingResult> tiled =
       cast<TilingInterface>(producer.getOperation())
           .generateResultTileValue(b, 0, offsets, sizes);
@@ -1048,6 +1115,8 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
     if (producer.getNumResults() == 1 &&
         producer.getNumReductionLoops() == 0 && producer.getNumLoops() == 2)
       bProducer = producer;
+  if (bProducer && (bf16Dot() || c.ukernel == CpuMicroKernel::f32_fma))
+    bProducerF32 = widenExactNarrowing(rw, bProducer);
 
   // With an epilogue, the nest replaces it (its other operands are defined
   // before it; the GEMM's operands dominate it too).
