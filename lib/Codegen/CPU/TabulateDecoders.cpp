@@ -31,6 +31,11 @@ using namespace mlir;
 namespace {
 
 constexpr uint64_t kCodes = 16;
+/// A scale byte's decode (E8M0: a shift, a bitcast and the selects of code
+/// 0 and 255) is worth a 256-entry table only from this many ops: the read
+/// is a byte load and a scalar load, where the decode was a chain of scalar
+/// ops and mask moves per vector.
+constexpr unsigned kMinByteTableOps = 4;
 
 /// An upper bound of `v`, an unsigned integer of at most 64 bits, from the
 /// ops that define it (the range analysis a nibble needs: masks, shifts,
@@ -119,9 +124,10 @@ bool isFoldableScalar(Operation *op) {
                        [](Type t) { return isa<ShapedType>(t); });
 }
 
-/// Replaces every f32 function of `code` alone (a chain of two ops or more)
-/// by a lookup in a 16-entry constant table.
-void tabulate(OpBuilder &b, Block &body, Value code) {
+/// Replaces every f32 function of `code` alone (a chain of two ops or more;
+/// with `codes` = 256, of kMinByteTableOps or more) by a lookup in a
+/// `codes`-entry constant table.
+void tabulate(OpBuilder &b, Block &body, Value code, uint64_t codes = kCodes) {
   // The ops computed from `code` and constants alone, in body order.
   llvm::SmallPtrSet<Operation *, 16> derived;
   llvm::DenseMap<Value, unsigned> depth;
@@ -150,8 +156,11 @@ void tabulate(OpBuilder &b, Block &body, Value code) {
   for (Operation &op : body.without_terminator()) {
     if (!derived.contains(&op))
       continue;
+    const unsigned minDepth = codes == kCodes ? 2 : kMinByteTableOps;
     for (Value r : op.getResults())
-      if ((r.getType().isF32() || r.getType().isInteger(8)) && depth[r] >= 2 &&
+      if ((r.getType().isF32() ||
+           (r.getType().isInteger(8) && codes == kCodes)) &&
+          depth[r] >= minDepth &&
           llvm::any_of(r.getUsers(), [&](Operation *user) {
             return !derived.contains(user);
           }))
@@ -159,19 +168,22 @@ void tabulate(OpBuilder &b, Block &body, Value code) {
   }
   for (Value out : outputs) {
     SmallVector<Attribute> table;
-    for (uint64_t c = 0; c < kCodes; ++c) {
+    for (uint64_t c = 0; c < codes; ++c) {
       Attribute value = mlir::comfyquant::detail::foldSliceAt(
-          body, code, b.getIntegerAttr(code.getType(), c), out);
+          body, code,
+          b.getIntegerAttr(code.getType(),
+                           APInt(code.getType().getIntOrFloatBitWidth(), c)),
+          out);
       if (!isa_and_nonnull<FloatAttr, IntegerAttr>(value) ||
           cast<TypedAttr>(value).getType() != out.getType())
         break;
       table.push_back(value);
     }
-    if (table.size() != kCodes)
+    if (table.size() != codes)
       continue;
     b.setInsertionPointAfterValue(out);
     Location loc = out.getLoc();
-    auto type = RankedTensorType::get({int64_t(kCodes)}, out.getType());
+    auto type = RankedTensorType::get({int64_t(codes)}, out.getType());
     Value constants = arith::ConstantOp::create(
         b, loc, type, DenseElementsAttr::get(type, table));
     // An i32 index, the form the table lowering permutes by.
@@ -398,6 +410,16 @@ struct TabulateDecodersPass
       for (Value code : codes)
         tabulate(b, body, code);
       tabulatePairs(b, op);
+      // A scale byte's own decode (MXFP8's E8M0) left by the pair tables:
+      // one value per 16 lanes, so its lookup is a scalar load.
+      SmallVector<Value> bytes;
+      for (Operation &o : body.without_terminator())
+        if (auto extract = dyn_cast<tensor::ExtractOp>(o);
+            extract && extract.getType().isInteger(8) &&
+            constantOverRuns(op, extract.getResult()))
+          bytes.push_back(extract.getResult());
+      for (Value byte : bytes)
+        tabulate(b, body, byte, 256);
     }
   }
 };

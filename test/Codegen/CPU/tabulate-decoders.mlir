@@ -466,3 +466,102 @@ func.func @byte_indexed_read(%w: tensor<4x32xi8>, %s: tensor<4x2xi8>, %lut: tens
   } -> tensor<4x32xi8>
   return %r : tensor<4x32xi8>
 }
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// An f32 computed from a block's scale byte alone by four ops or more (the
+// E8M0 decode: a shift into the exponent, a bitcast, the selects of codes 0
+// and 255) becomes a read of a 256-entry constant table, folded at every
+// byte value (little-endian f32 bits: 2^-127, 2^-126, 2^-125, ..., NaN);
+// the FP8 code it scales (eight bits: no pair table) stays.
+// CHECK-LABEL: func.func @scale_byte_table
+// CHECK:         %[[T:.*]] = arith.constant dense<"0x000040000000800000000001{{[0-9A-F]*}}0000C07F"> : tensor<256xf32>
+// CHECK:         linalg.generic
+// CHECK:           %[[SB:.*]] = tensor.extract %{{.*}} : tensor<4x2xi8>
+// CHECK:           %[[I32:.*]] = arith.extui %[[SB]] : i8 to i32
+// CHECK:           %[[I:.*]] = arith.index_cast %[[I32]] : i32 to index
+// CHECK:           %[[S:.*]] = tensor.extract %[[T]][%[[I]]] : tensor<256xf32>
+// CHECK-NOT:       arith.shli
+// CHECK:           arith.mulf %{{.*}}, %[[S]] : f32
+func.func @scale_byte_table(%w: tensor<4x32xi8>, %s: tensor<4x2xi8>) -> tensor<4x32xf32> {
+  %c16 = arith.constant 16 : index
+  %c0_i32 = arith.constant 0 : i32
+  %c255_i32 = arith.constant 255 : i32
+  %c23_i32 = arith.constant 23 : i32
+  %tiny = arith.constant 5.87747175E-39 : f32
+  %nan = arith.constant 0x7FC00000 : f32
+  %e = tensor.empty() : tensor<4x32xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%b: i8, %out: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %v = arith.sitofp %b : i8 to f32
+    %g = arith.divui %k, %c16 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x2xi8>
+    %u = arith.extui %sb : i8 to i32
+    %sh = arith.shli %u, %c23_i32 : i32
+    %f = arith.bitcast %sh : i32 to f32
+    %z = arith.cmpi eq, %u, %c0_i32 : i32
+    %f0 = arith.select %z, %tiny, %f : f32
+    %m = arith.cmpi eq, %u, %c255_i32 : i32
+    %sf = arith.select %m, %nan, %f0 : f32
+    %p = arith.mulf %v, %sf : f32
+    linalg.yield %p : f32
+  } -> tensor<4x32xf32>
+  return %r : tensor<4x32xf32>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+
+// Not tabulated: a scale byte per 8 K elements (a vector would read a table
+// entry per lane), and a byte's decode of fewer than four ops.
+// CHECK-LABEL: func.func @no_scale_byte_table
+// CHECK-NOT:     tensor<256xf32>
+// CHECK:         arith.shli
+// CHECK:         arith.sitofp %{{.*}} : i8 to f32
+// CHECK-NOT:     tensor<256xf32>
+func.func @no_scale_byte_table(%w: tensor<4x32xi8>, %s: tensor<4x4xi8>, %t: tensor<4x2xi8>) -> (tensor<4x32xf32>, tensor<4x32xf32>) {
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c0_i32 = arith.constant 0 : i32
+  %c255_i32 = arith.constant 255 : i32
+  %c23_i32 = arith.constant 23 : i32
+  %tiny = arith.constant 5.87747175E-39 : f32
+  %nan = arith.constant 0x7FC00000 : f32
+  %half = arith.constant 0.5 : f32
+  %e = tensor.empty() : tensor<4x32xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%b: i8, %out: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %v = arith.sitofp %b : i8 to f32
+    %g = arith.divui %k, %c8 : index
+    %sb = tensor.extract %s[%n, %g] : tensor<4x4xi8>
+    %u = arith.extui %sb : i8 to i32
+    %sh = arith.shli %u, %c23_i32 : i32
+    %f = arith.bitcast %sh : i32 to f32
+    %z = arith.cmpi eq, %u, %c0_i32 : i32
+    %f0 = arith.select %z, %tiny, %f : f32
+    %m = arith.cmpi eq, %u, %c255_i32 : i32
+    %sf = arith.select %m, %nan, %f0 : f32
+    %p = arith.mulf %v, %sf : f32
+    linalg.yield %p : f32
+  } -> tensor<4x32xf32>
+  %r2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x32xi8>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%b: i8, %out: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %v = arith.sitofp %b : i8 to f32
+    %g = arith.divui %k, %c16 : index
+    %sb = tensor.extract %t[%n, %g] : tensor<4x2xi8>
+    %sf = arith.sitofp %sb : i8 to f32
+    %sh = arith.mulf %sf, %half : f32
+    %p = arith.mulf %v, %sh : f32
+    linalg.yield %p : f32
+  } -> tensor<4x32xf32>
+  return %r, %r2 : tensor<4x32xf32>, tensor<4x32xf32>
+}

@@ -115,6 +115,13 @@ def ComfyQuantCPUTabulateDecoders
     once per call (a codebook is a runtime tensor, so the table cannot be
     folded). comfyquant-cpu-vectorize-elementwise reads a row per 16 lanes
     with byte shuffles or register permutes. Same ops, same results.
+
+    Third, an f32 computed from such a scale byte alone by four ops or more
+    (MXFP8's E8M0 decode: a shift into the exponent, a bitcast, the selects
+    of codes 0 and 255), which no pair table took, is folded at the 256 byte
+    values into a constant `tensor<256xf32>` and read at the byte: one value
+    per 16 lanes, so a scalar load where the decode was a chain of scalar
+    ops and mask moves per vector.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
