@@ -250,6 +250,100 @@ Value mapRegisters(RewriterBase &rw, Location loc, Value v, VectorType result,
   return r;
 }
 
+/// A field of at most three bits taken from bytes a shuffle replicates,
+/// `andi(shrui([extui] shuffle(x), shifts), mask)` on 64 lanes (W6A8's
+/// 2-bit high plane: byte i/4 shifted by 2·(i%4)), as vpmultishiftqb:
+/// each lane picks 8 bits at any bit offset of its qword, so one shuffle
+/// puts the bytes a qword's lanes read into that qword and one multishift
+/// replaces the byte replication, the widening and the variable shifts
+/// (for bytes, LLVM shifts 16-bit halves: two unpacks, two shifts and a
+/// pack). The bits above the field differ (the multishift reads on into
+/// the next byte, the shift fills zeros); the mask drops them.
+struct BitfieldsToMultishift : OpRewritePattern<arith::AndIOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(arith::AndIOp op,
+                                PatternRewriter &rw) const override {
+    constexpr int64_t kLanes = 64;
+    auto type = dyn_cast<VectorType>(op.getType());
+    if (!type || type.getRank() != 1 || type.getNumElements() != kLanes)
+      return failure();
+    APInt mask;
+    auto shr = op.getLhs().getDefiningOp<arith::ShRUIOp>();
+    if (!shr || !matchPattern(op.getRhs(), m_ConstantInt(&mask)) ||
+        !mask.isMask())
+      return failure();
+    const unsigned bits = mask.countr_one();
+    // Nibbles (two fields per byte) keep NibblePairs' lowering: a shift, a
+    // mask and an unpack cost less than the shuffle and the multishift
+    // (measured: W4A8 and W4A4 at M = 1 lost 20-30% with it).
+    if (bits >= 4)
+      return failure();
+    DenseIntElementsAttr shifts;
+    if (!matchPattern(shr.getRhs(), m_Constant(&shifts)))
+      return failure();
+    Value bytes = shr.getLhs();
+    auto ext = bytes.getDefiningOp<arith::ExtUIOp>();
+    if (ext)
+      bytes = ext.getIn();
+    auto shuffle = bytes.getDefiningOp<vector::ShuffleOp>();
+    if (!shuffle ||
+        !shuffle.getResultVectorType().getElementType().isInteger(8))
+      return failure();
+    const int64_t srcLanes = shuffle.getV1VectorType().getNumElements();
+    ArrayRef<int64_t> from = shuffle.getMask();
+    SmallVector<int64_t> dataMask(kLanes, srcLanes), control(kLanes);
+    auto shiftAt = shifts.getValues<APInt>();
+    for (int64_t q = 0; q < kLanes / 8; ++q) {
+      int64_t base = INT64_MAX, top = 0;
+      for (int64_t j = 0; j < 8; ++j) {
+        const int64_t m = from[8 * q + j];
+        // Only lanes of the first operand (a replicating shuffle reads one).
+        if (m < 0 || m >= srcLanes)
+          return failure();
+        base = std::min(base, m);
+        top = std::max(top, m);
+      }
+      for (int64_t j = 0; j < 8; ++j) {
+        const int64_t i = 8 * q + j;
+        const uint64_t shift = shiftAt[i].getZExtValue();
+        const int64_t offset = (from[i] - base) * 8 + int64_t(shift);
+        // The field must lie inside its byte (else the shift's zeros would
+        // be in it) and inside the qword.
+        if (shift + bits > 8 || offset + bits > 64)
+          return failure();
+        control[i] = offset;
+        // The bytes read, zeros after them (for two bytes per qword, one
+        // vpmovzxwq).
+        if (base + j <= top)
+          dataMask[i] = base + j;
+      }
+    }
+    Location loc = op.getLoc();
+    auto i8s = VectorType::get({kLanes}, rw.getI8Type());
+    auto srcType = shuffle.getV1VectorType();
+    Value zero =
+        arith::ConstantOp::create(rw, loc, srcType, rw.getZeroAttr(srcType));
+    Value data =
+        vector::ShuffleOp::create(rw, loc, shuffle.getV1(), zero, dataMask);
+    SmallVector<int8_t> controlBytes(control.begin(), control.end());
+    Value ctrl = arith::ConstantOp::create(
+        rw, loc, i8s, DenseElementsAttr::get(i8s, ArrayRef(controlBytes)));
+    Value fields = mlir::comfyquant::detail::intrinsicPlaceholder(
+        rw, loc, "llvm.x86.avx512.pmultishift.qb.512", i8s,
+        ValueRange{ctrl, data});
+    Value maskBytes = arith::ConstantOp::create(
+        rw, loc, i8s,
+        DenseElementsAttr::get(
+            i8s, rw.getI8IntegerAttr(int8_t(mask.getZExtValue()))));
+    Value r = arith::AndIOp::create(rw, loc, fields, maskBytes);
+    if (type != i8s)
+      r = arith::ExtUIOp::create(rw, loc, type, r);
+    rw.replaceOp(op, r);
+    return success();
+  }
+};
+
 /// math.roundeven of a 1-D f32 vector, in registers of `lanes` or, where
 /// the length is not a multiple of that (a row's remainder), of 8 or 4
 /// lanes: one vrndscaleps (16 lanes), vroundps ymm (8) or xmm (4) each,
@@ -744,6 +838,8 @@ struct VectorizeElementwisePass
     populateExtractLanePatterns(patterns);
     populateNibblePairPatterns(patterns);
     patterns.add<RoundEvenToX86Round>(ctx, width);
+    if (width == 16 && variant && variant->bytePermute)
+      patterns.add<BitfieldsToMultishift>(ctx);
     // Like the canonicalizer: not converging within the iteration limit is
     // not an error (the IR is valid either way).
     (void)applyPatternsGreedily(func, std::move(patterns));

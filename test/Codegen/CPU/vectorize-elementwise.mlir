@@ -826,3 +826,104 @@ func.func @quantize_rounding_odd(%x: tensor<3x19xbf16>, %s: tensor<3x1xf32>) -> 
   } -> tensor<3x19xi8>
   return %q : tensor<3x19xi8>
 }
+
+// -----
+
+// Four 2-bit fields per byte (W6A8's high plane: byte k/4 shifted by
+// 2·(k%4), masked to 2 bits) with vpmultishiftqb (AVX512-VBMI): one
+// shuffle puts the two bytes each qword's eight lanes read into that qword
+// (zeros after them: a vpmovzxwq), one multishift takes each lane's field
+// at bit 2·j of its qword, the mask keeps its two bits. No replication of
+// bytes to lanes, no widening, no variable shifts.
+// STRATEGY-LABEL: func.func @two_bit_fields
+// STRATEGY-DAG:     %[[CTRL:.*]] = arith.constant dense<[0, 2, 4, 6, 8, 10, 12, 14, 0, 2, 4, 6, 8, 10, 12, 14, {{.*}}]> : vector<64xi8>
+// STRATEGY-DAG:     %[[THREE:.*]] = arith.constant dense<3> : vector<64xi8>
+// STRATEGY:         %[[BYTES:.*]] = vector.transfer_read %arg0{{.*}} : tensor<1x16xi8>, vector<16xi8>
+// STRATEGY:         %[[DATA:.*]] = vector.shuffle %[[BYTES]], %{{.*}} [0, 1, 16, 16, 16, 16, 16, 16, 2, 3, 16, 16, 16, 16, 16, 16, 4, 5, {{.*}}] : vector<16xi8>, vector<16xi8>
+// STRATEGY:         %[[F:.*]] = builtin.unrealized_conversion_cast %[[CTRL]], %[[DATA]] : vector<64xi8>, vector<64xi8> to vector<64xi8> {comfyquant.intrinsic = "llvm.x86.avx512.pmultishift.qb.512"}
+// STRATEGY:         arith.andi %[[F]], %[[THREE]] : vector<64xi8>
+// STRATEGY-NOT:     arith.shrui
+func.func @two_bit_fields(%p: tensor<1x16xi8>) -> tensor<1x64xi8> attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16">} {
+  %c4 = arith.constant 4 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : i32
+  %e = tensor.empty() : tensor<1x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<1x64xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c4 : index
+    %b = tensor.extract %p[%n, %byte] : tensor<1x16xi8>
+    %r = arith.remui %k, %c4 : index
+    %s = arith.muli %r, %c2 : index
+    %s32 = arith.index_cast %s : index to i32
+    %w = arith.extui %b : i8 to i32
+    %sh = arith.shrui %w, %s32 : i32
+    %f = arith.andi %sh, %c3 : i32
+    %t = arith.trunci %f : i32 to i8
+    linalg.yield %t : i8
+  } -> tensor<1x64xi8>
+  return %d : tensor<1x64xi8>
+}
+
+// -----
+
+// Without VBMI (avx512-vnni), the shifts stay.
+// STRATEGY-LABEL: func.func @two_bit_fields_no_vbmi
+// STRATEGY-NOT:     pmultishift
+// STRATEGY:         arith.shrui
+// STRATEGY-NOT:     pmultishift
+func.func @two_bit_fields_no_vbmi(%p: tensor<1x16xi8>) -> tensor<1x64xi8> attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
+  %c4 = arith.constant 4 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : i32
+  %e = tensor.empty() : tensor<1x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<1x64xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c4 : index
+    %b = tensor.extract %p[%n, %byte] : tensor<1x16xi8>
+    %r = arith.remui %k, %c4 : index
+    %s = arith.muli %r, %c2 : index
+    %s32 = arith.index_cast %s : index to i32
+    %w = arith.extui %b : i8 to i32
+    %sh = arith.shrui %w, %s32 : i32
+    %f = arith.andi %sh, %c3 : i32
+    %t = arith.trunci %f : i32 to i8
+    linalg.yield %t : i8
+  } -> tensor<1x64xi8>
+  return %d : tensor<1x64xi8>
+}
+
+// -----
+
+// Nibbles (two fields per byte) keep their cheaper shift-and-mask lowering.
+// STRATEGY-LABEL: func.func @nibble_fields
+// STRATEGY-NOT:     pmultishift
+// STRATEGY:         return
+func.func @nibble_fields(%p: tensor<1x32xi8>) -> tensor<1x64xi8> attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16">} {
+  %per = arith.constant 2 : index
+  %width = arith.constant 4 : index
+  %mask = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<1x64xi8>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<1x64xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %per : index
+    %b = tensor.extract %p[%n, %byte] : tensor<1x32xi8>
+    %r = arith.remui %k, %per : index
+    %s = arith.muli %r, %width : index
+    %s32 = arith.index_cast %s : index to i32
+    %w = arith.extui %b : i8 to i32
+    %sh = arith.shrui %w, %s32 : i32
+    %f = arith.andi %sh, %mask : i32
+    %t = arith.trunci %f : i32 to i8
+    linalg.yield %t : i8
+  } -> tensor<1x64xi8>
+  return %d : tensor<1x64xi8>
+}

@@ -216,7 +216,11 @@ def ComfyQuantCPUVectorizeElementwise
     that is one value per 16 lanes, a row load and `pshufb` (i8; a
     64-code row on a target with VBMI: one `vpermb` per run of lanes that
     shares the row) or `vpermps` (f32); a lane taken out of a vector of
-    casts of a tensor read is read as a scalar. The lane count is the function's
+    casts of a tensor read is read as a scalar; on a 512-bit target with
+    VBMI, a field of at most three bits that each lane takes from a byte a
+    shuffle replicates (`andi(shrui(shuffle(x), shifts), mask)`: W6A8's
+    2-bit plane) is one shuffle of the bytes into qwords and one
+    `vpmultishiftqb`. The lane count is the function's
     target's vector width / 32 (`comfyquant.target`) unless `lanes` is
     set. An op the
     vectorizer rejects is left as it is. Elementwise arithmetic is the same
