@@ -344,6 +344,59 @@ struct BitfieldsToMultishift : OpRewritePattern<arith::AndIOp> {
   }
 };
 
+/// A nibble pair select (NibblePairs.h) into sixteen 32-bit lanes (NVFP4's
+/// E2M1 codes at M = 1, the indices of a vpermps table lookup) with
+/// vpmultishiftqb: each packed byte zero-extended into a qword (one
+/// vpmovzxbq), one multishift takes the even lane's nibble into the low
+/// byte of the qword's first dword and the odd lane's into its second, the
+/// other bytes from the qword's zeros; a mask keeps the nibble. Three ops
+/// where the 16-bit pair form and its widening to dwords take six.
+struct NibblePairsToMultishift : OpRewritePattern<arith::SelectOp> {
+  NibblePairsToMultishift(MLIRContext *ctx)
+      : OpRewritePattern(ctx, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(arith::SelectOp sel,
+                                PatternRewriter &rw) const override {
+    auto type = dyn_cast<VectorType>(sel.getType());
+    if (!type || type.getRank() != 1 || type.getNumElements() != 16 ||
+        !type.getElementType().isInteger(32))
+      return failure();
+    std::optional<NibblePair> pair = matchNibblePair(sel);
+    if (!pair)
+      return failure();
+    Location loc = sel.getLoc();
+    Value x = pair->bytes;
+    auto srcType = cast<VectorType>(x.getType());
+    const int64_t srcLanes = srcType.getNumElements(); // 8
+    auto i8s = VectorType::get({64}, rw.getI8Type());
+    // Qword q: byte q of x, then zeros.
+    SmallVector<int64_t> dataMask(64, srcLanes);
+    for (int64_t q = 0; q < 8; ++q)
+      dataMask[8 * q] = q;
+    Value zero =
+        arith::ConstantOp::create(rw, loc, srcType, rw.getZeroAttr(srcType));
+    Value data = vector::ShuffleOp::create(rw, loc, x, zero, dataMask);
+    // Dword 2q's low byte: bit 0 (low nibble) or 4 (high) of the byte;
+    // dword 2q + 1's the other; every other byte: bits 8-15, zeros.
+    SmallVector<int8_t> control(64, 8);
+    for (int64_t q = 0; q < 8; ++q) {
+      control[8 * q] = pair->lowFirst ? 0 : 4;
+      control[8 * q + 4] = pair->lowFirst ? 4 : 0;
+    }
+    Value ctrl = arith::ConstantOp::create(
+        rw, loc, i8s, DenseElementsAttr::get(i8s, ArrayRef(control)));
+    Value fields = mlir::comfyquant::detail::intrinsicPlaceholder(
+        rw, loc, "llvm.x86.avx512.pmultishift.qb.512", i8s,
+        ValueRange{ctrl, data});
+    Value dwords = vector::BitCastOp::create(rw, loc, type, fields);
+    Value fifteen = arith::ConstantOp::create(
+        rw, loc, type,
+        DenseElementsAttr::get(type, rw.getIntegerAttr(rw.getI32Type(), 15)));
+    rw.replaceOpWithNewOp<arith::AndIOp>(sel, dwords, fifteen);
+    return success();
+  }
+};
+
 /// math.roundeven of a 1-D f32 vector, in registers of `lanes` or, where
 /// the length is not a multiple of that (a row's remainder), of 8 or 4
 /// lanes: one vrndscaleps (16 lanes), vroundps ymm (8) or xmm (4) each,
@@ -839,7 +892,7 @@ struct VectorizeElementwisePass
     populateNibblePairPatterns(patterns);
     patterns.add<RoundEvenToX86Round>(ctx, width);
     if (width == 16 && variant && variant->bytePermute)
-      patterns.add<BitfieldsToMultishift>(ctx);
+      patterns.add<BitfieldsToMultishift, NibblePairsToMultishift>(ctx);
     // Like the canonicalizer: not converging within the iteration limit is
     // not an error (the IR is valid either way).
     (void)applyPatternsGreedily(func, std::move(patterns));

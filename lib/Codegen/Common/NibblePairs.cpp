@@ -72,46 +72,63 @@ Value repeatedBytes(Value s) {
   return shuffle.getV1();
 }
 
+} // namespace
+
+std::optional<mlir::comfyquant::NibblePair>
+mlir::comfyquant::matchNibblePair(arith::SelectOp sel) {
+  auto type = dyn_cast<VectorType>(sel.getType());
+  if (!type || type.getRank() != 1 || type.isScalable() ||
+      !isa<IntegerType>(type.getElementType()))
+    return std::nullopt;
+  DenseElementsAttr cond;
+  if (!matchPattern(sel.getCondition(), m_Constant(&cond)))
+    return std::nullopt;
+  SmallVector<bool> lanes(cond.getValues<bool>());
+  const int64_t n = lanes.size();
+  if (n < 2 || n % 2 != 0)
+    return std::nullopt;
+  for (int64_t i = 0; i < n; ++i)
+    if (lanes[i] != (lanes[0] == (i % 2 == 0)))
+      return std::nullopt;
+  // The values of the even (first) and odd (second) lanes of each pair.
+  Value even = narrowed(lanes[0] ? sel.getTrueValue() : sel.getFalseValue());
+  Value odd = narrowed(lanes[0] ? sel.getFalseValue() : sel.getTrueValue());
+  if (even.getType() != odd.getType())
+    return std::nullopt;
+  bool lowFirst;
+  Value s;
+  if (Value a = lowNibbleOf(even); a && a == highNibbleOf(odd)) {
+    lowFirst = true;
+    s = a;
+  } else if (Value b = highNibbleOf(even); b && b == lowNibbleOf(odd)) {
+    lowFirst = false;
+    s = b;
+  } else {
+    return std::nullopt;
+  }
+  // The nibbles may be taken from the repeated bytes or from their zero
+  // extension.
+  Value x = repeatedBytes(narrowed(s));
+  if (!x)
+    return std::nullopt;
+  return NibblePair{x, lowFirst};
+}
+
+namespace {
+
 struct NibblePairsToWords : OpRewritePattern<arith::SelectOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(arith::SelectOp sel,
                                 PatternRewriter &rw) const override {
-    auto type = dyn_cast<VectorType>(sel.getType());
-    if (!type || type.getRank() != 1 || type.isScalable() ||
-        !isa<IntegerType>(type.getElementType()))
+    std::optional<mlir::comfyquant::NibblePair> pair =
+        mlir::comfyquant::matchNibblePair(sel);
+    if (!pair)
       return failure();
-    DenseElementsAttr cond;
-    if (!matchPattern(sel.getCondition(), m_Constant(&cond)))
-      return failure();
-    SmallVector<bool> lanes(cond.getValues<bool>());
-    const int64_t n = lanes.size();
-    if (n < 2 || n % 2 != 0)
-      return failure();
-    for (int64_t i = 0; i < n; ++i)
-      if (lanes[i] != (lanes[0] == (i % 2 == 0)))
-        return failure();
-    // The values of the even (first) and odd (second) lanes of each pair.
-    Value even = narrowed(lanes[0] ? sel.getTrueValue() : sel.getFalseValue());
-    Value odd = narrowed(lanes[0] ? sel.getFalseValue() : sel.getTrueValue());
-    if (even.getType() != odd.getType())
-      return failure();
-    bool lowFirst;
-    Value s;
-    if (Value a = lowNibbleOf(even); a && a == highNibbleOf(odd)) {
-      lowFirst = true;
-      s = a;
-    } else if (Value b = highNibbleOf(even); b && b == lowNibbleOf(odd)) {
-      lowFirst = false;
-      s = b;
-    } else {
-      return failure();
-    }
-    // The nibbles may be taken from the repeated bytes or from their zero
-    // extension.
-    Value x = repeatedBytes(narrowed(s));
-    if (!x)
-      return failure();
+    auto type = cast<VectorType>(sel.getType());
+    const int64_t n = type.getNumElements();
+    Value x = pair->bytes;
+    const bool lowFirst = pair->lowFirst;
 
     Location loc = sel.getLoc();
     auto bytes = cast<VectorType>(x.getType());
@@ -122,22 +139,22 @@ struct NibblePairsToWords : OpRewritePattern<arith::SelectOp> {
           DenseElementsAttr::get(words, rw.getIntegerAttr(rw.getI16Type(), v)));
     };
     Value w = arith::ExtUIOp::create(rw, loc, words, x);
-    Value pair;
+    Value nibbles;
     if (lowFirst) {
       Value four = splat(4);
       Value up = arith::ShLIOp::create(rw, loc, w, four);
-      pair = arith::OrIOp::create(rw, loc, w, up);
+      nibbles = arith::OrIOp::create(rw, loc, w, up);
     } else {
       Value four = splat(4);
       Value eight = splat(8);
       Value down = arith::ShRUIOp::create(rw, loc, w, four);
       Value up = arith::ShLIOp::create(rw, loc, w, eight);
-      pair = arith::OrIOp::create(rw, loc, down, up);
+      nibbles = arith::OrIOp::create(rw, loc, down, up);
     }
     Value mask = splat(0x0F0F);
-    pair = arith::AndIOp::create(rw, loc, pair, mask);
+    nibbles = arith::AndIOp::create(rw, loc, nibbles, mask);
     auto byteType = VectorType::get({n}, rw.getI8Type());
-    Value result = vector::BitCastOp::create(rw, loc, byteType, pair);
+    Value result = vector::BitCastOp::create(rw, loc, byteType, nibbles);
     if (type.getElementType() != rw.getI8Type())
       result = arith::ExtUIOp::create(rw, loc, type, result);
     rw.replaceOp(sel, result);

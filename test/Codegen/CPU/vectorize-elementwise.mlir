@@ -927,3 +927,75 @@ func.func @nibble_fields(%p: tensor<1x32xi8>) -> tensor<1x64xi8> attributes {com
   } -> tensor<1x64xi8>
   return %d : tensor<1x64xi8>
 }
+
+// -----
+
+// A nibble pair select into sixteen 32-bit lanes (NVFP4's E2M1 codes at
+// M = 1, high nibble first) with VBMI: each byte into its own qword (a
+// vpmovzxbq), one vpmultishiftqb taking bits 4-11 (the high nibble and
+// zeros) into the even dword and bits 0-7 into the odd one, every other
+// byte from bits 8-15 (zeros), then the mask of the odd lanes' high
+// nibble. Without VBMI, the 16-bit pair form widened to dwords.
+// STRATEGY-LABEL: func.func @nibble_dwords
+// STRATEGY-DAG:     %[[FIFTEEN:.*]] = arith.constant dense<15> : vector<16xi32>
+// STRATEGY-DAG:     %[[CTRL:.*]] = arith.constant dense<[4, 8, 8, 8, 0, 8, 8, 8, 4, 8, 8, 8, 0, 8, 8, 8, {{.*}}]> : vector<64xi8>
+// STRATEGY:         %[[B:.*]] = vector.transfer_read {{.*}} : tensor<1x8xi8>, vector<8xi8>
+// STRATEGY:         %[[Q:.*]] = vector.shuffle %[[B]], %{{.*}} [0, 8, 8, 8, 8, 8, 8, 8, 1, 8, 8, 8, 8, 8, 8, 8, 2, {{.*}}] : vector<8xi8>, vector<8xi8>
+// STRATEGY:         %[[F:.*]] = builtin.unrealized_conversion_cast %[[CTRL]], %[[Q]] {{.*}} {comfyquant.intrinsic = "llvm.x86.avx512.pmultishift.qb.512"}
+// STRATEGY:         %[[D:.*]] = vector.bitcast %[[F]] : vector<64xi8> to vector<16xi32>
+// STRATEGY:         arith.andi %[[D]], %[[FIFTEEN]] : vector<16xi32>
+// STRATEGY-LABEL: func.func @nibble_dwords_no_vbmi
+// STRATEGY-NOT:     pmultishift
+// STRATEGY:         vector.bitcast %{{.*}} : vector<8xi16> to vector<16xi8>
+// STRATEGY:         arith.extui %{{.*}} : vector<16xi8> to vector<16xi32>
+func.func @nibble_dwords(%p: tensor<1x8xi8>) -> tensor<1x16xi32> attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16">} {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<1x16xi32>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<1x16xi32>) {
+  ^bb0(%o: i32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %b = tensor.extract %p[%n, %byte] : tensor<1x8xi8>
+    %w = arith.extui %b : i8 to i32
+    %r = arith.remui %k, %c2 : index
+    %even = arith.cmpi eq, %r, %c0 : index
+    %hi = arith.shrui %w, %c4 : i32
+    %hin = arith.andi %hi, %c15 : i32
+    %lon = arith.andi %w, %c15 : i32
+    %code = arith.select %even, %hin, %lon : i32
+    linalg.yield %code : i32
+  } -> tensor<1x16xi32>
+  return %d : tensor<1x16xi32>
+}
+
+// -----
+
+func.func @nibble_dwords_no_vbmi(%p: tensor<1x8xi8>) -> tensor<1x16xi32> attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<1x16xi32>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<1x16xi32>) {
+  ^bb0(%o: i32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %b = tensor.extract %p[%n, %byte] : tensor<1x8xi8>
+    %w = arith.extui %b : i8 to i32
+    %r = arith.remui %k, %c2 : index
+    %even = arith.cmpi eq, %r, %c0 : index
+    %hi = arith.shrui %w, %c4 : i32
+    %hin = arith.andi %hi, %c15 : i32
+    %lon = arith.andi %w, %c15 : i32
+    %code = arith.select %even, %hin, %lon : i32
+    linalg.yield %code : i32
+  } -> tensor<1x16xi32>
+  return %d : tensor<1x16xi32>
+}

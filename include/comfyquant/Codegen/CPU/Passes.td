@@ -220,7 +220,9 @@ def ComfyQuantCPUVectorizeElementwise
     VBMI, a field of at most three bits that each lane takes from a byte a
     shuffle replicates (`andi(shrui(shuffle(x), shifts), mask)`: W6A8's
     2-bit plane) is one shuffle of the bytes into qwords and one
-    `vpmultishiftqb`. The lane count is the function's
+    `vpmultishiftqb`, and a nibble pair select into sixteen 32-bit lanes
+    (NVFP4's codes at M = 1) one `vpmovzxbq`, one `vpmultishiftqb` and a
+    mask. The lane count is the function's
     target's vector width / 32 (`comfyquant.target`) unless `lanes` is
     set. An op the
     vectorizer rejects is left as it is. Elementwise arithmetic is the same

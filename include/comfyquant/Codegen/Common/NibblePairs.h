@@ -2,7 +2,10 @@
 #ifndef COMFYQUANT_CODEGEN_COMMON_NIBBLEPAIRS_H
 #define COMFYQUANT_CODEGEN_COMMON_NIBBLEPAIRS_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <optional>
 
 namespace mlir::comfyquant {
 
@@ -15,6 +18,13 @@ namespace mlir::comfyquant {
 /// widening and two bit operations instead of a lane-crossing byte
 /// repetition, two masks and a blend.
 void populateNibblePairPatterns(RewritePatternSet &patterns);
+
+/// The packed bytes x of such a select and the nibble its even lanes take.
+struct NibblePair {
+  Value bytes;
+  bool lowFirst;
+};
+std::optional<NibblePair> matchNibblePair(arith::SelectOp sel);
 
 } // namespace mlir::comfyquant
 
