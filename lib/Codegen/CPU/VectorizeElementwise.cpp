@@ -250,6 +250,23 @@ Value mapRegisters(RewriterBase &rw, Location loc, Value v, VectorType result,
   return r;
 }
 
+/// vpmultishiftqb: each byte of the result is the 8 bits at bit offset
+/// control[i] of its qword of `shuffle(x, zeros, dataMask)` (a mask index
+/// past x reads a zero byte).
+Value multishift(PatternRewriter &rw, Location loc, Value x,
+                 ArrayRef<int64_t> dataMask, ArrayRef<int8_t> control) {
+  auto srcType = cast<VectorType>(x.getType());
+  auto i8s = VectorType::get({64}, rw.getI8Type());
+  Value zero =
+      arith::ConstantOp::create(rw, loc, srcType, rw.getZeroAttr(srcType));
+  Value data = vector::ShuffleOp::create(rw, loc, x, zero, dataMask);
+  Value ctrl = arith::ConstantOp::create(
+      rw, loc, i8s, DenseElementsAttr::get(i8s, control));
+  return mlir::comfyquant::detail::intrinsicPlaceholder(
+      rw, loc, "llvm.x86.avx512.pmultishift.qb.512", i8s,
+      ValueRange{ctrl, data});
+}
+
 /// A field of at most three bits taken from bytes a shuffle replicates,
 /// `andi(shrui([extui] shuffle(x), shifts), mask)` on 64 lanes (W6A8's
 /// 2-bit high plane: byte i/4 shifted by 2·(i%4)), as vpmultishiftqb:
@@ -321,17 +338,9 @@ struct BitfieldsToMultishift : OpRewritePattern<arith::AndIOp> {
     }
     Location loc = op.getLoc();
     auto i8s = VectorType::get({kLanes}, rw.getI8Type());
-    auto srcType = shuffle.getV1VectorType();
-    Value zero =
-        arith::ConstantOp::create(rw, loc, srcType, rw.getZeroAttr(srcType));
-    Value data =
-        vector::ShuffleOp::create(rw, loc, shuffle.getV1(), zero, dataMask);
     SmallVector<int8_t> controlBytes(control.begin(), control.end());
-    Value ctrl = arith::ConstantOp::create(
-        rw, loc, i8s, DenseElementsAttr::get(i8s, ArrayRef(controlBytes)));
-    Value fields = mlir::comfyquant::detail::intrinsicPlaceholder(
-        rw, loc, "llvm.x86.avx512.pmultishift.qb.512", i8s,
-        ValueRange{ctrl, data});
+    Value fields =
+        multishift(rw, loc, shuffle.getV1(), dataMask, controlBytes);
     Value maskBytes = arith::ConstantOp::create(
         rw, loc, i8s,
         DenseElementsAttr::get(
@@ -366,16 +375,11 @@ struct NibblePairsToMultishift : OpRewritePattern<arith::SelectOp> {
       return failure();
     Location loc = sel.getLoc();
     Value x = pair->bytes;
-    auto srcType = cast<VectorType>(x.getType());
-    const int64_t srcLanes = srcType.getNumElements(); // 8
-    auto i8s = VectorType::get({64}, rw.getI8Type());
+    const int64_t srcLanes = cast<VectorType>(x.getType()).getNumElements();
     // Qword q: byte q of x, then zeros.
     SmallVector<int64_t> dataMask(64, srcLanes);
     for (int64_t q = 0; q < 8; ++q)
       dataMask[8 * q] = q;
-    Value zero =
-        arith::ConstantOp::create(rw, loc, srcType, rw.getZeroAttr(srcType));
-    Value data = vector::ShuffleOp::create(rw, loc, x, zero, dataMask);
     // Dword 2q's low byte: bit 0 (low nibble) or 4 (high) of the byte;
     // dword 2q + 1's the other; every other byte: bits 8-15, zeros.
     SmallVector<int8_t> control(64, 8);
@@ -383,11 +387,7 @@ struct NibblePairsToMultishift : OpRewritePattern<arith::SelectOp> {
       control[8 * q] = pair->lowFirst ? 0 : 4;
       control[8 * q + 4] = pair->lowFirst ? 4 : 0;
     }
-    Value ctrl = arith::ConstantOp::create(
-        rw, loc, i8s, DenseElementsAttr::get(i8s, ArrayRef(control)));
-    Value fields = mlir::comfyquant::detail::intrinsicPlaceholder(
-        rw, loc, "llvm.x86.avx512.pmultishift.qb.512", i8s,
-        ValueRange{ctrl, data});
+    Value fields = multishift(rw, loc, x, dataMask, control);
     Value dwords = vector::BitCastOp::create(rw, loc, type, fields);
     Value fifteen = arith::ConstantOp::create(
         rw, loc, type,
