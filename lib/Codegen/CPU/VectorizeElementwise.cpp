@@ -507,33 +507,21 @@ Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
   Value index = arith::IndexCastOp::create(
       rw, loc, result.clone(rw.getI32Type()), columns);
   Value pad = arith::ConstantOp::create(rw, loc, rw.getF32FloatAttr(0.0f));
-  Value r = arith::ConstantOp::create(rw, loc, result, rw.getZeroAttr(result));
-  const int64_t n = result.getNumElements();
-  for (int64_t at = 0; at < n; at += lanes) {
-    Value row = vector::ExtractOp::create(rw, loc, rows, at);
-    auto entries = [&](int64_t from) -> Value {
-      return vector::TransferReadOp::create(
-          rw, loc, f32s, table,
-          ValueRange{row, arith::ConstantIndexOp::create(rw, loc, from)}, pad,
-          ArrayRef<bool>{true});
-    };
-    Value idx = index;
-    if (n != lanes)
-      idx = vector::ExtractStridedSliceOp::create(
-          rw, loc, index, ArrayRef<int64_t>{at}, ArrayRef<int64_t>{lanes},
-          ArrayRef<int64_t>{1});
-    // One op-creating call per statement: argument order is unspecified
-    // and the IR must not depend on the host compiler.
-    Value lo = entries(0);
-    Value hi = lanes == 16 ? Value() : entries(8);
-    Value part = permute16(rw, loc, lo, hi, idx, lanes);
-    r = n == lanes
-            ? part
-            : Value(vector::InsertStridedSliceOp::create(rw, loc, part, r,
-                                                         ArrayRef<int64_t>{at},
-                                                         ArrayRef<int64_t>{1}));
-  }
-  return r;
+  return mapRegisters(
+      rw, loc, index, result, lanes, [&](int64_t at, Value idx) -> Value {
+        Value row = vector::ExtractOp::create(rw, loc, rows, at);
+        auto entries = [&](int64_t from) -> Value {
+          return vector::TransferReadOp::create(
+              rw, loc, f32s, table,
+              ValueRange{row, arith::ConstantIndexOp::create(rw, loc, from)},
+              pad, ArrayRef<bool>{true});
+        };
+        // One op-creating call per statement: argument order is unspecified
+        // and the IR must not depend on the host compiler.
+        Value lo = entries(0);
+        Value hi = lanes == 16 ? Value() : entries(8);
+        return permute16(rw, loc, lo, hi, idx, lanes);
+      });
 }
 
 /// pshufb lookups of `code` (i8 lanes, each < 16 · tables) in chunks of

@@ -1115,7 +1115,9 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
     if (producer.getNumResults() == 1 &&
         producer.getNumReductionLoops() == 0 && producer.getNumLoops() == 2)
       bProducer = producer;
-  if (bProducer && (bf16Dot() || c.ukernel == CpuMicroKernel::f32_fma))
+  // Only one-row calls read it: none under decode = panel.
+  if (bProducer && c.decode != CpuDecode::panel &&
+      (bf16Dot() || c.ukernel == CpuMicroKernel::f32_fma))
     bProducerF32 = widenExactNarrowing(rw, bProducer);
 
   // With an epilogue, the nest replaces it (its other operands are defined
