@@ -705,6 +705,86 @@ void shuffleBytes(vector::GatherOp g, Value index) {
                }));
 }
 
+/// A gather of 16-bit values from a constant 256-entry table (a byte's
+/// decode to bf16, comfyquant-cpu-vectorize-gemm) at `index` (i32 lanes
+/// < 256), AVX-512 only: per 32 lanes, two vpermi2w (entries 0-63 and
+/// 64-127, the table's quarters in pairs of registers) and a blend on
+/// index bit 6; then, where entry c + 128 is entry c with the sign bit set
+/// (a sign-magnitude code; a NaN may take either sign), bit 7 of the index
+/// moved to bit 15, else two more vpermi2w and a blend on bit 7.
+void permuteWords(vector::GatherOp g, Value index) {
+  DenseElementsAttr entries;
+  if (!matchPattern(g.getBase(), m_Constant(&entries)))
+    return;
+  auto words = cast<DenseElementsAttr>(
+      entries.bitcast(IntegerType::get(g.getContext(), 16)));
+  SmallVector<APInt> bits(words.getValues<APInt>());
+  auto isNaN = [&](unsigned c) {
+    return isa<FloatType>(entries.getElementType()) &&
+           entries.getValues<APFloat>()[c].isNaN();
+  };
+  bool signMagnitude = true;
+  for (unsigned c = 0; c < 128 && signMagnitude; ++c)
+    signMagnitude =
+        (isNaN(c) && isNaN(c + 128)) || bits[c + 128] == (bits[c] | 0x8000);
+  IRRewriter rw(g.getContext());
+  rw.setInsertionPoint(g);
+  Location loc = g.getLoc();
+  constexpr int64_t kWordLanes = 32;
+  auto i16s = VectorType::get({kWordLanes}, rw.getI16Type());
+  auto splat = [&](uint16_t v) -> Value {
+    return arith::ConstantOp::create(
+        rw, loc, i16s, DenseElementsAttr::get(i16s, rw.getI16IntegerAttr(v)));
+  };
+  SmallVector<Value> quarters;
+  for (unsigned q = 0; q < (signMagnitude ? 4u : 8u); ++q)
+    quarters.push_back(arith::ConstantOp::create(
+        rw, loc, i16s,
+        DenseElementsAttr::get(
+            i16s, ArrayRef<APInt>(bits).slice(q * kWordLanes, kWordLanes))));
+  VectorType result = g.getVectorType();
+  // A byte code is sign-extended: the permutes read its low six bits and
+  // bit 15 is then its bit 7 (the sign to set); no zero extension needed.
+  auto i16Codes = result.clone(rw.getI16Type());
+  Value code;
+  auto ext = index.getDefiningOp<arith::ExtUIOp>();
+  const bool signExtended =
+      ext && getElementTypeOrSelf(ext.getIn().getType()).isInteger(8);
+  if (signExtended)
+    code = arith::ExtSIOp::create(rw, loc, i16Codes, ext.getIn());
+  else
+    code = arith::TruncIOp::create(rw, loc, i16Codes, index);
+  Value zero = splat(0);
+  Value r = mapRegisters(
+      rw, loc, code, i16Codes, kWordLanes, [&](int64_t, Value reg) {
+        auto bitSet = [&](uint16_t bit) -> Value {
+          return arith::CmpIOp::create(
+              rw, loc, arith::CmpIPredicate::ne,
+              arith::AndIOp::create(rw, loc, reg, splat(bit)), zero);
+        };
+        // Entries [64·h, 64·h + 64) at the index's low six bits.
+        auto half = [&](unsigned h) -> Value {
+          return mlir::comfyquant::detail::intrinsicPlaceholder(
+              rw, loc, "llvm.x86.avx512.vpermi2var.hi.512", i16s,
+              ValueRange{quarters[2 * h], reg, quarters[2 * h + 1]});
+        };
+        Value v =
+            arith::SelectOp::create(rw, loc, bitSet(64), half(1), half(0));
+        if (signMagnitude) {
+          Value top =
+              signExtended
+                  ? reg
+                  : Value(arith::ShLIOp::create(rw, loc, reg, splat(8)));
+          Value sign = arith::AndIOp::create(rw, loc, top, splat(0x8000));
+          return Value(arith::OrIOp::create(rw, loc, v, sign));
+        }
+        Value upper =
+            arith::SelectOp::create(rw, loc, bitSet(64), half(3), half(2));
+        return Value(arith::SelectOp::create(rw, loc, bitSet(128), upper, v));
+      });
+  rw.replaceOp(g, vector::BitCastOp::create(rw, loc, result, r));
+}
+
 void lowerTableLookups(func::FuncOp func, int64_t lanes, bool bytePermute) {
   if (lanes != 8 && lanes != 16)
     return;
@@ -724,6 +804,15 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes, bool bytePermute) {
         cast && result.getRank() == 1 && matchPattern(g.getMask(), m_One()) &&
         isZeroInteger(g.getOffsets()[0])) {
       shuffleBytes(g, cast.getIn());
+      continue;
+    }
+    if (table && table.getRank() == 1 && table.hasStaticShape() &&
+        table.getDimSize(0) == 256 &&
+        table.getElementType().getIntOrFloatBitWidth() == 16 && lanes == 16 &&
+        cast && result.getRank() == 1 && matchPattern(g.getMask(), m_One()) &&
+        isZeroInteger(g.getOffsets()[0]) &&
+        getElementTypeOrSelf(cast.getIn().getType()).isInteger(32)) {
+      permuteWords(g, cast.getIn());
       continue;
     }
     if (!table || table.getRank() != 1 || !table.hasStaticShape() ||

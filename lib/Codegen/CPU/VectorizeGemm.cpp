@@ -110,6 +110,12 @@ private:
   /// which LLVM cannot prove redundant after a float multiply or a table
   /// read).
   linalg::GenericOp bProducerF32;
+  /// B's producer as a lookup of each byte's bf16 in a 256-entry table
+  /// (see tabulateByteDecoder), where bProducer is a function of one byte
+  /// alone: the bf16 dot kernels read it in registers (two word permutes
+  /// per 32 codes), so a one-row call keeps vdpbf16ps, two products per
+  /// lane, instead of widening to f32 FMAs.
+  linalg::GenericOp bProducerTable;
   /// tensor.empty [rows, K] for B's decoded tiles, by tile rows, and (outer
   /// form) [mc, columns] partial sums of K blocks, by columns: made on first
   /// use before `anchor`, the nest's first op, so every tile reuses one
@@ -170,10 +176,11 @@ private:
   /// The builder of one-row calls, which multiply each decoded element
   /// of B once, so its decoding costs more than the products: the bf16
   /// kernels run them as f32 FMAs (widening a bf16 is a shift, which LLVM
-  /// folds into the decoder's narrowing).
+  /// folds into the decoder's narrowing), unless B's decode is a table of
+  /// bf16s read by word permutes.
   GemmBuilder oneRowBuilder() const {
     GemmBuilder r = *this;
-    if (bf16Dot()) {
+    if (bf16Dot() && !bProducerTable) {
       r.c.ukernel = CpuMicroKernel::f32_fma;
       r.c.kv = c.kv / 2;
     }
@@ -609,6 +616,44 @@ static linalg::GenericOp widenExactNarrowing(RewriterBase &rw,
   return widened;
 }
 
+/// A copy of `producer` (elementwise, one i8 input, one bf16 result of
+/// that byte alone and constants) reading its result at each of the 256
+/// codes from a constant table, or null. Made beside the producer; unused
+/// copies are dead code.
+static linalg::GenericOp tabulateByteDecoder(RewriterBase &rw,
+                                             linalg::GenericOp producer) {
+  if (producer.getNumDpsInputs() != 1 || producer.getNumDpsInits() != 1)
+    return {};
+  Block &body = producer.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value out = yield.getOperand(0);
+  if (!out.getType().isBF16() || !body.getArgument(1).use_empty())
+    return {};
+  SmallVector<Attribute> values = evaluateAtEveryCode(producer, out, 0);
+  if (values.size() != 256 || !llvm::all_of(values, [](Attribute a) {
+        auto f = dyn_cast<FloatAttr>(a);
+        return f && f.getType().isBF16();
+      }))
+    return {};
+  OpBuilder::InsertionGuard guard(rw);
+  rw.setInsertionPoint(producer);
+  Location loc = producer.getLoc();
+  auto tableType = RankedTensorType::get({256}, rw.getBF16Type());
+  Value table = arith::ConstantOp::create(
+      rw, loc, tableType, DenseElementsAttr::get(tableType, values));
+  return linalg::GenericOp::create(
+      rw, loc, producer->getResultTypes(), producer.getDpsInputs(),
+      producer.getDpsInits(), producer.getIndexingMapsArray(),
+      producer.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value code = arith::ExtUIOp::create(nb, l, nb.getI32Type(), args[0]);
+        Value index =
+            arith::IndexCastOp::create(nb, l, nb.getIndexType(), code);
+        Value entry = tensor::ExtractOp::create(nb, l, table, index);
+        linalg::YieldOp::create(nb, l, entry);
+      });
+}
+
 Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
                         Value k0, bool inBounds, Value jBase) const {
   if (bt)
@@ -620,10 +665,13 @@ Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
   Value n = plus(b, jBase ? Value(arith::AddIOp::create(b, n0, jBase)) : n0, j);
   SmallVector<OpFoldResult> offsets = {n, k0};
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(width)};
-  // The f32 kernels take the decoder's f32 before its exact narrowing.
-  linalg::GenericOp producer =
-      bProducerF32 && c.ukernel == CpuMicroKernel::f32_fma ? bProducerF32
-                                                           : bProducer;
+  // The f32 kernels take the decoder's f32 before its exact narrowing;
+  // the bf16 dot kernels its table, when it has one.
+  linalg::GenericOp producer = bProducer;
+  if (bProducerF32 && c.ukernel == CpuMicroKernel::f32_fma)
+    producer = bProducerF32;
+  else if (bProducerTable && bf16Dot())
+    producer = bProducerTable;
   Type elt =
       cast<RankedTensorType>(producer->getResult(0).getType()).getElementType();
   Value into = tensor::EmptyOp::create(b, ArrayRef<int64_t>{1, width}, elt);
@@ -1119,6 +1167,10 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
   if (bProducer && c.decode != CpuDecode::panel &&
       (bf16Dot() || c.ukernel == CpuMicroKernel::f32_fma))
     bProducerF32 = widenExactNarrowing(rw, bProducer);
+  // A table read by word permutes (vpermi2w: AVX-512 alone).
+  if (bProducer && c.decode != CpuDecode::panel &&
+      c.ukernel == CpuMicroKernel::bf16_dot)
+    bProducerTable = tabulateByteDecoder(rw, bProducer);
 
   // With an epilogue, the nest replaces it (its other operands are defined
   // before it; the GEMM's operands dominate it too).

@@ -457,6 +457,63 @@ func.func @byte_table(%w: tensor<2x64xi32>, %t: tensor<16xi8>) -> tensor<2x64xi8
 
 // -----
 
+// A bf16 read of a constant 256-entry table at a byte code (a one-row GEMM's
+// decode, comfyquant-cpu-vectorize-gemm), AVX-512: per 32 lanes two
+// vpermi2w (entries 0-63, 64-127) and a blend on bit 6 of the code; the
+// table is sign-magnitude (entry c + 128 is entry c negated), so bit 7 of
+// the code, sign-extended to 16 bits, is the sign bit. No gather.
+// AVX2 (8 lanes) has no word permute: the read stays a gather.
+// CHECK-LABEL: func.func @word_table_sign_magnitude
+// CHECK:         vector.gather
+// AVX512-LABEL: func.func @word_table_sign_magnitude
+// AVX512:         arith.extsi %{{.*}} : vector<64xi8> to vector<64xi16>
+// AVX512-NOT:     arith.shli
+// AVX512-COUNT-4: llvm.x86.avx512.vpermi2var.hi.512
+// AVX512-NOT:     llvm.x86.avx512.vpermi2var.hi.512
+// AVX512-NOT:     arith.shli
+// AVX512:         arith.ori
+// AVX512:         vector.bitcast %{{.*}} : vector<64xi16> to vector<64xbf16>
+// AVX512-NOT:     vector.gather
+func.func @word_table_sign_magnitude(%w: tensor<1x64xi8>) -> tensor<1x64xbf16> {
+  %t = arith.constant dense<"0x0000803F004040408040A040C040E040004110412041304140415041604170418041884190419841A041A841B041B841C041C841D041D841E041E841F041F8410042044208420C421042144218421C422042244228422C423042344238423C424042444248424C425042544258425C426042644268426C427042744278427C42804282428442864288428A428C428E42904292429442964298429A429C429E42A042A242A442A642A842AA42AC42AE42B042B242B442B642B842BA42BC42BE42C042C242C442C642C842CA42CC42CE42D042D242D442D642D842DA42DC42DE42E042E242E442E642E842EA42EC42EE42F042F242F442F642F842FA42FC42FE42008080BF00C040C080C0A0C0C0C0E0C000C110C120C130C140C150C160C170C180C188C190C198C1A0C1A8C1B0C1B8C1C0C1C8C1D0C1D8C1E0C1E8C1F0C1F8C100C204C208C20CC210C214C218C21CC220C224C228C22CC230C234C238C23CC240C244C248C24CC250C254C258C25CC260C264C268C26CC270C274C278C27CC280C282C284C286C288C28AC28CC28EC290C292C294C296C298C29AC29CC29EC2A0C2A2C2A4C2A6C2A8C2AAC2ACC2AEC2B0C2B2C2B4C2B6C2B8C2BAC2BCC2BEC2C0C2C2C2C4C2C6C2C8C2CAC2CCC2CEC2D0C2D2C2D4C2D6C2D8C2DAC2DCC2DEC2E0C2E2C2E4C2E6C2E8C2EAC2ECC2EEC2F0C2F2C2F4C2F6C2F8C2FAC2FCC2FEC2"> : tensor<256xbf16>
+  %e = tensor.empty() : tensor<1x64xbf16>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<1x64xi8>) outs(%e : tensor<1x64xbf16>) {
+  ^bb0(%x: i8, %o: bf16):
+    %c = arith.extui %x : i8 to i32
+    %i = arith.index_cast %c : i32 to index
+    %v = tensor.extract %t[%i] : tensor<256xbf16>
+    linalg.yield %v : bf16
+  } -> tensor<1x64xbf16>
+  return %d : tensor<1x64xbf16>
+}
+
+// -----
+
+// Not sign-magnitude (two's complement codes): entries 128-255 take two
+// more vpermi2w per 32 lanes and a blend on bit 7.
+// CHECK-LABEL: func.func @word_table_twos_complement
+// AVX512-LABEL: func.func @word_table_twos_complement
+// AVX512-NOT:     vector.gather
+// AVX512-COUNT-8: llvm.x86.avx512.vpermi2var.hi.512
+// AVX512-NOT:     llvm.x86.avx512.vpermi2var.hi.512
+// AVX512:         vector.bitcast %{{.*}} : vector<64xi16> to vector<64xbf16>
+func.func @word_table_twos_complement(%w: tensor<1x64xi8>) -> tensor<1x64xbf16> {
+  %t = arith.constant dense<"0x0000803F004040408040A040C040E040004110412041304140415041604170418041884190419841A041A841B041B841C041C841D041D841E041E841F041F8410042044208420C421042144218421C422042244228422C423042344238423C424042444248424C425042544258425C426042644268426C427042744278427C42804282428442864288428A428C428E42904292429442964298429A429C429E42A042A242A442A642A842AA42AC42AE42B042B242B442B642B842BA42BC42BE42C042C242C442C642C842CA42CC42CE42D042D242D442D642D842DA42DC42DE42E042E242E442E642E842EA42EC42EE42F042F242F442F642F842FA42FC42FE4200C3FEC2FCC2FAC2F8C2F6C2F4C2F2C2F0C2EEC2ECC2EAC2E8C2E6C2E4C2E2C2E0C2DEC2DCC2DAC2D8C2D6C2D4C2D2C2D0C2CEC2CCC2CAC2C8C2C6C2C4C2C2C2C0C2BEC2BCC2BAC2B8C2B6C2B4C2B2C2B0C2AEC2ACC2AAC2A8C2A6C2A4C2A2C2A0C29EC29CC29AC298C296C294C292C290C28EC28CC28AC288C286C284C282C280C27CC278C274C270C26CC268C264C260C25CC258C254C250C24CC248C244C240C23CC238C234C230C22CC228C224C220C21CC218C214C210C20CC208C204C200C2F8C1F0C1E8C1E0C1D8C1D0C1C8C1C0C1B8C1B0C1A8C1A0C198C190C188C180C170C160C150C140C130C120C110C100C1E0C0C0C0A0C080C040C000C080BF"> : tensor<256xbf16>
+  %e = tensor.empty() : tensor<1x64xbf16>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<1x64xi8>) outs(%e : tensor<1x64xbf16>) {
+  ^bb0(%x: i8, %o: bf16):
+    %c = arith.extui %x : i8 to i32
+    %i = arith.index_cast %c : i32 to index
+    %v = tensor.extract %t[%i] : tensor<256xbf16>
+    linalg.yield %v : bf16
+  } -> tensor<1x64xbf16>
+  return %d : tensor<1x64xbf16>
+}
+
+// -----
+
 // A scale byte per 4 K elements differs within a vector: the table read
 // stays a gather (correct, not a shuffle of the wrong row).
 // CHECK-LABEL: func.func @scale_row_varies

@@ -754,33 +754,37 @@ func.func @outer_pmaddwd(%a: tensor<?x20xi8>, %b: tensor<8x20xi8>) -> tensor<?x8
 #B = affine_map<(m, n, k) -> (n, k)>
 #C = affine_map<(m, n, k) -> (m, n)>
 #I = affine_map<(n, k) -> (n, k)>
+#R = affine_map<(n, k) -> (n)>
 
-// A one-row call under a bf16 dot runs f32 FMAs: B's producer narrows an
-// f32 that is a bf16 exactly to bf16 (its high half), so the one-row branch
+// A one-row call under a bf16 dot runs f32 FMAs where B's producer is not
+// a function of its byte alone (here: a per-row scale): it narrows an f32
+// that is a bf16 exactly to bf16 (its high half), so the one-row branch
 // evaluates a copy yielding the f32 itself rather than narrowing and
 // widening back each element; the other rows still decode to bf16 for
 // vdpbf16ps.
 // CHECK-LABEL: func.func @one_row_exact_narrowing
 // CHECK:         scf.if
 // CHECK:           linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16xf32>)
-// CHECK-NEXT:      ^bb0(%[[Q:.*]]: i8, %{{.*}}: f32):
+// CHECK-NEXT:      ^bb0(%[[Q:.*]]: i8, %[[S:.*]]: f32, %{{.*}}: f32):
 // CHECK-NEXT:        %[[V:.*]] = arith.sitofp %[[Q]] : i8 to f32
-// CHECK-NEXT:        linalg.yield %[[V]] : f32
+// CHECK-NEXT:        %[[W:.*]] = arith.mulf %[[V]], %[[S]] : f32
+// CHECK-NEXT:        linalg.yield %[[W]] : f32
 // CHECK-NOT:       arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
 // CHECK:           vector.fma
 // CHECK:         } else {
 // CHECK:           linalg.generic {{.*}} outs(%{{.*}} : tensor<4x64xbf16>)
 // CHECK:             arith.shrui
 // CHECK:             llvm.x86.avx512bf16.dpbf16ps.512
-func.func @one_row_exact_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) -> tensor<?x8xf32> {
+func.func @one_row_exact_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>, %scales: tensor<8xf32>) -> tensor<?x8xf32> {
   %c0 = arith.constant 0 : index
   %c16 = arith.constant 16 : i32
   %m = tensor.dim %a, %c0 : tensor<?x64xbf16>
   %eb = tensor.empty() : tensor<8x64xbf16>
-  %dec = linalg.generic {indexing_maps = [#I, #I], iterator_types = ["parallel", "parallel"]}
-      ins(%codes : tensor<8x64xi8>) outs(%eb : tensor<8x64xbf16>) {
-  ^bb0(%q: i8, %o: bf16):
-    %v = arith.sitofp %q : i8 to f32
+  %dec = linalg.generic {indexing_maps = [#I, #R, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes, %scales : tensor<8x64xi8>, tensor<8xf32>) outs(%eb : tensor<8x64xbf16>) {
+  ^bb0(%q: i8, %sc: f32, %o: bf16):
+    %u = arith.sitofp %q : i8 to f32
+    %v = arith.mulf %u, %sc : f32
     %bits = arith.bitcast %v : f32 to i32
     %hi = arith.shrui %bits, %c16 : i32
     %h = arith.trunci %hi : i32 to i16
@@ -809,6 +813,7 @@ func.func @one_row_exact_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8
 #B = affine_map<(m, n, k) -> (n, k)>
 #C = affine_map<(m, n, k) -> (m, n)>
 #I = affine_map<(n, k) -> (n, k)>
+#R = affine_map<(n, k) -> (n)>
 
 // A rounding narrowing is kept: the one-row branch widens what it yields.
 // CHECK-LABEL: func.func @one_row_rounded_narrowing
@@ -816,7 +821,60 @@ func.func @one_row_exact_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8
 // CHECK:           linalg.generic {{.*}} outs(%{{.*}} : tensor<1x16xbf16>)
 // CHECK:           arith.extf {{.*}} : vector<16xbf16> to vector<16xf32>
 // CHECK:           vector.fma
-func.func @one_row_rounded_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) -> tensor<?x8xf32> {
+func.func @one_row_rounded_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>, %scales: tensor<8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x64xbf16>
+  %eb = tensor.empty() : tensor<8x64xbf16>
+  %dec = linalg.generic {indexing_maps = [#I, #R, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes, %scales : tensor<8x64xi8>, tensor<8xf32>) outs(%eb : tensor<8x64xbf16>) {
+  ^bb0(%q: i8, %sc: f32, %o: bf16):
+    %u = arith.sitofp %q : i8 to f32
+    %v = arith.mulf %u, %sc : f32
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x64xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#I = affine_map<(n, k) -> (n, k)>
+
+// B's producer is a function of its byte alone: the one-row call keeps the
+// bf16 dot and reads each code's bf16 from a 256-entry table (the decoder
+// evaluated at every code); the other rows decode as before.
+// CHECK-LABEL: func.func @one_row_byte_table
+// CHECK:         %[[T:.*]] = arith.constant dense<"0x0000803F0040{{[0-9A-F]+}}00C080BF"> : tensor<256xbf16>
+// CHECK:         scf.if
+// CHECK:           linalg.generic {{.*}} outs(%{{.*}} : tensor<1x32xbf16>)
+// CHECK-NEXT:      ^bb0(%[[Q:.*]]: i8, %{{.*}}: bf16):
+// CHECK-NEXT:        %[[I:.*]] = arith.extui %[[Q]] : i8 to i32
+// CHECK-NEXT:        %[[X:.*]] = arith.index_cast %[[I]] : i32 to index
+// CHECK-NEXT:        %[[E:.*]] = tensor.extract %[[T]][%[[X]]] : tensor<256xbf16>
+// CHECK-NEXT:        linalg.yield %[[E]] : bf16
+// CHECK-NOT:       vector.fma
+// CHECK:           llvm.x86.avx512bf16.dpbf16ps.512
+// CHECK:         } else {
+// CHECK:           linalg.generic {{.*}} outs(%{{.*}} : tensor<4x64xbf16>)
+// CHECK:             arith.sitofp
+// CHECK:             llvm.x86.avx512bf16.dpbf16ps.512
+func.func @one_row_byte_table(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) -> tensor<?x8xf32> {
   %c0 = arith.constant 0 : index
   %m = tensor.dim %a, %c0 : tensor<?x64xbf16>
   %eb = tensor.empty() : tensor<8x64xbf16>

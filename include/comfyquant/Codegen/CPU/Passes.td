@@ -163,6 +163,13 @@ def ComfyQuantCPUVectorizeGemm
     blocks (decode adaptive or none) and column tails narrower than a
     vector take the inner form; in a column range, whole vectors take the
     outer one, so a column's form does not depend on how columns are split.
+
+    One-row calls (M = 1) under `bf16_dot` run f32 FMAs on B's decoder,
+    with a copy that yields the f32 before an exact narrowing to bf16;
+    where B's decoder is a function of its byte alone (FP8 codes with the
+    scale in the epilogue), the call keeps `vdpbf16ps` and reads each
+    code's bf16 from a 256-entry constant table (the decoder folded at
+    every code), two products per lane.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
@@ -222,7 +229,10 @@ def ComfyQuantCPUVectorizeElementwise
     2-bit plane) is one shuffle of the bytes into qwords and one
     `vpmultishiftqb`, and a nibble pair select into sixteen 32-bit lanes
     (NVFP4's codes at M = 1) one `vpmovzxbq`, one `vpmultishiftqb` and a
-    mask. The lane count is the function's
+    mask; on a 512-bit target, a 16-bit read of a constant 256-entry table
+    at a byte is two `vpermi2w` and a blend per 32 lanes (entries 0-127),
+    then the sign bit from the byte's bit 7 where the table is
+    sign-magnitude, else two more and a blend. The lane count is the function's
     target's vector width / 32 (`comfyquant.target`) unless `lanes` is
     set. An op the
     vectorizer rejects is left as it is. Elementwise arithmetic is the same
