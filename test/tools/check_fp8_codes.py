@@ -3,12 +3,14 @@ kernel, each checked by value.
 
 Writes a 256 x 16 fp8 linear whose row n holds code n once, at column
 n % 16, and +0 (code 0x00) everywhere else (weight and input scale 1.0), and
-runs it on x = [[1]*16, [2]*16] (f32, exact in fp8): y[r, n] = (r + 1) ·
-decode(n) + 0 exactly, and no output depends on a second code, so a NaN or
-infinite code is seen only in its own output (NaN codes are expected NaN
-individually; -0 reads as +0 after the sum). Compares the compiled kernel
-(comfyquant-run --target cpu) with an independent Python decoder and with
-the reference path (--reference, bit for bit except NaN payloads).
+runs it on x = [[1]*16, [2]*16] and on its first row alone (a one-row call:
+its own kernels), in f32 and in bf16 (1 and 2 are exact in fp8 and bf16, and
+so is every product): y[r, n] = (r + 1) · decode(n) + 0 exactly, and no
+output depends on a second code, so a NaN or infinite code is seen only in
+its own output (NaN codes are expected NaN individually; -0 reads as +0
+after the sum). Compares the compiled kernel (comfyquant-run --target cpu)
+with an independent Python decoder and with the reference path
+(--reference, bit for bit except NaN payloads).
 
   check_fp8_codes.py BINDIR [--mutate nan|scale|truncate]
 """
@@ -31,7 +33,7 @@ ap.add_argument("--mutate", default="")
 args = ap.parse_args()
 run = os.path.join(args.bindir, "comfyquant-run")
 tmp = tempfile.mkdtemp()
-N, K, M = 256, 16, 2
+N, K = 256, 16
 
 
 def decode(code, e4m3):
@@ -47,13 +49,24 @@ def decode(code, e4m3):
     return s * (m / 4.0 * 2.0 ** -14 if e == 0 else (1 + m / 4.0) * 2.0 ** (e - 15))
 
 
+def input_bytes(xdtype, values):
+    if xdtype == "F32":
+        return struct.pack("<%df" % len(values), *values)
+    # bf16: the high half of the f32 (exact for 1 and 2).
+    return b"".join(struct.pack("<f", v)[2:] for v in values)
+
+
 failures = 0
-x = os.path.join(tmp, "x.safetensors")
-st.write(x, {"x": ("F32", [M, K], struct.pack("<%df" % (M * K), *([1.0] * K + [2.0] * K)))})
 weight = bytearray(N * K)
 for n in range(N):
     weight[n * K + n % K] = n
-for fmt, dtype, e4m3 in (("float8_e4m3fn", "F8_E4M3", True), ("float8_e5m2", "F8_E5M2", False)):
+cases = [(fmt, dtype, e4m3, M, xdtype)
+         for fmt, dtype, e4m3 in (("float8_e4m3fn", "F8_E4M3", True),
+                                  ("float8_e5m2", "F8_E5M2", False))
+         for xdtype in ("F32", "BF16") for M in (2, 1)]
+for fmt, dtype, e4m3, M, xdtype in cases:
+    x = os.path.join(tmp, "x%d%s.safetensors" % (M, xdtype))
+    st.write(x, {"x": (xdtype, [M, K], input_bytes(xdtype, ([1.0] * K + [2.0] * K)[:M * K]))})
     ckpt = os.path.join(tmp, fmt + ".safetensors")
     conf = json.dumps({"format": fmt}).encode()
     st.write(ckpt, {
@@ -64,7 +77,7 @@ for fmt, dtype, e4m3 in (("float8_e4m3fn", "F8_E4M3", True), ("float8_e5m2", "F8
     })
     outs = {}
     for how in (["--target", "cpu"], ["--reference"]):
-        y = os.path.join(tmp, fmt + how[0] + ".safetensors")
+        y = os.path.join(tmp, "%s%d%s%s.safetensors" % (fmt, M, xdtype, how[0]))
         subprocess.check_call([run, ckpt, "--module", "fc", "--input", x, "-o", y] + how)
         outs[how[0]] = st.read(y)[0]["y"]
     gdt, gshape, graw = outs["--target"]
@@ -75,7 +88,7 @@ for fmt, dtype, e4m3 in (("float8_e4m3fn", "F8_E4M3", True), ("float8_e5m2", "F8
     nan_code = lambda i: math.isnan(decode(i % N, e4m3))  # noqa: E731
     problem = cmp.shape_mismatch(gshape, [M, N], got, want)
     if problem:
-        print("FAIL %s: compiled %s" % (fmt, problem))
+        print("FAIL %s M=%d %s: compiled %s" % (fmt, M, xdtype, problem))
         failures += 1
         continue
     checks = [("decoder", cmp.compare(got, want, "F32", nan_ok=nan_code))]
@@ -95,8 +108,8 @@ for fmt, dtype, e4m3 in (("float8_e4m3fn", "F8_E4M3", True), ("float8_e5m2", "F8
     # Every code is seen: count the NaN, infinite and finite codes checked.
     nans = sum(1 for n in range(N) if math.isnan(decode(n, e4m3)))
     infs = sum(1 for n in range(N) if math.isinf(decode(n, e4m3)))
-    print("%s %s: 256 codes by value (%d finite, %d infinite, %d NaN)%s" % (
-        "FAIL" if bad else "PASS", fmt, N - nans - infs, infs, nans,
+    print("%s %s M=%d %s: 256 codes by value (%d finite, %d infinite, %d NaN)%s" % (
+        "FAIL" if bad else "PASS", fmt, M, xdtype, N - nans - infs, infs, nans,
         "" if bad else " bit-exact"))
     failures += bad
 sys.exit(1 if failures else 0)

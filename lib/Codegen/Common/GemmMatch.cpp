@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -30,6 +31,28 @@ mlir::comfyquant::detail::bodySlice(linalg::GenericOp op, Value v) {
   }
   return slice;
 }
+
+namespace {
+/// extf of a NaN constant: a quiet NaN of the same sign, what x86's and
+/// NVIDIA's conversions give. arith.extf does not fold a signaling NaN (an
+/// invalid-operation conversion), which FP8 / f16 NaN codes widen through.
+struct ExtendNaN : OpRewritePattern<arith::ExtFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::ExtFOp op,
+                                PatternRewriter &rw) const override {
+    FloatAttr in;
+    auto type = dyn_cast<FloatType>(op.getType());
+    if (!type || !matchPattern(op.getIn(), m_Constant(&in)) ||
+        !in.getValue().isNaN())
+      return failure();
+    APFloat nan =
+        APFloat::getQNaN(type.getFloatSemantics(), in.getValue().isNegative());
+    rw.replaceOpWithNewOp<arith::ConstantOp>(op, type,
+                                             rw.getFloatAttr(type, nan));
+    return success();
+  }
+};
+} // namespace
 
 Attribute mlir::comfyquant::detail::foldSliceAt(Block &body, Value x,
                                                 TypedAttr xValue, Value v) {
@@ -73,7 +96,9 @@ Attribute mlir::comfyquant::detail::foldSliceAt(Block &body, Value x,
     fb.clone(o, map);
   }
   func::ReturnOp::create(fb, loc, map.lookup(v));
-  (void)applyPatternsGreedily(fn, FrozenRewritePatternSet());
+  RewritePatternSet patterns(fn.getContext());
+  patterns.add<ExtendNaN>(fn.getContext());
+  (void)applyPatternsGreedily(fn, std::move(patterns));
   Attribute value;
   if (!matchPattern(fn.getBody().front().getTerminator()->getOperand(0),
                     m_Constant(&value)))

@@ -900,3 +900,54 @@ func.func @one_row_byte_table(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) ->
   } -> tensor<?x8xf32>
   return %r : tensor<?x8xf32>
 }
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#I = affine_map<(n, k) -> (n, k)>
+
+// An E5M2 decoder (the code as an f16's high byte, widened, its high half
+// kept) folds at every code, the signaling NaN codes included (widened to a
+// quiet NaN of their sign): 0x7C is +inf (0x7F80), 0x7D and 0x7E NaNs
+// (0x7FC0), 0x7F a quiet NaN with its payload (0x7FE0); likewise negative.
+// CHECK-LABEL: func.func @one_row_e5m2_table
+// CHECK:         arith.constant dense<"0x{{[0-9A-F]+}}807FC07FC07FE07F{{[0-9A-F]+}}80FFC0FFC0FFE0FF"> : tensor<256xbf16>
+// CHECK:         scf.if
+// CHECK:           tensor.extract %{{.*}} : tensor<256xbf16>
+// CHECK:           llvm.x86.avx512bf16.dpbf16ps.512
+func.func @one_row_e5m2_table(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : i16
+  %c16 = arith.constant 16 : i32
+  %m = tensor.dim %a, %c0 : tensor<?x64xbf16>
+  %eb = tensor.empty() : tensor<8x64xbf16>
+  %dec = linalg.generic {indexing_maps = [#I, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x64xi8>) outs(%eb : tensor<8x64xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %w = arith.extui %q : i8 to i16
+    %hb = arith.shli %w, %c8 : i16
+    %h = arith.bitcast %hb : i16 to f16
+    %v = arith.extf %h : f16 to f32
+    %bits = arith.bitcast %v : f32 to i32
+    %hi = arith.shrui %bits, %c16 : i32
+    %t = arith.trunci %hi : i32 to i16
+    %r = arith.bitcast %t : i16 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x64xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
