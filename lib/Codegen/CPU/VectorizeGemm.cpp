@@ -116,6 +116,13 @@ private:
   /// per 32 codes), so a one-row call keeps vdpbf16ps, two products per
   /// lane, instead of widening to f32 FMAs.
   linalg::GenericOp bProducerTable;
+  /// With bProducerTable, where bProducer narrows a product X · S of a
+  /// function X of the byte (an FP8 code) and a scale S uniform over each
+  /// kv-vector (an MXFP8 block scale, blocks a multiple of kv): a copy of
+  /// bProducer yielding S. The table then holds X, and the register-decoding
+  /// kernels multiply each vector's dot product by S (vdpbf16ps into zero,
+  /// then an FMA): B's scale is factored out of the block's sum.
+  linalg::GenericOp bScale;
   /// tensor.empty [rows, K] for B's decoded tiles, by tile rows, and (outer
   /// form) [mc, columns] partial sums of K blocks, by columns: made on first
   /// use before `anchor`, the nest's first op, so every tile reuses one
@@ -359,8 +366,11 @@ private:
   /// comfyquant-cpu-vectorize-elementwise; the decoded vector is forwarded
   /// to the FMA and never stored).
   /// With `jBase`, the row is jBase + j.
+  /// With `scaledTable`, a register-decoding kernel that applies bScale
+  /// itself reads B's table of X (see bScale).
   Value bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j, Value k0,
-             bool inBounds, Value jBase = Value()) const;
+             bool inBounds, Value jBase = Value(),
+             bool scaledTable = false) const;
 
   /// A tensor.empty made before the nest (see decodeBuffers).
   Value emptyBeforeNest(ArrayRef<int64_t> shape, Type elt) const;
@@ -469,12 +479,29 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
     for (int64_t i = 0; i < mr; ++i)
       as.push_back(prepare(ib, readRow(ib, A, plus(ib, m0, i), k0, inBounds),
                            /*isA=*/true));
-    for (int64_t j = 0; j < nr; ++j)
-      bs.push_back(prepare(ib, bRow(ib, bt, n0, j, k0, inBounds),
+    const bool scaled = bScale && !bt && bf16Dot();
+    SmallVector<Value> scales;
+    for (int64_t j = 0; j < nr; ++j) {
+      bs.push_back(prepare(ib,
+                           bRow(ib, bt, n0, j, k0, inBounds, Value(),
+                                /*scaledTable=*/scaled),
                            /*isA=*/false));
+      if (scaled)
+        scales.push_back(vector::BroadcastOp::create(
+            ib, accType(ib),
+            emitEpilogueAt(ib, ib.getLoc(), bScale, /*accOperand=*/~0u, Value(),
+                           plus(ib, n0, j), k0)));
+    }
     for (int64_t i = 0; i < mr; ++i)
-      for (int64_t j = 0; j < nr; ++j)
-        out.push_back(dot(ib, in[i * nr + j], as[i], bs[j]));
+      for (int64_t j = 0; j < nr; ++j) {
+        Value acc = in[i * nr + j];
+        if (!scaled) {
+          out.push_back(dot(ib, acc, as[i], bs[j]));
+          continue;
+        }
+        Value sum = dot(ib, zeroAcc(ib), as[i], bs[j]);
+        out.push_back(vector::FMAOp::create(ib, sum, scales[j], acc));
+      }
     return out;
   };
   SmallVector<Value> accs =
@@ -654,8 +681,129 @@ static linalg::GenericOp tabulateByteDecoder(RewriterBase &rw,
       });
 }
 
+/// Whether `v` (in `producer`'s body) is the same at every element of a
+/// kv-vector along K that starts at a multiple of kv: it reads the K index
+/// (loop 1) only as k floordiv G (arith.divui), G a multiple of kv, and not
+/// the byte (argument 0).
+static bool uniformOverKVectors(linalg::GenericOp producer, Value v,
+                                int64_t kv) {
+  Block &body = producer.getRegion().front();
+  auto blockOfKv = [&](Value divisor) {
+    APInt g;
+    return matchPattern(divisor, m_ConstantInt(&g)) && g.getSExtValue() > 0 &&
+           g.getSExtValue() % kv == 0;
+  };
+  llvm::SmallPtrSet<Operation *, 16> slice = bodySlice(producer, v);
+  auto reads = [&](Value x) {
+    return x == v || llvm::any_of(x.getUsers(), [&](Operation *user) {
+             return slice.contains(user);
+           });
+  };
+  if (reads(body.getArgument(0)))
+    return false;
+  // S is evaluated by emitEpilogueAt, which reads operands at maps of loop
+  // dims and constants; one S reads must not index K.
+  for (OpOperand *in : producer.getDpsInputOperands()) {
+    const bool read = in->getOperandNumber() != 0 &&
+                      reads(body.getArgument(in->getOperandNumber()));
+    for (AffineExpr e : producer.getMatchingIndexingMap(in).getResults())
+      if (!isa<AffineDimExpr, AffineConstantExpr>(e) ||
+          (read && e.isFunctionOfDim(1)))
+        return false;
+  }
+  for (Operation *op : slice) {
+    auto index = dyn_cast<linalg::IndexOp>(op);
+    if (!index || index.getDim() != 1)
+      continue;
+    for (Operation *user : index->getUsers()) {
+      auto div = dyn_cast<arith::DivUIOp>(user);
+      if (slice.contains(user) &&
+          (!div || div.getLhs() != index || !blockOfKv(div.getRhs())))
+        return false;
+    }
+  }
+  return true;
+}
+
+/// For a producer (elementwise, its byte first, one bf16 result) that
+/// narrows exactly (exactNarrowing) a product X · S, X a function of the
+/// byte alone that is a bf16 at every code and S uniform over kv-vectors:
+/// {a table copy yielding bf16(X), a copy yielding S}. Null when it is not
+/// of that form.
+static std::pair<linalg::GenericOp, linalg::GenericOp>
+splitScaledByteDecoder(RewriterBase &rw, linalg::GenericOp producer,
+                       int64_t kv) {
+  if (producer.getNumDpsInits() != 1 || producer.getNumDpsInputs() < 1)
+    return {};
+  Block &body = producer.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value wide = exactNarrowing(yield.getOperand(0));
+  auto product = wide ? wide.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!product || !body.getArgument(body.getNumArguments() - 1).use_empty() ||
+      !body.getArgument(0).getType().isInteger(8))
+    return {};
+  for (auto [x, scale] : {std::pair(product.getLhs(), product.getRhs()),
+                          std::pair(product.getRhs(), product.getLhs())}) {
+    if (!scale.getType().isF32() || !uniformOverKVectors(producer, scale, kv))
+      continue;
+    SmallVector<Attribute> values = evaluateAtEveryCode(producer, x, 0);
+    SmallVector<Attribute> narrowed;
+    for (Attribute a : values) {
+      auto f = dyn_cast<FloatAttr>(a);
+      if (!f || !f.getType().isF32())
+        break;
+      APFloat bf = f.getValue();
+      bool lost = false;
+      bf.convert(APFloat::BFloat(), APFloat::rmTowardZero, &lost);
+      if (lost && !f.getValue().isNaN())
+        break;
+      narrowed.push_back(rw.getFloatAttr(rw.getBF16Type(), bf));
+    }
+    if (narrowed.size() != 256)
+      continue;
+    OpBuilder::InsertionGuard guard(rw);
+    rw.setInsertionPoint(producer);
+    Location loc = producer.getLoc();
+    auto tableType = RankedTensorType::get({256}, rw.getBF16Type());
+    Value table = arith::ConstantOp::create(
+        rw, loc, tableType, DenseElementsAttr::get(tableType, narrowed));
+    Value code = producer.getDpsInputs()[0];
+    SmallVector<AffineMap> maps = {producer.getIndexingMapsArray().front(),
+                                   producer.getIndexingMapsArray().back()};
+    auto codes = linalg::GenericOp::create(
+        rw, loc, producer->getResultTypes(), ValueRange{code},
+        producer.getDpsInits(), maps, producer.getIteratorTypesArray(),
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value c = arith::ExtUIOp::create(nb, l, nb.getI32Type(), args[0]);
+          Value index = arith::IndexCastOp::create(nb, l, nb.getIndexType(), c);
+          Value entry = tensor::ExtractOp::create(nb, l, table, index);
+          linalg::YieldOp::create(nb, l, entry);
+        });
+    SmallVector<OpFoldResult> sizes =
+        tensor::getMixedSizes(rw, loc, producer.getDpsInits()[0]);
+    Value init = tensor::EmptyOp::create(rw, loc, sizes, rw.getF32Type());
+    auto scaleType = cast<RankedTensorType>(producer->getResult(0).getType())
+                         .clone(rw.getF32Type());
+    Value scaleValue = scale;
+    auto scales = linalg::GenericOp::create(
+        rw, loc, TypeRange{scaleType}, producer.getDpsInputs(),
+        ValueRange{init}, producer.getIndexingMapsArray(),
+        producer.getIteratorTypesArray(),
+        [&](OpBuilder &nb, Location, ValueRange args) {
+          IRMapping map;
+          map.map(body.getArguments(), args);
+          for (Operation &op : body.without_terminator())
+            nb.clone(op, map);
+          linalg::YieldOp::create(nb, loc, map.lookup(scaleValue));
+        });
+    return {codes, scales};
+  }
+  return {};
+}
+
 Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
-                        Value k0, bool inBounds, Value jBase) const {
+                        Value k0, bool inBounds, Value jBase,
+                        bool scaledTable) const {
   if (bt)
     return readRow(b, bt,
                    jBase ? plus(b, jBase, j)
@@ -670,7 +818,7 @@ Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
   linalg::GenericOp producer = bProducer;
   if (bProducerF32 && c.ukernel == CpuMicroKernel::f32_fma)
     producer = bProducerF32;
-  else if (bProducerTable && bf16Dot())
+  else if (bProducerTable && bf16Dot() && (!bScale || scaledTable))
     producer = bProducerTable;
   Type elt =
       cast<RankedTensorType>(producer->getResult(0).getType()).getElementType();
@@ -1169,8 +1317,12 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
     bProducerF32 = widenExactNarrowing(rw, bProducer);
   // A table read by word permutes (vpermi2w: AVX-512 alone).
   if (bProducer && c.decode != CpuDecode::panel &&
-      c.ukernel == CpuMicroKernel::bf16_dot)
+      c.ukernel == CpuMicroKernel::bf16_dot) {
     bProducerTable = tabulateByteDecoder(rw, bProducer);
+    if (!bProducerTable)
+      std::tie(bProducerTable, bScale) =
+          splitScaledByteDecoder(rw, bProducer, c.kv);
+  }
 
   // With an epilogue, the nest replaces it (its other operands are defined
   // before it; the GEMM's operands dominate it too).

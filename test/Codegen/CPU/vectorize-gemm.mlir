@@ -757,7 +757,8 @@ func.func @outer_pmaddwd(%a: tensor<?x20xi8>, %b: tensor<8x20xi8>) -> tensor<?x8
 #R = affine_map<(n, k) -> (n)>
 
 // A one-row call under a bf16 dot runs f32 FMAs where B's producer is not
-// a function of its byte alone (here: a per-row scale): it narrows an f32
+// a function of its byte alone, nor one times a scale uniform over a
+// K-vector (here: a scale per element): it narrows an f32
 // that is a bf16 exactly to bf16 (its high half), so the one-row branch
 // evaluates a copy yielding the f32 itself rather than narrowing and
 // widening back each element; the other rows still decode to bf16 for
@@ -775,13 +776,13 @@ func.func @outer_pmaddwd(%a: tensor<?x20xi8>, %b: tensor<8x20xi8>) -> tensor<?x8
 // CHECK:           linalg.generic {{.*}} outs(%{{.*}} : tensor<4x64xbf16>)
 // CHECK:             arith.shrui
 // CHECK:             llvm.x86.avx512bf16.dpbf16ps.512
-func.func @one_row_exact_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>, %scales: tensor<8xf32>) -> tensor<?x8xf32> {
+func.func @one_row_exact_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>, %scales: tensor<8x64xf32>) -> tensor<?x8xf32> {
   %c0 = arith.constant 0 : index
   %c16 = arith.constant 16 : i32
   %m = tensor.dim %a, %c0 : tensor<?x64xbf16>
   %eb = tensor.empty() : tensor<8x64xbf16>
-  %dec = linalg.generic {indexing_maps = [#I, #R, #I], iterator_types = ["parallel", "parallel"]}
-      ins(%codes, %scales : tensor<8x64xi8>, tensor<8xf32>) outs(%eb : tensor<8x64xbf16>) {
+  %dec = linalg.generic {indexing_maps = [#I, #I, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes, %scales : tensor<8x64xi8>, tensor<8x64xf32>) outs(%eb : tensor<8x64xbf16>) {
   ^bb0(%q: i8, %sc: f32, %o: bf16):
     %u = arith.sitofp %q : i8 to f32
     %v = arith.mulf %u, %sc : f32
@@ -941,6 +942,117 @@ func.func @one_row_e5m2_table(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) ->
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#I = affine_map<(n, k) -> (n, k)>
+
+// B's decoder narrows X · S, X of the byte alone (a bf16 at every code), S
+// a scale per 32 K elements (a multiple of kv): the one-row call reads X
+// from a table and multiplies each vector's bf16 dot product, taken from
+// zero, by S (an FMA into the accumulator).
+// CHECK-LABEL: func.func @one_row_block_scaled_table
+// CHECK:         %[[T:.*]] = arith.constant dense<"0x0000803F0040{{[0-9A-F]+}}00C080BF"> : tensor<256xbf16>
+// CHECK:         scf.if
+// CHECK:           %[[S:.*]] = tensor.extract %arg2[%{{.*}}, %{{.*}}] : tensor<8x4xf32>
+// CHECK:           vector.broadcast %[[S]] : f32 to vector<16xf32>
+// CHECK:           tensor.extract %[[T]]
+// CHECK:           %[[D:.*]] = builtin.unrealized_conversion_cast %cst{{.*}} {comfyquant.intrinsic = "llvm.x86.avx512bf16.dpbf16ps.512"}
+// CHECK:           vector.fma %[[D]], %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK:         } else {
+// CHECK:           linalg.generic {{.*}} outs(%{{.*}} : tensor<4x128xbf16>)
+// CHECK:             arith.mulf
+func.func @one_row_block_scaled_table(%a: tensor<?x128xbf16>, %codes: tensor<8x128xi8>, %scales: tensor<8x4xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %cb = arith.constant 32 : index
+  %c16 = arith.constant 16 : i32
+  %m = tensor.dim %a, %c0 : tensor<?x128xbf16>
+  %eb = tensor.empty() : tensor<8x128xbf16>
+  %dec = linalg.generic {indexing_maps = [#I, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x128xi8>) outs(%eb : tensor<8x128xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %x = arith.sitofp %q : i8 to f32
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %cb : index
+    %sc = tensor.extract %scales[%n, %blk] : tensor<8x4xf32>
+    %v = arith.mulf %x, %sc : f32
+    %bits = arith.bitcast %v : f32 to i32
+    %hi = arith.shrui %bits, %c16 : i32
+    %h = arith.trunci %hi : i32 to i16
+    %r = arith.bitcast %h : i16 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x128xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x128xbf16>, tensor<8x128xbf16>) outs(%f : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#I = affine_map<(n, k) -> (n, k)>
+
+// A scale per 16 K elements changes within a 32-element vector: no table,
+// the one-row call runs f32 FMAs on the decoder.
+// CHECK-LABEL: func.func @one_row_block_smaller_than_vector
+// CHECK-NOT:     tensor<256xbf16>
+// CHECK:         scf.if
+// CHECK:           vector.fma
+// CHECK-NOT:       llvm.x86.avx512bf16.dpbf16ps.512
+// CHECK:         } else {
+func.func @one_row_block_smaller_than_vector(%a: tensor<?x128xbf16>, %codes: tensor<8x128xi8>, %scales: tensor<8x4xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %cb = arith.constant 16 : index
+  %c16 = arith.constant 16 : i32
+  %m = tensor.dim %a, %c0 : tensor<?x128xbf16>
+  %eb = tensor.empty() : tensor<8x128xbf16>
+  %dec = linalg.generic {indexing_maps = [#I, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x128xi8>) outs(%eb : tensor<8x128xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %x = arith.sitofp %q : i8 to f32
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %cb : index
+    %sc = tensor.extract %scales[%n, %blk] : tensor<8x4xf32>
+    %v = arith.mulf %x, %sc : f32
+    %bits = arith.bitcast %v : f32 to i32
+    %hi = arith.shrui %bits, %c16 : i32
+    %h = arith.trunci %hi : i32 to i16
+    %r = arith.bitcast %h : i16 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x128xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x128xbf16>, tensor<8x128xbf16>) outs(%f : tensor<?x8xf32>)
       attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %x32 = arith.extf %x : bf16 to f32

@@ -169,7 +169,11 @@ def ComfyQuantCPUVectorizeGemm
     where B's decoder is a function of its byte alone (FP8 codes with the
     scale in the epilogue), the call keeps `vdpbf16ps` and reads each
     code's bf16 from a 256-entry constant table (the decoder folded at
-    every code), two products per lane.
+    every code), two products per lane; where it narrows a product of such
+    a function of the byte and a scale that is the same over each K-vector
+    (MXFP8: a block of 32), the table holds the byte's part and each
+    vector's dot product, taken from zero, is multiplied by the scale in
+    an FMA into the accumulator.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
