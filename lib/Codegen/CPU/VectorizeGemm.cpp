@@ -609,6 +609,31 @@ static Value exactNarrowing(Value v) {
   return bits.getIn();
 }
 
+/// A copy of `producer` (elementwise, its init's block argument unused)
+/// yielding `v`, an f32 of its body, beside it.
+static linalg::GenericOp copyYieldingF32(RewriterBase &rw,
+                                         linalg::GenericOp producer, Value v) {
+  OpBuilder::InsertionGuard guard(rw);
+  rw.setInsertionPoint(producer);
+  Location loc = producer.getLoc();
+  Block &body = producer.getRegion().front();
+  auto type = cast<RankedTensorType>(producer->getResult(0).getType())
+                  .clone(rw.getF32Type());
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(rw, loc, producer.getDpsInits()[0]);
+  Value init = tensor::EmptyOp::create(rw, loc, sizes, rw.getF32Type());
+  return linalg::GenericOp::create(
+      rw, loc, TypeRange{type}, producer.getDpsInputs(), ValueRange{init},
+      producer.getIndexingMapsArray(), producer.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location, ValueRange args) {
+        IRMapping map;
+        map.map(body.getArguments(), args);
+        for (Operation &op : body.without_terminator())
+          nb.clone(op, map);
+        linalg::YieldOp::create(nb, loc, map.lookup(v));
+      });
+}
+
 /// A copy of `producer` (elementwise, one bf16 result) that yields the f32
 /// its body narrows exactly, or null. Made beside the producer; unused
 /// copies are dead code.
@@ -622,25 +647,32 @@ static linalg::GenericOp widenExactNarrowing(RewriterBase &rw,
   // The init's block argument must be unused: its type changes.
   if (!wide || !body.getArgument(body.getNumArguments() - 1).use_empty())
     return {};
+  return copyYieldingF32(rw, producer, wide);
+}
+
+/// An elementwise generic beside `producer` (its byte input first, its
+/// init) reading `entries`, the bf16s of the 256 codes, at each byte.
+static linalg::GenericOp byteTableLookup(RewriterBase &rw,
+                                         linalg::GenericOp producer,
+                                         ArrayRef<Attribute> entries) {
   OpBuilder::InsertionGuard guard(rw);
   rw.setInsertionPoint(producer);
   Location loc = producer.getLoc();
-  auto type = cast<RankedTensorType>(producer->getResult(0).getType())
-                  .clone(rw.getF32Type());
-  SmallVector<OpFoldResult> sizes =
-      tensor::getMixedSizes(rw, loc, producer.getDpsInits()[0]);
-  Value init = tensor::EmptyOp::create(rw, loc, sizes, rw.getF32Type());
-  auto widened = linalg::GenericOp::create(
-      rw, loc, TypeRange{type}, producer.getDpsInputs(), ValueRange{init},
-      producer.getIndexingMapsArray(), producer.getIteratorTypesArray(),
-      [&](OpBuilder &nb, Location, ValueRange args) {
-        IRMapping map;
-        map.map(body.getArguments(), args);
-        for (Operation &op : body.without_terminator())
-          nb.clone(op, map);
-        linalg::YieldOp::create(nb, loc, map.lookup(wide));
+  auto tableType = RankedTensorType::get({256}, rw.getBF16Type());
+  Value table = arith::ConstantOp::create(
+      rw, loc, tableType, DenseElementsAttr::get(tableType, entries));
+  SmallVector<AffineMap> maps = {producer.getIndexingMapsArray().front(),
+                                 producer.getIndexingMapsArray().back()};
+  return linalg::GenericOp::create(
+      rw, loc, producer->getResultTypes(), producer.getDpsInputs().front(),
+      producer.getDpsInits(), maps, producer.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value code = arith::ExtUIOp::create(nb, l, nb.getI32Type(), args[0]);
+        Value index =
+            arith::IndexCastOp::create(nb, l, nb.getIndexType(), code);
+        Value entry = tensor::ExtractOp::create(nb, l, table, index);
+        linalg::YieldOp::create(nb, l, entry);
       });
-  return widened;
 }
 
 /// A copy of `producer` (elementwise, one i8 input, one bf16 result of
@@ -662,23 +694,7 @@ static linalg::GenericOp tabulateByteDecoder(RewriterBase &rw,
         return f && f.getType().isBF16();
       }))
     return {};
-  OpBuilder::InsertionGuard guard(rw);
-  rw.setInsertionPoint(producer);
-  Location loc = producer.getLoc();
-  auto tableType = RankedTensorType::get({256}, rw.getBF16Type());
-  Value table = arith::ConstantOp::create(
-      rw, loc, tableType, DenseElementsAttr::get(tableType, values));
-  return linalg::GenericOp::create(
-      rw, loc, producer->getResultTypes(), producer.getDpsInputs(),
-      producer.getDpsInits(), producer.getIndexingMapsArray(),
-      producer.getIteratorTypesArray(),
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value code = arith::ExtUIOp::create(nb, l, nb.getI32Type(), args[0]);
-        Value index =
-            arith::IndexCastOp::create(nb, l, nb.getIndexType(), code);
-        Value entry = tensor::ExtractOp::create(nb, l, table, index);
-        linalg::YieldOp::create(nb, l, entry);
-      });
+  return byteTableLookup(rw, producer, values);
 }
 
 /// Whether `v` (in `producer`'s body) is the same at every element of a
@@ -761,41 +777,8 @@ splitScaledByteDecoder(RewriterBase &rw, linalg::GenericOp producer,
     }
     if (narrowed.size() != 256)
       continue;
-    OpBuilder::InsertionGuard guard(rw);
-    rw.setInsertionPoint(producer);
-    Location loc = producer.getLoc();
-    auto tableType = RankedTensorType::get({256}, rw.getBF16Type());
-    Value table = arith::ConstantOp::create(
-        rw, loc, tableType, DenseElementsAttr::get(tableType, narrowed));
-    Value code = producer.getDpsInputs()[0];
-    SmallVector<AffineMap> maps = {producer.getIndexingMapsArray().front(),
-                                   producer.getIndexingMapsArray().back()};
-    auto codes = linalg::GenericOp::create(
-        rw, loc, producer->getResultTypes(), ValueRange{code},
-        producer.getDpsInits(), maps, producer.getIteratorTypesArray(),
-        [&](OpBuilder &nb, Location l, ValueRange args) {
-          Value c = arith::ExtUIOp::create(nb, l, nb.getI32Type(), args[0]);
-          Value index = arith::IndexCastOp::create(nb, l, nb.getIndexType(), c);
-          Value entry = tensor::ExtractOp::create(nb, l, table, index);
-          linalg::YieldOp::create(nb, l, entry);
-        });
-    SmallVector<OpFoldResult> sizes =
-        tensor::getMixedSizes(rw, loc, producer.getDpsInits()[0]);
-    Value init = tensor::EmptyOp::create(rw, loc, sizes, rw.getF32Type());
-    auto scaleType = cast<RankedTensorType>(producer->getResult(0).getType())
-                         .clone(rw.getF32Type());
-    Value scaleValue = scale;
-    auto scales = linalg::GenericOp::create(
-        rw, loc, TypeRange{scaleType}, producer.getDpsInputs(),
-        ValueRange{init}, producer.getIndexingMapsArray(),
-        producer.getIteratorTypesArray(),
-        [&](OpBuilder &nb, Location, ValueRange args) {
-          IRMapping map;
-          map.map(body.getArguments(), args);
-          for (Operation &op : body.without_terminator())
-            nb.clone(op, map);
-          linalg::YieldOp::create(nb, loc, map.lookup(scaleValue));
-        });
+    linalg::GenericOp codes = byteTableLookup(rw, producer, narrowed);
+    linalg::GenericOp scales = copyYieldingF32(rw, producer, scale);
     return {codes, scales};
   }
   return {};
