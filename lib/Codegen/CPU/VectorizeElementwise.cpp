@@ -359,15 +359,43 @@ struct BitfieldsToMultishift : OpRewritePattern<arith::AndIOp> {
 /// vpmovzxbq), one multishift takes the even lane's nibble into the low
 /// byte of the qword's first dword and the odd lane's into its second, the
 /// other bytes from the qword's zeros; a mask keeps the nibble. Three ops
-/// where the 16-bit pair form and its widening to dwords take six.
+/// where the 16-bit pair form and its widening to dwords take six. Also
+/// into 32 lanes (wordNibbles).
 struct NibblePairsToMultishift : OpRewritePattern<arith::SelectOp> {
+  /// 32 lanes (a bf16 kernel's codes): each pair of packed bytes into a
+  /// qword (one vpmovzxwq), one multishift takes the four nibbles into
+  /// the low bytes of its four words (the high bytes from the qword's
+  /// zeros), a mask keeps the nibble, widened to `type`.
+  static Value wordNibbles(PatternRewriter &rw, Location loc, Value x,
+                           int64_t srcLanes, bool lowFirst, VectorType type) {
+    SmallVector<int64_t> dataMask(64, srcLanes);
+    SmallVector<int8_t> control(64, 16);
+    for (int64_t q = 0; q < 8; ++q) {
+      dataMask[8 * q] = 2 * q;
+      dataMask[8 * q + 1] = 2 * q + 1;
+      for (int64_t b = 0; b < 2; ++b) {
+        control[8 * q + 4 * b] = 8 * b + (lowFirst ? 0 : 4);
+        control[8 * q + 4 * b + 2] = 8 * b + (lowFirst ? 4 : 0);
+      }
+    }
+    Value fields = multishift(rw, loc, x, dataMask, control);
+    auto words = VectorType::get({32}, rw.getI16Type());
+    Value nibbles = vector::BitCastOp::create(rw, loc, words, fields);
+    Value fifteen = arith::ConstantOp::create(
+        rw, loc, words,
+        DenseElementsAttr::get(words, rw.getI16IntegerAttr(15)));
+    Value masked = arith::AndIOp::create(rw, loc, nibbles, fifteen);
+    return arith::ExtUIOp::create(rw, loc, type, masked);
+  }
+
   NibblePairsToMultishift(MLIRContext *ctx)
       : OpRewritePattern(ctx, /*benefit=*/2) {}
 
   LogicalResult matchAndRewrite(arith::SelectOp sel,
                                 PatternRewriter &rw) const override {
     auto type = dyn_cast<VectorType>(sel.getType());
-    if (!type || type.getRank() != 1 || type.getNumElements() != 16 ||
+    if (!type || type.getRank() != 1 ||
+        (type.getNumElements() != 16 && type.getNumElements() != 32) ||
         !type.getElementType().isInteger(32))
       return failure();
     std::optional<NibblePair> pair = matchNibblePair(sel);
@@ -376,6 +404,11 @@ struct NibblePairsToMultishift : OpRewritePattern<arith::SelectOp> {
     Location loc = sel.getLoc();
     Value x = pair->bytes;
     const int64_t srcLanes = cast<VectorType>(x.getType()).getNumElements();
+    if (type.getNumElements() == 32) {
+      rw.replaceOp(sel,
+                   wordNibbles(rw, loc, x, srcLanes, pair->lowFirst, type));
+      return success();
+    }
     // Qword q: byte q of x, then zeros.
     SmallVector<int64_t> dataMask(64, srcLanes);
     for (int64_t q = 0; q < 8; ++q)
@@ -524,6 +557,48 @@ Value permuteRows(RewriterBase &rw, Location loc, Value table, Value rows,
       });
 }
 
+/// The 16-bit lookups table[rows[i], columns[i]] of a [R, 16] table,
+/// `rows` one value per 16 lanes: per 32 lanes, the two rows' entries in
+/// one register (a load each) and one vpermw by the column, plus 16 in the
+/// upper half's lanes.
+Value permuteWordRows(RewriterBase &rw, Location loc, Value table, Value rows,
+                      Value columns, VectorType result) {
+  constexpr int64_t kWordLanes = 2 * kShuffleLanes;
+  auto elt = cast<RankedTensorType>(table.getType()).getElementType();
+  auto i16s = VectorType::get({kWordLanes}, rw.getI16Type());
+  auto half = VectorType::get({kShuffleLanes}, elt);
+  Value index = arith::IndexCastOp::create(
+      rw, loc, result.clone(rw.getI16Type()), columns);
+  SmallVector<int16_t> upper(kWordLanes, 0);
+  std::fill(upper.begin() + kShuffleLanes, upper.end(), int16_t(16));
+  Value offsets = arith::ConstantOp::create(
+      rw, loc, i16s, DenseElementsAttr::get(i16s, ArrayRef<int16_t>(upper)));
+  Value pad = arith::ConstantOp::create(rw, loc, rw.getZeroAttr(elt));
+  const int64_t n = result.getNumElements();
+  SmallVector<int64_t> concat(kWordLanes);
+  std::iota(concat.begin(), concat.end(), 0);
+  Value r = mapRegisters(
+      rw, loc, index, result.clone(rw.getI16Type()), kWordLanes,
+      [&](int64_t at, Value idx) -> Value {
+        auto row = [&](int64_t lane) -> Value {
+          Value which = vector::ExtractOp::create(rw, loc, rows, lane);
+          return vector::TransferReadOp::create(
+              rw, loc, half, table,
+              ValueRange{which, arith::ConstantIndexOp::create(rw, loc, 0)},
+              pad, ArrayRef<bool>{true});
+        };
+        Value lo = row(at);
+        Value hi = at + kShuffleLanes < n ? row(at + kShuffleLanes) : lo;
+        Value both = vector::ShuffleOp::create(rw, loc, lo, hi, concat);
+        Value entries = vector::BitCastOp::create(rw, loc, i16s, both);
+        Value shifted = arith::OrIOp::create(rw, loc, idx, offsets);
+        return mlir::comfyquant::detail::intrinsicPlaceholder(
+            rw, loc, "llvm.x86.avx512.permvar.hi.512", i16s,
+            ValueRange{entries, shifted});
+      });
+  return vector::BitCastOp::create(rw, loc, result, r);
+}
+
 /// pshufb lookups of `code` (i8 lanes, each < 16 · tables) in chunks of
 /// min(n, 16) lanes: `tables(at)` gives the 16-entry tables of the chunk at
 /// lane `at`, and bits 4-5 of a code pick one (16 codes: the only one). An
@@ -617,9 +692,13 @@ void lowerRowLookup(vector::GatherOp g, int64_t lanes, bool bytePermute) {
   const bool f32 = table.getElementType().isF32() &&
                    table.getDimSize(1) == kShuffleLanes &&
                    (lanes == 8 || lanes == 16);
+  // 16-bit (a bf16 kernel's rows): AVX-512, rows uniform over 16 lanes.
+  const bool words = table.getElementType().getIntOrFloatBitWidth() == 16 &&
+                     table.getDimSize(1) == kShuffleLanes && lanes == 16;
   const int64_t n = result.getNumElements();
-  const int64_t chunk = f32 ? lanes : std::min(n, kShuffleLanes);
-  if ((!bytes8 && !f32) || chunk < 8 || n % chunk)
+  const int64_t chunk =
+      f32 ? lanes : (words ? kShuffleLanes : std::min(n, kShuffleLanes));
+  if ((!bytes8 && !f32 && !words) || chunk < 8 || n % chunk)
     return;
   const int64_t codes = table.getDimSize(1);
   auto add = g.getIndices().getDefiningOp<arith::AddIOp>();
@@ -645,6 +724,11 @@ void lowerRowLookup(vector::GatherOp g, int64_t lanes, bool bytePermute) {
   if (f32) {
     rw.replaceOp(
         g, permuteRows(rw, loc, g.getBase(), rows, columns, result, lanes));
+    return;
+  }
+  if (words) {
+    rw.replaceOp(g,
+                 permuteWordRows(rw, loc, g.getBase(), rows, columns, result));
     return;
   }
   // Columns are < codes <= 64 (the gather reads in bounds), so bit 7 of

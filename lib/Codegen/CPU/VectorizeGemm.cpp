@@ -366,11 +366,12 @@ private:
   /// comfyquant-cpu-vectorize-elementwise; the decoded vector is forwarded
   /// to the FMA and never stored).
   /// With `jBase`, the row is jBase + j.
-  /// With `scaledTable`, a register-decoding kernel that applies bScale
-  /// itself reads B's table of X (see bScale).
+  /// With `registerKernel` (a micro-kernel decoding B in registers, not a
+  /// panel), B's table copy (bProducerTable) is read, bScale applied by the
+  /// caller.
   Value bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j, Value k0,
              bool inBounds, Value jBase = Value(),
-             bool scaledTable = false) const;
+             bool registerKernel = false) const;
 
   /// A tensor.empty made before the nest (see decodeBuffers).
   Value emptyBeforeNest(ArrayRef<int64_t> shape, Type elt) const;
@@ -484,7 +485,7 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
     for (int64_t j = 0; j < nr; ++j) {
       bs.push_back(prepare(ib,
                            bRow(ib, bt, n0, j, k0, inBounds, Value(),
-                                /*scaledTable=*/scaled),
+                                /*registerKernel=*/!bt),
                            /*isA=*/false));
       if (scaled)
         scales.push_back(vector::BroadcastOp::create(
@@ -697,6 +698,66 @@ static linalg::GenericOp tabulateByteDecoder(RewriterBase &rw,
   return byteTableLookup(rw, producer, values);
 }
 
+/// For a producer (elementwise, one bf16 result) yielding the exact
+/// narrowing (exactNarrowing) of a read of an f32 [R, C] table defined
+/// outside its body (comfyquant-cpu-tabulate-decoders' E2M1 x E4M3 rows of
+/// NVFP4): a copy reading the same entry of the table narrowed once (a
+/// generic beside the table), so a bf16 kernel reads bf16 rows. Null
+/// otherwise.
+static linalg::GenericOp narrowTableRows(RewriterBase &rw,
+                                         linalg::GenericOp producer) {
+  if (producer.getNumDpsInits() != 1)
+    return {};
+  Block &body = producer.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value wide = exactNarrowing(yield.getOperand(0));
+  auto read = wide ? wide.getDefiningOp<tensor::ExtractOp>() : nullptr;
+  if (!read || !body.getArgument(body.getNumArguments() - 1).use_empty())
+    return {};
+  Value table = read.getTensor();
+  auto tableType = dyn_cast<RankedTensorType>(table.getType());
+  if (!tableType || tableType.getRank() != 2 || !tableType.hasStaticShape() ||
+      !tableType.getElementType().isF32() ||
+      producer->isAncestor(table.getParentBlock()->getParentOp()))
+    return {};
+  OpBuilder::InsertionGuard guard(rw);
+  rw.setInsertionPointAfterValue(table);
+  Location loc = table.getLoc();
+  Value empty =
+      tensor::EmptyOp::create(rw, loc, tableType.getShape(), rw.getBF16Type());
+  auto identity = rw.getMultiDimIdentityMap(2);
+  auto narrowed = linalg::GenericOp::create(
+      rw, loc, TypeRange{empty.getType()}, ValueRange{table}, ValueRange{empty},
+      ArrayRef<AffineMap>{identity, identity},
+      SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value bits = arith::BitcastOp::create(nb, l, nb.getI32Type(), args[0]);
+        Value sixteen =
+            arith::ConstantOp::create(nb, l, nb.getI32IntegerAttr(16));
+        Value high = arith::ShRUIOp::create(nb, l, bits, sixteen);
+        Value half = arith::TruncIOp::create(nb, l, nb.getI16Type(), high);
+        Value bf = arith::BitcastOp::create(nb, l, nb.getBF16Type(), half);
+        linalg::YieldOp::create(nb, l, bf);
+      });
+  Value rows = narrowed.getResult(0);
+  rw.setInsertionPoint(producer);
+  return linalg::GenericOp::create(
+      rw, producer.getLoc(), producer->getResultTypes(),
+      producer.getDpsInputs(), producer.getDpsInits(),
+      producer.getIndexingMapsArray(), producer.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        IRMapping map;
+        map.map(body.getArguments(), args);
+        for (Operation &op : body.without_terminator())
+          nb.clone(op, map);
+        SmallVector<Value> at;
+        for (Value i : read.getIndices())
+          at.push_back(map.lookupOrDefault(i));
+        Value entry = tensor::ExtractOp::create(nb, l, rows, at);
+        linalg::YieldOp::create(nb, l, entry);
+      });
+}
+
 /// Whether `v` (in `producer`'s body) is the same at every element of a
 /// kv-vector along K that starts at a multiple of kv: it reads the K index
 /// (loop 1) only as k floordiv G (arith.divui), G a multiple of kv, and not
@@ -786,7 +847,7 @@ splitScaledByteDecoder(RewriterBase &rw, linalg::GenericOp producer,
 
 Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
                         Value k0, bool inBounds, Value jBase,
-                        bool scaledTable) const {
+                        bool registerKernel) const {
   if (bt)
     return readRow(b, bt,
                    jBase ? plus(b, jBase, j)
@@ -801,7 +862,7 @@ Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
   linalg::GenericOp producer = bProducer;
   if (bProducerF32 && c.ukernel == CpuMicroKernel::f32_fma)
     producer = bProducerF32;
-  else if (bProducerTable && bf16Dot() && (!bScale || scaledTable))
+  else if (bProducerTable && bf16Dot() && registerKernel)
     producer = bProducerTable;
   Type elt =
       cast<RankedTensorType>(producer->getResult(0).getType()).getElementType();
@@ -1305,6 +1366,8 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
     if (!bProducerTable)
       std::tie(bProducerTable, bScale) =
           splitScaledByteDecoder(rw, bProducer, c.kv);
+    if (!bProducerTable)
+      bProducerTable = narrowTableRows(rw, bProducer);
   }
 
   // With an epilogue, the nest replaces it (its other operands are defined

@@ -432,6 +432,41 @@ func.func @scale_row_permute(%w: tensor<2x64xi8>, %s: tensor<2x4xi8>, %t: tensor
 
 // -----
 
+// A bf16 [256, 16] table read at [scale byte per 16 lanes, code], AVX-512:
+// per 32 lanes the two rows are loaded into one register and permuted by
+// the code plus 16 in the upper half (one vpermw), no gather.
+// CHECK-LABEL: func.func @word_rows
+// AVX512-LABEL: func.func @word_rows
+// AVX512-NOT:     vector.gather
+// AVX512-DAG:     %[[OFF:.*]] = arith.constant dense<[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 16, {{.*}}]> : vector<32xi16>
+// AVX512-DAG:     %[[LO:.*]] = vector.transfer_read %arg2[%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<256x16xbf16>, vector<16xbf16>
+// AVX512-DAG:     %[[HI:.*]] = vector.transfer_read %arg2[%{{.*}}, %c0], %{{.*}} {in_bounds = [true]} : tensor<256x16xbf16>, vector<16xbf16>
+// AVX512:         %[[BOTH:.*]] = vector.shuffle %[[LO]], %[[HI]] [0, 1, {{.*}}, 30, 31] : vector<16xbf16>, vector<16xbf16>
+// AVX512:         %[[E:.*]] = vector.bitcast %[[BOTH]] : vector<32xbf16> to vector<32xi16>
+// AVX512:         %[[I:.*]] = arith.ori %{{.*}}, %[[OFF]] : vector<32xi16>
+// AVX512:         builtin.unrealized_conversion_cast %[[E]], %[[I]] : vector<32xi16>, vector<32xi16> to vector<32xi16> {comfyquant.intrinsic = "llvm.x86.avx512.permvar.hi.512"}
+func.func @word_rows(%w: tensor<1x32xi8>, %s: tensor<1x2xi8>, %t: tensor<256x16xbf16>) -> tensor<1x32xbf16> {
+  %c16 = arith.constant 16 : index
+  %c15 = arith.constant 15 : i8
+  %e = tensor.empty() : tensor<1x32xbf16>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<1x32xi8>) outs(%e : tensor<1x32xbf16>) {
+  ^bb0(%x: i8, %o: bf16):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %c16 : index
+    %sc = tensor.extract %s[%n, %blk] : tensor<1x2xi8>
+    %row = arith.index_castui %sc : i8 to index
+    %code = arith.andi %x, %c15 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x16xbf16>
+    linalg.yield %v : bf16
+  } -> tensor<1x32xbf16>
+  return %d : tensor<1x32xbf16>
+}
+
+// -----
+
 // An i8 read of a 16-entry table at an i32 code (a signed nibble's value):
 // the table is one 16-byte load and each vector one pshufb by the codes
 // narrowed to bytes (an 8-lane vector: the low half of one).
@@ -1055,4 +1090,44 @@ func.func @nibble_dwords_no_vbmi(%p: tensor<1x8xi8>) -> tensor<1x16xi32> attribu
     linalg.yield %code : i32
   } -> tensor<1x16xi32>
   return %d : tensor<1x16xi32>
+}
+
+// -----
+
+// 32 lanes (a bf16 kernel's codes, high nibble first): each pair of packed
+// bytes into a qword, one multishift puts the four nibbles in the low bytes
+// of its four words (offsets 4, 0, 12, 8; the high bytes read the zeros at
+// bit 16), a mask per word, widened.
+// STRATEGY-LABEL: func.func @nibble_words
+// STRATEGY-DAG:     %[[CTRL:.*]] = arith.constant dense<[4, 16, 0, 16, 12, 16, 8, 16, 4, 16, 0, 16, 12, 16, 8, 16, {{.*}}]> : vector<64xi8>
+// STRATEGY-DAG:     %[[FIFTEEN:.*]] = arith.constant dense<15> : vector<32xi16>
+// STRATEGY:         %[[B:.*]] = vector.transfer_read {{.*}} : tensor<1x16xi8>, vector<16xi8>
+// STRATEGY:         %[[Q:.*]] = vector.shuffle %[[B]], %{{.*}} [0, 1, 16, 16, 16, 16, 16, 16, 2, 3, 16, {{.*}}] : vector<16xi8>, vector<16xi8>
+// STRATEGY:         %[[F:.*]] = builtin.unrealized_conversion_cast %[[CTRL]], %[[Q]] {{.*}} {comfyquant.intrinsic = "llvm.x86.avx512.pmultishift.qb.512"}
+// STRATEGY:         %[[W:.*]] = vector.bitcast %[[F]] : vector<64xi8> to vector<32xi16>
+// STRATEGY:         %[[N:.*]] = arith.andi %[[W]], %[[FIFTEEN]] : vector<32xi16>
+// STRATEGY:         arith.extui %[[N]] : vector<32xi16> to vector<32xi32>
+func.func @nibble_words(%p: tensor<1x16xi8>) -> tensor<1x32xi32> attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16">} {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<1x32xi32>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<1x32xi32>) {
+  ^bb0(%o: i32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %b = tensor.extract %p[%n, %byte] : tensor<1x16xi8>
+    %w = arith.extui %b : i8 to i32
+    %r = arith.remui %k, %c2 : index
+    %even = arith.cmpi eq, %r, %c0 : index
+    %hi = arith.shrui %w, %c4 : i32
+    %hin = arith.andi %hi, %c15 : i32
+    %lon = arith.andi %w, %c15 : i32
+    %code = arith.select %even, %hin, %lon : i32
+    linalg.yield %code : i32
+  } -> tensor<1x32xi32>
+  return %d : tensor<1x32xi32>
 }

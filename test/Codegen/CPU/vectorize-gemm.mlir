@@ -754,7 +754,6 @@ func.func @outer_pmaddwd(%a: tensor<?x20xi8>, %b: tensor<8x20xi8>) -> tensor<?x8
 #B = affine_map<(m, n, k) -> (n, k)>
 #C = affine_map<(m, n, k) -> (m, n)>
 #I = affine_map<(n, k) -> (n, k)>
-#R = affine_map<(n, k) -> (n)>
 
 // A one-row call under a bf16 dot runs f32 FMAs where B's producer is not
 // a function of its byte alone, nor one times a scale uniform over a
@@ -1053,6 +1052,66 @@ func.func @one_row_block_smaller_than_vector(%a: tensor<?x128xbf16>, %codes: ten
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %dec : tensor<?x128xbf16>, tensor<8x128xbf16>) outs(%f : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#I = affine_map<(n, k) -> (n, k)>
+
+// B's decoder narrows a read of an f32 [256, 16] table made before it (a
+// scale byte's row, a code's column: NVFP4's E2M1 x E4M3): the table is
+// narrowed once beside its definition, and the one-row call reads bf16 rows
+// and keeps the bf16 dot; the other rows decode as before.
+// CHECK-LABEL: func.func @one_row_table_rows
+// CHECK:         %[[TB:.*]] = linalg.generic {{.*}} ins(%arg2 : tensor<256x16xf32>) outs(%{{.*}} : tensor<256x16xbf16>)
+// CHECK:           arith.shrui
+// CHECK:         scf.if
+// CHECK:           tensor.extract %[[TB]][%{{.*}}, %{{.*}}] : tensor<256x16xbf16>
+// CHECK-NOT:       vector.fma
+// CHECK:           llvm.x86.avx512bf16.dpbf16ps.512
+// CHECK:         } else {
+// CHECK:           tensor.extract %arg2[%{{.*}}, %{{.*}}] : tensor<256x16xf32>
+func.func @one_row_table_rows(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>, %t: tensor<256x16xf32>, %scales: tensor<8x4xi8>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c15 = arith.constant 15 : i8
+  %c16i = arith.constant 16 : i32
+  %m = tensor.dim %a, %c0 : tensor<?x64xbf16>
+  %eb = tensor.empty() : tensor<8x64xbf16>
+  %dec = linalg.generic {indexing_maps = [#I, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x64xi8>) outs(%eb : tensor<8x64xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %c16 : index
+    %sb = tensor.extract %scales[%n, %blk] : tensor<8x4xi8>
+    %row = arith.index_castui %sb : i8 to index
+    %code = arith.andi %q, %c15 : i8
+    %col = arith.index_castui %code : i8 to index
+    %v = tensor.extract %t[%row, %col] : tensor<256x16xf32>
+    %bits = arith.bitcast %v : f32 to i32
+    %hi = arith.shrui %bits, %c16i : i32
+    %h = arith.trunci %hi : i32 to i16
+    %r = arith.bitcast %h : i16 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x64xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
       attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %x32 = arith.extf %x : bf16 to f32

@@ -173,7 +173,9 @@ def ComfyQuantCPUVectorizeGemm
     a function of the byte and a scale that is the same over each K-vector
     (MXFP8: a block of 32), the table holds the byte's part and each
     vector's dot product, taken from zero, is multiplied by the scale in
-    an FMA into the accumulator.
+    an FMA into the accumulator; where it narrows a read of an f32
+    [R, C] table made before it (NVFP4's E2M1 x E4M3 rows), the table is
+    narrowed once and the call reads bf16 rows.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect",
@@ -233,10 +235,13 @@ def ComfyQuantCPUVectorizeElementwise
     2-bit plane) is one shuffle of the bytes into qwords and one
     `vpmultishiftqb`, and a nibble pair select into sixteen 32-bit lanes
     (NVFP4's codes at M = 1) one `vpmovzxbq`, one `vpmultishiftqb` and a
-    mask; on a 512-bit target, a 16-bit read of a constant 256-entry table
+    mask (into thirty-two, for a bf16 kernel: `vpmovzxwq`, a multishift
+    into 16-bit lanes, a mask); on a 512-bit target, a 16-bit read of a constant 256-entry table
     at a byte is two `vpermi2w` and a blend per 32 lanes (entries 0-127),
     then the sign bit from the byte's bit 7 where the table is
-    sign-magnitude, else two more and a blend. The lane count is the function's
+    sign-magnitude, else two more and a blend; a 16-bit read of a
+    `[R, 16]` table at a row that is one value per 16 lanes, the two rows
+    of 32 lanes loaded into one register and one `vpermw`. The lane count is the function's
     target's vector width / 32 (`comfyquant.target`) unless `lanes` is
     set. An op the
     vectorizer rejects is left as it is. Elementwise arithmetic is the same
