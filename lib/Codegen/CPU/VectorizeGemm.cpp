@@ -610,6 +610,19 @@ static Value exactNarrowing(Value v) {
   return bits.getIn();
 }
 
+/// The f32 that `producer` (elementwise, one init, whose block argument is
+/// unused: a copy may change its type) yields narrowed exactly to bf16
+/// (exactNarrowing), or null.
+static Value producerNarrowedF32(linalg::GenericOp producer) {
+  if (producer.getNumDpsInits() != 1)
+    return {};
+  Block &body = producer.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (!body.getArgument(body.getNumArguments() - 1).use_empty())
+    return {};
+  return exactNarrowing(yield.getOperand(0));
+}
+
 /// A copy of `producer` (elementwise, its init's block argument unused)
 /// yielding `v`, an f32 of its body, beside it.
 static linalg::GenericOp copyYieldingF32(RewriterBase &rw,
@@ -640,13 +653,8 @@ static linalg::GenericOp copyYieldingF32(RewriterBase &rw,
 /// copies are dead code.
 static linalg::GenericOp widenExactNarrowing(RewriterBase &rw,
                                              linalg::GenericOp producer) {
-  if (producer.getNumDpsInits() != 1)
-    return {};
-  Block &body = producer.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Value wide = exactNarrowing(yield.getOperand(0));
-  // The init's block argument must be unused: its type changes.
-  if (!wide || !body.getArgument(body.getNumArguments() - 1).use_empty())
+  Value wide = producerNarrowedF32(producer);
+  if (!wide)
     return {};
   return copyYieldingF32(rw, producer, wide);
 }
@@ -706,14 +714,11 @@ static linalg::GenericOp tabulateByteDecoder(RewriterBase &rw,
 /// otherwise.
 static linalg::GenericOp narrowTableRows(RewriterBase &rw,
                                          linalg::GenericOp producer) {
-  if (producer.getNumDpsInits() != 1)
+  Value wide = producerNarrowedF32(producer);
+  auto read = wide ? wide.getDefiningOp<tensor::ExtractOp>() : nullptr;
+  if (!read)
     return {};
   Block &body = producer.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Value wide = exactNarrowing(yield.getOperand(0));
-  auto read = wide ? wide.getDefiningOp<tensor::ExtractOp>() : nullptr;
-  if (!read || !body.getArgument(body.getNumArguments() - 1).use_empty())
-    return {};
   Value table = read.getTensor();
   auto tableType = dyn_cast<RankedTensorType>(table.getType());
   if (!tableType || tableType.getRank() != 2 || !tableType.hasStaticShape() ||
@@ -810,14 +815,12 @@ static bool uniformOverKVectors(linalg::GenericOp producer, Value v,
 static std::pair<linalg::GenericOp, linalg::GenericOp>
 splitScaledByteDecoder(RewriterBase &rw, linalg::GenericOp producer,
                        int64_t kv) {
-  if (producer.getNumDpsInits() != 1 || producer.getNumDpsInputs() < 1)
+  if (producer.getNumDpsInputs() < 1)
     return {};
-  Block &body = producer.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Value wide = exactNarrowing(yield.getOperand(0));
+  Value wide = producerNarrowedF32(producer);
   auto product = wide ? wide.getDefiningOp<arith::MulFOp>() : nullptr;
-  if (!product || !body.getArgument(body.getNumArguments() - 1).use_empty() ||
-      !body.getArgument(0).getType().isInteger(8))
+  Block &body = producer.getRegion().front();
+  if (!product || !body.getArgument(0).getType().isInteger(8))
     return {};
   for (auto [x, scale] : {std::pair(product.getLhs(), product.getRhs()),
                           std::pair(product.getRhs(), product.getLhs())}) {
