@@ -693,9 +693,12 @@ void lowerRowLookup(vector::GatherOp g, int64_t lanes, bool bytePermute) {
                    table.getDimSize(1) == kShuffleLanes &&
                    (lanes == 8 || lanes == 16);
   // 16-bit (a bf16 kernel's rows): AVX-512, rows uniform over 16 lanes.
-  const bool words = table.getElementType().getIntOrFloatBitWidth() == 16 &&
-                     table.getDimSize(1) == kShuffleLanes && lanes == 16;
   const int64_t n = result.getNumElements();
+  // mapRegisters cuts registers of 32 lanes: n is at most one or whole ones.
+  const bool words = table.getElementType().isIntOrFloat() &&
+                     table.getElementType().getIntOrFloatBitWidth() == 16 &&
+                     table.getDimSize(1) == kShuffleLanes && lanes == 16 &&
+                     (n <= 2 * kShuffleLanes || n % (2 * kShuffleLanes) == 0);
   const int64_t chunk =
       f32 ? lanes : (words ? kShuffleLanes : std::min(n, kShuffleLanes));
   if ((!bytes8 && !f32 && !words) || chunk < 8 || n % chunk)
@@ -890,10 +893,13 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes, bool bytePermute) {
       shuffleBytes(g, cast.getIn());
       continue;
     }
+    // 32 lanes per register (mapRegisters): at most one or whole ones.
     if (table && table.getRank() == 1 && table.hasStaticShape() &&
-        table.getDimSize(0) == 256 &&
+        table.getDimSize(0) == 256 && table.getElementType().isIntOrFloat() &&
         table.getElementType().getIntOrFloatBitWidth() == 16 && lanes == 16 &&
-        cast && result.getRank() == 1 && matchPattern(g.getMask(), m_One()) &&
+        cast && result.getRank() == 1 &&
+        (result.getNumElements() <= 32 || result.getNumElements() % 32 == 0) &&
+        matchPattern(g.getMask(), m_One()) &&
         isZeroInteger(g.getOffsets()[0]) &&
         getElementTypeOrSelf(cast.getIn().getType()).isInteger(32)) {
       permuteWords(g, cast.getIn());

@@ -815,7 +815,9 @@ static bool uniformOverKVectors(linalg::GenericOp producer, Value v,
 static std::pair<linalg::GenericOp, linalg::GenericOp>
 splitScaledByteDecoder(RewriterBase &rw, linalg::GenericOp producer,
                        int64_t kv) {
-  if (producer.getNumDpsInputs() < 1)
+  // Loop 1 must be K, as uniformOverKVectors and emitEpilogueAt read it.
+  if (producer.getNumDpsInputs() < 1 ||
+      !producer.getIndexingMapsArray().back().isIdentity())
     return {};
   Value wide = producerNarrowedF32(producer);
   auto product = wide ? wide.getDefiningOp<arith::MulFOp>() : nullptr;

@@ -33,8 +33,9 @@ mlir::comfyquant::detail::bodySlice(linalg::GenericOp op, Value v) {
 }
 
 namespace {
-/// extf of a NaN constant: a quiet NaN of the same sign, what x86's and
-/// NVIDIA's conversions give. arith.extf does not fold a signaling NaN (an
+/// extf of a NaN constant: a quiet NaN of the same sign (its payload
+/// dropped; hardware conversions keep it, and a NaN is a NaN to every
+/// caller here). arith.extf does not fold a signaling NaN (an
 /// invalid-operation conversion), which FP8 / f16 NaN codes widen through.
 struct ExtendNaN : OpRewritePattern<arith::ExtFOp> {
   using OpRewritePattern::OpRewritePattern;

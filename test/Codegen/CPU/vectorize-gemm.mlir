@@ -1010,6 +1010,57 @@ func.func @one_row_block_scaled_table(%a: tensor<?x128xbf16>, %codes: tensor<8x1
   } -> tensor<?x8xf32>
   return %r : tensor<?x8xf32>
 }
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#I = affine_map<(n, k) -> (n, k)>
+
+// decode = register decodes B in registers at any M: the kernel reads the
+// same table and scales each vector's dot product by its block's scale.
+// CHECK-LABEL: func.func @register_block_scaled_table
+// CHECK:         %[[T:.*]] = arith.constant dense<"0x0000803F0040{{[0-9A-F]+}}00C080BF"> : tensor<256xbf16>
+// CHECK-NOT:     scf.if
+// CHECK:         tensor.extract %[[T]]
+// CHECK:         %[[D:.*]] = builtin.unrealized_conversion_cast %cst{{.*}} {comfyquant.intrinsic = "llvm.x86.avx512bf16.dpbf16ps.512"}
+// CHECK:         vector.fma %[[D]], %{{.*}}, %{{.*}} : vector<16xf32>
+func.func @register_block_scaled_table(%a: tensor<?x128xbf16>, %codes: tensor<8x128xi8>, %scales: tensor<8x4xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %cb = arith.constant 32 : index
+  %c16 = arith.constant 16 : i32
+  %m = tensor.dim %a, %c0 : tensor<?x128xbf16>
+  %eb = tensor.empty() : tensor<8x128xbf16>
+  %dec = linalg.generic {indexing_maps = [#I, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x128xi8>) outs(%eb : tensor<8x128xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %x = arith.sitofp %q : i8 to f32
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %cb : index
+    %sc = tensor.extract %scales[%n, %blk] : tensor<8x4xf32>
+    %v = arith.mulf %x, %sc : f32
+    %bits = arith.bitcast %v : f32 to i32
+    %hi = arith.shrui %bits, %c16 : i32
+    %h = arith.trunci %hi : i32 to i16
+    %r = arith.bitcast %h : i16 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x128xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x128xbf16>, tensor<8x128xbf16>) outs(%f : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = register, form = inner>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
 
 // -----
 

@@ -173,7 +173,8 @@ def ComfyQuantCPUVectorizeGemm
     a function of the byte and a scale that is the same over each K-vector
     (MXFP8: a block of 32), the table holds the byte's part and each
     vector's dot product, taken from zero, is multiplied by the scale in
-    an FMA into the accumulator; where it narrows a read of an f32
+    an FMA into the accumulator (also under `decode = register`, which
+    decodes B in registers at any M); where it narrows a read of an f32
     [R, C] table made before it (NVFP4's E2M1 x E4M3 rows), the table is
     narrowed once and the call reads bf16 rows.
   }];
