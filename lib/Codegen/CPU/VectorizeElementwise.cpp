@@ -855,8 +855,12 @@ void permuteWords(vector::GatherOp g, Value index) {
               rw, loc, "llvm.x86.avx512.vpermi2var.hi.512", i16s,
               ValueRange{quarters[2 * h], reg, quarters[2 * h + 1]});
         };
-        Value v =
-            arith::SelectOp::create(rw, loc, bitSet(64), half(1), half(0));
+        // One op-creating call per statement: argument order is unspecified
+        // and the IR must not depend on the host compiler.
+        Value low = half(0);
+        Value high = half(1);
+        Value bit6 = bitSet(64);
+        Value v = arith::SelectOp::create(rw, loc, bit6, high, low);
         if (signMagnitude) {
           Value top =
               signExtended
@@ -865,8 +869,9 @@ void permuteWords(vector::GatherOp g, Value index) {
           Value sign = arith::AndIOp::create(rw, loc, top, splat(0x8000));
           return Value(arith::OrIOp::create(rw, loc, v, sign));
         }
-        Value upper =
-            arith::SelectOp::create(rw, loc, bitSet(64), half(3), half(2));
+        Value third = half(2);
+        Value fourth = half(3);
+        Value upper = arith::SelectOp::create(rw, loc, bit6, fourth, third);
         return Value(arith::SelectOp::create(rw, loc, bitSet(128), upper, v));
       });
   rw.replaceOp(g, vector::BitCastOp::create(rw, loc, result, r));
