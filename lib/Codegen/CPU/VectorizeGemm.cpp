@@ -1360,10 +1360,6 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
     if (producer.getNumResults() == 1 &&
         producer.getNumReductionLoops() == 0 && producer.getNumLoops() == 2)
       bProducer = producer;
-  // Only one-row calls read it: none under decode = panel.
-  if (bProducer && c.decode != CpuDecode::panel &&
-      (bf16Dot() || c.ukernel == CpuMicroKernel::f32_fma))
-    bProducerF32 = widenExactNarrowing(rw, bProducer);
   // A table read by word permutes (vpermi2w: AVX-512 alone).
   if (bProducer && c.decode != CpuDecode::panel &&
       c.ukernel == CpuMicroKernel::bf16_dot) {
@@ -1374,6 +1370,10 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
     if (!bProducerTable)
       bProducerTable = narrowTableRows(rw, bProducer);
   }
+  // Only one-row calls without a table read it: none under decode = panel.
+  if (bProducer && !bProducerTable && c.decode != CpuDecode::panel &&
+      (bf16Dot() || c.ukernel == CpuMicroKernel::f32_fma))
+    bProducerF32 = widenExactNarrowing(rw, bProducer);
 
   // With an epilogue, the nest replaces it (its other operands are defined
   // before it; the GEMM's operands dominate it too).
