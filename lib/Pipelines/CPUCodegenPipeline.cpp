@@ -39,6 +39,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   ComfyQuantCPUSelectStrategyOptions strategy;
   strategy.variant = options.variant;
   strategy.ukernel = options.ukernel;
+  strategy.tune = options.tune;
   strategy.mr = options.mr;
   strategy.nr = options.nr;
   strategy.mc = options.mc;

@@ -118,6 +118,13 @@ static cl::opt<bool> asJson(cl::cat(toolOptions), "json",
 static cl::opt<std::string> ukernel(cl::cat(toolOptions), "ukernel",
                                     cl::desc("Force a GEMM micro-kernel"),
                                     cl::init(""));
+static cl::opt<std::string> cpuTune(
+    cl::cat(toolOptions), "cpu-tune",
+    cl::desc("CPU the kernels are tuned for, as LLVM's -mtune: generic "
+             "(default), host (this machine) or an LLVM x86 CPU name "
+             "(e.g. znver4, emeraldrapids); it picks between micro-kernels "
+             "the variant allows"),
+    cl::init("generic"));
 static cl::opt<std::string> gemmTiles(
     cl::cat(toolOptions), "gemm-tiles",
     cl::desc("Override the CPU GEMM register tile, M block and K block: "
@@ -291,6 +298,7 @@ void runCodegenJob(MLIRContext &ctx, CodegenJob &j,
     CPUCodegenOptions o;
     o.variant = j.variant->name;
     o.ukernel = ukernel;
+    o.tune = cpuTune;
     o.mr = tileOverride.mr;
     o.nr = tileOverride.nr;
     o.mc = tileOverride.mc;

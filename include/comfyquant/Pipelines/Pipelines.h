@@ -41,6 +41,11 @@ struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
   Option<std::string> ukernel{*this, "ukernel",
                               llvm::cl::desc("Force a GEMM micro-kernel"),
                               llvm::cl::init("")};
+  Option<std::string> tune{
+      *this, "tune",
+      llvm::cl::desc("CPU the kernels are tuned for: generic, host or an "
+                     "LLVM x86 CPU name"),
+      llvm::cl::init("generic")};
   Option<int64_t> mr{*this, "mr", llvm::cl::desc("Register tile rows"),
                      llvm::cl::init(0)};
   Option<int64_t> nr{*this, "nr", llvm::cl::desc("Register tile columns"),

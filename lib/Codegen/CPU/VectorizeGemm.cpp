@@ -123,6 +123,12 @@ private:
   /// kernels multiply each vector's dot product by S (vdpbf16ps into zero,
   /// then an FMA): B's scale is factored out of the block's sum.
   linalg::GenericOp bScale;
+  /// The f32 FMA kernel on bf16 operands of a variant with a bf16 dot
+  /// product (the strategy's choice where vdpbf16ps is the slower of the
+  /// two): its one-row calls still take vdpbf16ps on B's table, if B's
+  /// decoder has one, reading A as stored (`aStored`, not widened).
+  bool rowBF16Dot = false;
+  Value aStored;
   /// tensor.empty [rows, K] for B's decoded tiles, by tile rows, and (outer
   /// form) [mc, columns] partial sums of K blocks, by columns: made on first
   /// use before `anchor`, the nest's first op, so every tile reuses one
@@ -190,6 +196,10 @@ private:
     if (bf16Dot() && !bProducerTable) {
       r.c.ukernel = CpuMicroKernel::f32_fma;
       r.c.kv = c.kv / 2;
+    } else if (rowBF16Dot && bProducerTable) {
+      r.c.ukernel = CpuMicroKernel::bf16_dot;
+      r.c.kv = c.kv * 2;
+      r.A = aStored;
     }
     return r;
   }
@@ -1360,19 +1370,25 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
     if (producer.getNumResults() == 1 &&
         producer.getNumReductionLoops() == 0 && producer.getNumLoops() == 2)
       bProducer = producer;
+  const ::comfyquant::rt::CpuVariantInfo *variant =
+      targetVariant(op->getParentOfType<func::FuncOp>());
+  rowBF16Dot = c.ukernel == CpuMicroKernel::f32_fma && variant &&
+               variant->bf16Dot && m.aElt.isBF16() && m.bElt.isBF16();
   // A table read by word permutes (vpermi2w: AVX-512 alone).
   if (bProducer && c.decode != CpuDecode::panel &&
-      c.ukernel == CpuMicroKernel::bf16_dot) {
+      (c.ukernel == CpuMicroKernel::bf16_dot || rowBF16Dot)) {
+    const int64_t bf16Kv = rowBF16Dot ? c.kv * 2 : c.kv;
     bProducerTable = tabulateByteDecoder(rw, bProducer);
     if (!bProducerTable)
       std::tie(bProducerTable, bScale) =
-          splitScaledByteDecoder(rw, bProducer, c.kv);
+          splitScaledByteDecoder(rw, bProducer, bf16Kv);
     if (!bProducerTable)
       bProducerTable = narrowTableRows(rw, bProducer);
   }
-  // Only one-row calls without a table read it: none under decode = panel.
-  if (bProducer && !bProducerTable && c.decode != CpuDecode::panel &&
-      (bf16Dot() || c.ukernel == CpuMicroKernel::f32_fma))
+  // Read by the f32 kernels and by bf16 one-row calls without a table:
+  // none under decode = panel.
+  if (bProducer && c.decode != CpuDecode::panel &&
+      ((bf16Dot() && !bProducerTable) || c.ukernel == CpuMicroKernel::f32_fma))
     bProducerF32 = widenExactNarrowing(rw, bProducer);
 
   // With an epilogue, the nest replaces it (its other operands are defined
@@ -1391,6 +1407,7 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
   // Likewise the outer pmaddwd kernel broadcasts i16 pairs of A: A is
   // sign-extended to i16 once per call, so a pair is one 32-bit load.
   const bool wideInts = c.ukernel == CpuMicroKernel::i8_pmaddwd && outer();
+  aStored = A;
   if (c.ukernel == CpuMicroKernel::f32_fma || wideInts) {
     auto aType = cast<RankedTensorType>(A.getType());
     Type wide = wideInts ? Type(b.getI16Type()) : Type(b.getF32Type());

@@ -192,6 +192,17 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // BF16-EMU-LABEL: func.func @bf16_operands
 // BF16-EMU:       #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer>
 // BF16-ERR:     error: micro-kernel 'bf16-dot' needs a variant with AVX512-BF16
+// The tuning CPU: where vdpbf16ps issues at half the f32 FMA rate
+// (emeraldrapids) bf16 operands take f32-fma on the same variant; Zen 4 and
+// generic keep the bf16 dot product; a name LLVM does not know is an error.
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=emeraldrapids" | FileCheck %s --check-prefix=TUNE-FMA
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=amx tune=sapphirerapids" | FileCheck %s --check-prefix=TUNE-FMA
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=znver4" | FileCheck %s --check-prefix=BF16
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=generic" | FileCheck %s --check-prefix=BF16
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=pentium-z" 2>&1 >/dev/null | FileCheck %s --check-prefix=TUNE-ERR
+// TUNE-FMA-LABEL: func.func @bf16_operands
+// TUNE-FMA:         #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer>
+// TUNE-ERR:       error: tune = 'pentium-z' is not generic, host or an LLVM x86-64 CPU name
 // K blocks: kc applies to outer forms (a multiple of kv; at least K is one
 // block, so no kc), not to inner ones.
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=32" 2>/dev/null | FileCheck %s --check-prefix=KC

@@ -908,6 +908,101 @@ func.func @one_row_byte_table(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) ->
 #C = affine_map<(m, n, k) -> (m, n)>
 #I = affine_map<(n, k) -> (n, k)>
 
+// The f32 FMA kernel on bf16 operands (the strategy's choice where
+// vdpbf16ps is the slower one) of a variant with a bf16 dot product: a
+// one-row call still reads B's table into vdpbf16ps, with A as stored; the
+// other rows widen A once and multiply the decoder's f32 with FMAs.
+// CHECK-LABEL: func.func @one_row_table_under_fma
+// CHECK:         arith.constant dense<"0x0000803F0040{{[0-9A-F]+}}00C080BF"> : tensor<256xbf16>
+// CHECK:         arith.extf {{.*}} : bf16 to f32
+// CHECK:         scf.if
+// CHECK:           tensor.extract %{{.*}} : tensor<256xbf16>
+// CHECK-NOT:       vector.fma
+// CHECK:           llvm.x86.avx512bf16.dpbf16ps.512
+// CHECK:         } else {
+// CHECK-NOT:       dpbf16ps
+// CHECK:           arith.sitofp
+// CHECK-NOT:       arith.truncf
+// CHECK-NOT:       dpbf16ps
+// CHECK:           vector.fma
+// CHECK-NOT:       dpbf16ps
+// CHECK:         return
+func.func @one_row_table_under_fma(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) -> tensor<?x8xf32>
+    attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16">} {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x64xbf16>
+  %eb = tensor.empty() : tensor<8x64xbf16>
+  %dec = linalg.generic {indexing_maps = [#I, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x64xi8>) outs(%eb : tensor<8x64xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %v = arith.sitofp %q : i8 to f32
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x64xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 4, kv = 16, mc = 8, decode = adaptive, form = inner>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#I = affine_map<(n, k) -> (n, k)>
+
+// Without a bf16 dot product (avx512-vnni) there is no table: both
+// branches multiply f32s.
+// CHECK-LABEL: func.func @one_row_fma_without_bf16_dot
+// CHECK-NOT:     tensor<256xbf16>
+// CHECK-NOT:     dpbf16ps
+// CHECK:         return
+func.func @one_row_fma_without_bf16_dot(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) -> tensor<?x8xf32>
+    attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x64xbf16>
+  %eb = tensor.empty() : tensor<8x64xbf16>
+  %dec = linalg.generic {indexing_maps = [#I, #I], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x64xi8>) outs(%eb : tensor<8x64xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %v = arith.sitofp %q : i8 to f32
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x64xbf16>
+  %e = tensor.empty(%m) : tensor<?x8xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 4, kv = 16, mc = 8, decode = adaptive, form = inner>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#I = affine_map<(n, k) -> (n, k)>
+
 // An E5M2 decoder (the code as an f16's high byte, widened, its high half
 // kept) folds at every code, the signaling NaN codes included (widened to a
 // quiet NaN of their sign): 0x7C is +inf (0x7F80), 0x7D and 0x7E NaNs

@@ -57,6 +57,18 @@ def ComfyQuantCPUSelectStrategy
     on Zen 5 up to K = 12288). `decode = register` keeps
     the inner form unless `form = outer` is asked for (an error).
 
+    `tune` names the CPU the kernels are tuned for, beyond what the variant
+    says (as LLVM's -mtune): `generic` (the default: the table above),
+    `host` (the compiling machine, as LLVM names it) or an LLVM x86 CPU
+    name. On the server cores where vdpbf16ps issues at half the rate of
+    f32 FMAs (sapphirerapids, emeraldrapids, graniterapids,
+    graniterapids-d) bf16 operands take f32-fma instead, each bf16 widened
+    exactly (measured on an Emerald Rapids Xeon, 3072², M = 256, one core:
+    f32-fma 148–158 GOPS, bf16-dot 83); their one-row calls keep the bf16
+    dot product where B's decoder is a table (fewer instructions per
+    weight; see comfyquant-cpu-vectorize-gemm). Elsewhere (Zen 4 and 5)
+    bf16-dot does twice the f32 FMA's work per instruction.
+
     The variant is the `variant` option, else the module's
     `comfyquant.target` (so test IR can pin it), else x86-64-v3.
   }];
@@ -79,7 +91,10 @@ def ComfyQuantCPUSelectStrategy
            "default)">,
     Option<"form", "form", "std::string", "",
            "Accumulator layout of the vector micro-kernels: inner or outer "
-           "(empty: default)">
+           "(empty: default)">,
+    Option<"tune", "tune", "std::string", "\"generic\"",
+           "CPU the kernels are tuned for: generic, host (this machine) or "
+           "an LLVM x86 CPU name (e.g. znver4, emeraldrapids)">
   ];
 }
 
