@@ -54,7 +54,10 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   // (quantizers, per-tile decoders, epilogues), once dead full-size
   // producers are gone.
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeReductions());
-  pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeElementwise());
+  ComfyQuantCPUVectorizeElementwiseOptions elementwise;
+  elementwise.tune = options.tune;
+  pm.addNestedPass<func::FuncOp>(
+      createComfyQuantCPUVectorizeElementwise(elementwise));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Integer decode arithmetic in the narrowest lanes its value range allows

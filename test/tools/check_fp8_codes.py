@@ -12,7 +12,10 @@ after the sum). Compares the compiled kernel (comfyquant-run --target cpu)
 with an independent Python decoder and with the reference path
 (--reference, bit for bit except NaN payloads).
 
-  check_fp8_codes.py BINDIR [--mutate nan|scale|truncate]
+With --tune CPU the module is compiled by comfyquant-compile --cpu-tune CPU
+(the micro-kernels and decodes a tuned artifact takes) and run from it.
+
+  check_fp8_codes.py BINDIR [--mutate nan|scale|truncate] [--tune CPU]
 """
 import argparse
 import json
@@ -30,8 +33,10 @@ import safetensors_util as st  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("bindir")
 ap.add_argument("--mutate", default="")
+ap.add_argument("--tune", default="")
 args = ap.parse_args()
 run = os.path.join(args.bindir, "comfyquant-run")
+compile_ = os.path.join(args.bindir, "comfyquant-compile")
 tmp = tempfile.mkdtemp()
 N, K = 256, 16
 
@@ -76,11 +81,18 @@ for fmt, dtype, e4m3, M, xdtype in cases:
         "fc.input_scale": ("F32", [], struct.pack("<f", 1.0)),
     })
     outs = {}
-    for how in (["--target", "cpu"], ["--reference"]):
+    compiled = ["--target", "cpu"]
+    if args.tune:
+        art = os.path.join(tmp, "art-%s-%s" % (fmt, args.tune))
+        if not os.path.isdir(art):
+            subprocess.check_call([compile_, ckpt, "--target", "cpu", "--dtypes", "f32,bf16",
+                                   "--cpu-tune", args.tune, "-o", art, "--quiet"])
+        compiled = ["--artifact", art]
+    for how in (compiled, ["--reference"]):
         y = os.path.join(tmp, "%s%d%s%s.safetensors" % (fmt, M, xdtype, how[0]))
         subprocess.check_call([run, ckpt, "--module", "fc", "--input", x, "-o", y] + how)
         outs[how[0]] = st.read(y)[0]["y"]
-    gdt, gshape, graw = outs["--target"]
+    gdt, gshape, graw = outs[compiled[0]]
     gshape, graw = cmp.mutate(args.mutate, gdt, gshape, graw)
     got = cmp.decode(gdt, graw)
     want = [(r + 1) * decode(n, e4m3) for r in range(M) for n in range(N)]

@@ -43,6 +43,22 @@ std::optional<CpuMicroKernel> parseMicroKernel(llvm::StringRef name);
 /// its module pins); 0 without either.
 int64_t targetLanes(func::FuncOp func, int64_t requested = 0);
 
+/// What the strategy and the vectorizers know of a CPU beyond its ISA
+/// variant: the `tune` option of comfyquant-cpu-select-strategy and
+/// comfyquant-cpu-vectorize-elementwise (as LLVM's -mtune).
+struct CpuTuning {
+  /// vdpbf16ps issues at half the f32 FMA rate: bf16 operands take f32
+  /// FMAs.
+  bool halfRateBF16Dot = false;
+  /// A two-table word permute (vpermi2w) takes ~2.6 cycles: byte-code
+  /// tables of bf16 are computed where they are affine but for a few codes.
+  bool slowTwoTableWordPermute = false;
+};
+
+/// The tuning of `tune`: generic, host (this machine, as LLVM names it) or
+/// an LLVM x86-64 CPU name; failure (with an error on `op`) otherwise.
+FailureOr<CpuTuning> lookupCpuTuning(Operation *op, llvm::StringRef tune);
+
 /// The CPU variant of the function's target (or its module's); nullptr
 /// without one.
 const ::comfyquant::rt::CpuVariantInfo *targetVariant(func::FuncOp func);

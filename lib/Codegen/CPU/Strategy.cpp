@@ -90,13 +90,29 @@ mlir::comfyquant::detail::parseMicroKernel(StringRef name) {
 // Tuning
 //===----------------------------------------------------------------------===//
 
-/// Server cores whose vdpbf16ps issues at half the rate of their f32 FMAs
-/// (two 512-bit FMA ports, one for the bf16 dot product): f32 FMAs on the
-/// widened bf16 values do the same products twice as fast there.
-static bool halfRateBF16Dot(StringRef cpu) {
-  return llvm::is_contained(
-      {"sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d"},
-      cpu);
+FailureOr<CpuTuning> mlir::comfyquant::detail::lookupCpuTuning(Operation *op,
+                                                               StringRef tune) {
+  std::string cpu;
+  if (tune == "host")
+    cpu = llvm::sys::getHostCPUName().str();
+  else if (tune != "generic" && !tune.empty()) {
+    if (llvm::X86::parseArchX86(tune, /*Only64Bit=*/true) == llvm::X86::CK_None)
+      return op->emitError("tune = '")
+             << tune << "' is not generic, host or an LLVM x86-64 CPU name";
+    cpu = tune.str();
+  }
+  CpuTuning t;
+  // Golden Cove-derived server cores (measured on Emerald Rapids): two
+  // 512-bit FMA ports but vdpbf16ps at about one per 2.4 cycles, so f32
+  // FMAs on the widened bf16 values do the same products twice as fast;
+  // vpermi2w about one per 2.6 cycles against one for vpermw.
+  if (llvm::is_contained({"sapphirerapids", "emeraldrapids", "graniterapids",
+                          "graniterapids-d"},
+                         cpu)) {
+    t.halfRateBF16Dot = true;
+    t.slowTwoTableWordPermute = true;
+  }
+  return t;
 }
 
 namespace {
@@ -105,8 +121,8 @@ struct SelectStrategyPass
     : mlir::comfyquant::impl::ComfyQuantCPUSelectStrategyBase<SelectStrategyPass> {
   using Base::Base;
 
-  /// The LLVM CPU name `tune` resolves to (empty: generic).
-  std::string tuneCPU;
+  /// What `tune` says of the CPU.
+  CpuTuning tuning;
 
   /// The default micro-kernel and tiles for a GEMM kind on a variant.
   LogicalResult choose(const CPUVariant &v, const GemmMatch &m,
@@ -130,7 +146,7 @@ struct SelectStrategyPass
     const bool amxShape = m.n % 16 == 0 && m.k % 64 == 0;
     // bf16 x bf16 products are exact in f32: vdpbf16ps takes two per lane.
     const bool bf16Operands = isFloat && m.aElt.isBF16() && m.bElt.isBF16();
-    if (bf16Operands && v.bf16Dot && !halfRateBF16Dot(tuneCPU)) {
+    if (bf16Operands && v.bf16Dot && !tuning.halfRateBF16Dot) {
       c.ukernel = CpuMicroKernel::bf16_dot;
       c.kv = 32;
     } else if (isFloat) {
@@ -296,18 +312,10 @@ struct SelectStrategyPass
       getOperation().emitError("unknown CPU variant '") << name << "'";
       return signalPassFailure();
     }
-    // The CPU of `tune`: none for generic; host resolves to this machine's.
-    if (tune == "host")
-      tuneCPU = llvm::sys::getHostCPUName().str();
-    else if (tune != "generic" && !tune.empty()) {
-      if (llvm::X86::parseArchX86(tune, /*Only64Bit=*/true) ==
-          llvm::X86::CK_None) {
-        getOperation().emitError("tune = '")
-            << tune << "' is not generic, host or an LLVM x86-64 CPU name";
-        return signalPassFailure();
-      }
-      tuneCPU = tune;
-    }
+    FailureOr<CpuTuning> t = lookupCpuTuning(getOperation(), tune);
+    if (failed(t))
+      return signalPassFailure();
+    tuning = *t;
     MLIRContext *ctx = &getContext();
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())

@@ -792,14 +792,50 @@ void shuffleBytes(vector::GatherOp g, Value index) {
                }));
 }
 
+/// Where the magnitudes of a sign-magnitude word table (entries 0-127) are
+/// affine in the code, `(c << shift) + offset`, for every code in
+/// [low, high] but at most 32 codes outside (a float format's subnormals
+/// below, its inf / NaN codes above): those then map one to one into a
+/// 32-entry table by their low five bits.
+struct AffineWords {
+  unsigned shift;
+  uint16_t offset;
+  unsigned low, high;
+};
+
+static std::optional<AffineWords> findAffineWords(ArrayRef<APInt> bits) {
+  std::optional<AffineWords> best;
+  for (unsigned shift = 0; shift < 16; ++shift) {
+    auto offset = [&](unsigned c) {
+      return static_cast<uint16_t>(bits[c].getZExtValue() - (c << shift));
+    };
+    // Every maximal run of codes with one offset.
+    unsigned low = 0;
+    for (unsigned c = 1; c <= 128; ++c) {
+      if (c < 128 && offset(c) == offset(c - 1))
+        continue;
+      if (!best || c - 1 - low > best->high - best->low)
+        best = AffineWords{shift, offset(low), low, c - 1};
+      low = c;
+    }
+  }
+  if (!best || 127 - (best->high - best->low) > 32)
+    return std::nullopt;
+  return best;
+}
+
 /// A gather of 16-bit values from a constant 256-entry table (a byte's
 /// decode to bf16, comfyquant-cpu-vectorize-gemm) at `index` (i32 lanes
 /// < 256), AVX-512 only: per 32 lanes, two vpermi2w (entries 0-63 and
 /// 64-127, the table's quarters in pairs of registers) and a blend on
 /// index bit 6; then, where entry c + 128 is entry c with the sign bit set
 /// (a sign-magnitude code; a NaN may take either sign), bit 7 of the index
-/// moved to bit 15, else two more vpermi2w and a blend on bit 7.
-void permuteWords(vector::GatherOp g, Value index) {
+/// moved to bit 15, else two more vpermi2w and a blend on bit 7. With
+/// `affine` (where a two-table word permute is slow: comfyquant-cpu-
+/// select-strategy's tune), a sign-magnitude table whose magnitudes are
+/// affine but for at most 32 codes (findAffineWords; FP8 codes' bf16) is
+/// computed instead: a shift and an add, the exceptions from one vpermw.
+void permuteWords(vector::GatherOp g, Value index, bool affine) {
   DenseElementsAttr entries;
   if (!matchPattern(g.getBase(), m_Constant(&entries)))
     return;
@@ -823,8 +859,11 @@ void permuteWords(vector::GatherOp g, Value index) {
     return arith::ConstantOp::create(
         rw, loc, i16s, DenseElementsAttr::get(i16s, rw.getI16IntegerAttr(v)));
   };
+  std::optional<AffineWords> aw;
+  if (affine && signMagnitude)
+    aw = findAffineWords(bits);
   SmallVector<Value> quarters;
-  for (unsigned q = 0; q < (signMagnitude ? 4u : 8u); ++q)
+  for (unsigned q = 0; q < (aw ? 0u : signMagnitude ? 4u : 8u); ++q)
     quarters.push_back(arith::ConstantOp::create(
         rw, loc, i16s,
         DenseElementsAttr::get(
@@ -855,6 +894,44 @@ void permuteWords(vector::GatherOp g, Value index) {
               rw, loc, "llvm.x86.avx512.vpermi2var.hi.512", i16s,
               ValueRange{quarters[2 * h], reg, quarters[2 * h + 1]});
         };
+        auto sign = [&]() -> Value {
+          Value top =
+              signExtended
+                  ? reg
+                  : Value(arith::ShLIOp::create(rw, loc, reg, splat(8)));
+          return arith::AndIOp::create(rw, loc, top, splat(0x8000));
+        };
+        if (aw) {
+          SmallVector<APInt> odd(kWordLanes, APInt(16, 0));
+          for (unsigned c = 0; c < 128; ++c)
+            if (c < aw->low || c > aw->high)
+              odd[c & 31] = bits[c];
+          Value oddTable = arith::ConstantOp::create(
+              rw, loc, i16s, DenseElementsAttr::get(i16s, odd));
+          // One op-creating call per statement: argument order is
+          // unspecified and the IR must not depend on the host compiler.
+          Value mag = arith::AndIOp::create(rw, loc, reg, splat(0x7F));
+          Value scaled =
+              aw->shift
+                  ? Value(arith::ShLIOp::create(rw, loc, mag, splat(aw->shift)))
+                  : mag;
+          Value linear =
+              arith::AddIOp::create(rw, loc, scaled, splat(aw->offset));
+          Value fromLow =
+              aw->low
+                  ? Value(arith::SubIOp::create(rw, loc, mag, splat(aw->low)))
+                  : mag;
+          Value outside =
+              arith::CmpIOp::create(rw, loc, arith::CmpIPredicate::ugt, fromLow,
+                                    splat(aw->high - aw->low));
+          Value exception = mlir::comfyquant::detail::intrinsicPlaceholder(
+              rw, loc, "llvm.x86.avx512.permvar.hi.512", i16s,
+              ValueRange{oddTable, mag});
+          Value v =
+              arith::SelectOp::create(rw, loc, outside, exception, linear);
+          Value s = sign();
+          return Value(arith::OrIOp::create(rw, loc, v, s));
+        }
         // One op-creating call per statement: argument order is unspecified
         // and the IR must not depend on the host compiler.
         Value low = half(0);
@@ -862,12 +939,8 @@ void permuteWords(vector::GatherOp g, Value index) {
         Value bit6 = bitSet(64);
         Value v = arith::SelectOp::create(rw, loc, bit6, high, low);
         if (signMagnitude) {
-          Value top =
-              signExtended
-                  ? reg
-                  : Value(arith::ShLIOp::create(rw, loc, reg, splat(8)));
-          Value sign = arith::AndIOp::create(rw, loc, top, splat(0x8000));
-          return Value(arith::OrIOp::create(rw, loc, v, sign));
+          Value s = sign();
+          return Value(arith::OrIOp::create(rw, loc, v, s));
         }
         Value third = half(2);
         Value fourth = half(3);
@@ -877,7 +950,8 @@ void permuteWords(vector::GatherOp g, Value index) {
   rw.replaceOp(g, vector::BitCastOp::create(rw, loc, result, r));
 }
 
-void lowerTableLookups(func::FuncOp func, int64_t lanes, bool bytePermute) {
+void lowerTableLookups(func::FuncOp func, int64_t lanes, bool bytePermute,
+                       bool affineWords) {
   if (lanes != 8 && lanes != 16)
     return;
   IRRewriter rw(func.getContext());
@@ -907,7 +981,7 @@ void lowerTableLookups(func::FuncOp func, int64_t lanes, bool bytePermute) {
         matchPattern(g.getMask(), m_One()) &&
         isZeroInteger(g.getOffsets()[0]) &&
         getElementTypeOrSelf(cast.getIn().getType()).isInteger(32)) {
-      permuteWords(g, cast.getIn());
+      permuteWords(g, cast.getIn(), affineWords);
       continue;
     }
     if (!table || table.getRank() != 1 || !table.hasStaticShape() ||
@@ -1045,8 +1119,13 @@ struct VectorizeElementwisePass
     mlir::comfyquant::detail::foldLaneAffineIndices(func);
     const ::comfyquant::rt::CpuVariantInfo *variant =
         mlir::comfyquant::detail::targetVariant(func);
+    FailureOr<mlir::comfyquant::detail::CpuTuning> tuning =
+        mlir::comfyquant::detail::lookupCpuTuning(func, tune);
+    if (failed(tuning))
+      return signalPassFailure();
     lowerTableLookups(func, width,
-                      width == 16 && variant && variant->bytePermute);
+                      width == 16 && variant && variant->bytePermute,
+                      tuning->slowTwoTableWordPermute);
     // Canonical form (one-iteration tile loops and full-size slices gone),
     // with work on uniform values (a block scale, a per-row scale) done once
     // in scalars and broadcast rather than in every lane, and on a block's

@@ -1,6 +1,9 @@
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise=lanes=8 --canonicalize | FileCheck %s
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise --canonicalize | FileCheck %s --check-prefix=STRATEGY
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise=lanes=16 --canonicalize | FileCheck %s --check-prefix=AVX512
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise="lanes=16 tune=emeraldrapids" --canonicalize | FileCheck %s --check-prefix=AFFINE
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise="lanes=16 tune=pentium-z" 2>&1 >/dev/null | FileCheck %s --check-prefix=TUNE-ERR
+// TUNE-ERR: error: tune = 'pentium-z' is not generic, host or an LLVM x86-64 CPU name
 
 // A weight decoder: one row at a time, eight K elements per vector; the
 // contiguous weight bytes become one vector load, the scalar scale a
@@ -511,6 +514,47 @@ func.func @byte_table(%w: tensor<2x64xi32>, %t: tensor<16xi8>) -> tensor<2x64xi8
 // AVX512-NOT:     vector.gather
 func.func @word_table_sign_magnitude(%w: tensor<1x64xi8>) -> tensor<1x64xbf16> {
   %t = arith.constant dense<"0x0000803F004040408040A040C040E040004110412041304140415041604170418041884190419841A041A841B041B841C041C841D041D841E041E841F041F8410042044208420C421042144218421C422042244228422C423042344238423C424042444248424C425042544258425C426042644268426C427042744278427C42804282428442864288428A428C428E42904292429442964298429A429C429E42A042A242A442A642A842AA42AC42AE42B042B242B442B642B842BA42BC42BE42C042C242C442C642C842CA42CC42CE42D042D242D442D642D842DA42DC42DE42E042E242E442E642E842EA42EC42EE42F042F242F442F642F842FA42FC42FE42008080BF00C040C080C0A0C0C0C0E0C000C110C120C130C140C150C160C170C180C188C190C198C1A0C1A8C1B0C1B8C1C0C1C8C1D0C1D8C1E0C1E8C1F0C1F8C100C204C208C20CC210C214C218C21CC220C224C228C22CC230C234C238C23CC240C244C248C24CC250C254C258C25CC260C264C268C26CC270C274C278C27CC280C282C284C286C288C28AC28CC28EC290C292C294C296C298C29AC29CC29EC2A0C2A2C2A4C2A6C2A8C2AAC2ACC2AEC2B0C2B2C2B4C2B6C2B8C2BAC2BCC2BEC2C0C2C2C2C4C2C6C2C8C2CAC2CCC2CEC2D0C2D2C2D4C2D6C2D8C2DAC2DCC2DEC2E0C2E2C2E4C2E6C2E8C2EAC2ECC2EEC2F0C2F2C2F4C2F6C2F8C2FAC2FCC2FEC2"> : tensor<256xbf16>
+  %e = tensor.empty() : tensor<1x64xbf16>
+  %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<1x64xi8>) outs(%e : tensor<1x64xbf16>) {
+  ^bb0(%x: i8, %o: bf16):
+    %c = arith.extui %x : i8 to i32
+    %i = arith.index_cast %c : i32 to index
+    %v = tensor.extract %t[%i] : tensor<256xbf16>
+    linalg.yield %v : bf16
+  } -> tensor<1x64xbf16>
+  return %d : tensor<1x64xbf16>
+}
+
+// -----
+
+// FP8 E4M3 codes' bf16 (a sign-magnitude table whose magnitudes are
+// (c << 4) + 0x3C00 for codes 8-126; the subnormals 0-7 and the NaN 127 are
+// the exceptions). Tuned for a CPU whose vpermi2w is slow, the magnitude is
+// computed: a shift and an add, the exceptions from one vpermw of a
+// 32-entry table (the codes' low five bits: 0-7 and 31), selected where
+// the code is outside 8-126; then the sign. Elsewhere the two vpermi2w.
+// AVX512-LABEL:  func.func @word_table_affine
+// AVX512-COUNT-4:  llvm.x86.avx512.vpermi2var.hi.512
+// AFFINE-LABEL:  func.func @word_table_affine
+// AFFINE-NOT:      vpermi2var
+// AFFINE:          %[[ODD:.*]] = arith.constant dense<[0, 15104, 15232, 15296, 15360, 15392, 15424, 15456, 0, {{.*}}, 0, 32704]> : vector<32xi16>
+// AFFINE:          %[[MAG:.*]] = arith.andi %{{.*}}, %{{.*}} : vector<32xi16>
+// AFFINE:          %[[SHL:.*]] = arith.shli %[[MAG]], %{{.*}} : vector<32xi16>
+// AFFINE:          %[[LIN:.*]] = arith.addi %[[SHL]], %{{.*}} : vector<32xi16>
+// AFFINE:          %[[FROM:.*]] = arith.subi %[[MAG]], %{{.*}} : vector<32xi16>
+// AFFINE:          %[[OUT:.*]] = arith.cmpi ugt, %[[FROM]], %{{.*}} : vector<32xi16>
+// AFFINE:          %[[EXC:.*]] = builtin.unrealized_conversion_cast %[[ODD]], %[[MAG]] : vector<32xi16>, vector<32xi16> to vector<32xi16> {comfyquant.intrinsic = "llvm.x86.avx512.permvar.hi.512"}
+// AFFINE:          arith.select %[[OUT]], %[[EXC]], %[[LIN]]
+// AFFINE:          arith.ori
+// AFFINE-NOT:      vpermi2var
+// AFFINE:          vector.bitcast %{{.*}} : vector<64xi16> to vector<64xbf16>
+// AFFINE-NOT:      vector.gather
+// The sitofp table above is not affine: the tune keeps its vpermi2w.
+// AFFINE-LABEL:  func.func @word_table_twos_complement
+// AFFINE-COUNT-8:  llvm.x86.avx512.vpermi2var.hi.512
+func.func @word_table_affine(%w: tensor<1x64xi8>) -> tensor<1x64xbf16> {
+  %t = arith.constant dense<"0x0000003B803BC03B003C203C403C603C803C903CA03CB03CC03CD03CE03CF03C003D103D203D303D403D503D603D703D803D903DA03DB03DC03DD03DE03DF03D003E103E203E303E403E503E603E703E803E903EA03EB03EC03ED03EE03EF03E003F103F203F303F403F503F603F703F803F903FA03FB03FC03FD03FE03FF03F0040104020403040404050406040704080409040A040B040C040D040E040F0400041104120413041404150416041704180419041A041B041C041D041E041F0410042104220423042404250426042704280429042A042B042C042D042E042F0420043104320433043404350436043704380439043A043B043C043D043E043C07F008000BB80BBC0BB00BC20BC40BC60BC80BC90BCA0BCB0BCC0BCD0BCE0BCF0BC00BD10BD20BD30BD40BD50BD60BD70BD80BD90BDA0BDB0BDC0BDD0BDE0BDF0BD00BE10BE20BE30BE40BE50BE60BE70BE80BE90BEA0BEB0BEC0BED0BEE0BEF0BE00BF10BF20BF30BF40BF50BF60BF70BF80BF90BFA0BFB0BFC0BFD0BFE0BFF0BF00C010C020C030C040C050C060C070C080C090C0A0C0B0C0C0C0D0C0E0C0F0C000C110C120C130C140C150C160C170C180C190C1A0C1B0C1C0C1D0C1E0C1F0C100C210C220C230C240C250C260C270C280C290C2A0C2B0C2C0C2D0C2E0C2F0C200C310C320C330C340C350C360C370C380C390C3A0C3B0C3C0C3D0C3E0C3C0FF"> : tensor<256xbf16>
   %e = tensor.empty() : tensor<1x64xbf16>
   %d = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
       ins(%w : tensor<1x64xi8>) outs(%e : tensor<1x64xbf16>) {
