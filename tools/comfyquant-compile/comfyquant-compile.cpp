@@ -55,6 +55,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 #include <nlohmann/json.hpp>
 
@@ -576,6 +577,11 @@ static int compileMain(int argc, char **argv) {
                               "(--mlir-print-ir-after-all, --mlir-timing,\n"
                               "  ...) apply to every pass manager.\n");
   tileOverride = parseGemmTiles(gemmTiles);
+  if (cpuTune != "generic" && cpuTune != "host" &&
+      llvm::X86::parseArchX86(cpuTune, /*Only64Bit=*/true) ==
+          llvm::X86::CK_None)
+    die("--cpu-tune takes generic, host or an LLVM x86-64 CPU name, not '" +
+        cpuTune + "'");
   if (!gemmDecode.empty() && gemmDecode != "panel" &&
       gemmDecode != "register" && gemmDecode != "adaptive")
     die("--gemm-decode takes panel, register or adaptive, not '" + gemmDecode +
