@@ -271,6 +271,23 @@ struct SelectStrategyPass
     // than it for W4A8).
     if (kc < 0 && c.isOuter() && c.ukernel == CpuMicroKernel::i8_pmaddwd)
       c.kc = 512;
+    // A whole-K panel of one N tile over 1 MB (f32 at K = 12288: 3 MB)
+    // leaves L2 while the M block's tiles stream past it: K blocks of at
+    // most 512 KB of panel. Emerald Rapids (2 MB L2), 3072 x 12288, M = 256,
+    // one core: FP8 and NVFP4 on f32 FMAs 72-73 GOPS whole, 136-155 with
+    // kc = 1024-4096; on vdpbf16ps (a 1.5 MB panel) 84-88 whole, 85-94
+    // with kc = 2048-4096.
+    if (kc < 0 && c.isOuter() && c.kc == 0) {
+      int64_t bytes = c.ukernel == CpuMicroKernel::f32_fma ? 4
+                      : c.ukernel == CpuMicroKernel::i8_vnni ||
+                              c.ukernel == CpuMicroKernel::i8_vnni_emulated
+                          ? 1
+                          : 2;
+      const int64_t panelPerK = c.nr * (v.vectorBits / 32) * bytes;
+      if (panelPerK * m.k > (int64_t(1) << 20))
+        c.kc = std::max<int64_t>(c.kv, (int64_t(512) << 10) / panelPerK / c.kv *
+                                           c.kv);
+    }
     // One block covering K is no blocking.
     if (c.kc >= m.k)
       c.kc = 0;

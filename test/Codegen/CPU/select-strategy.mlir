@@ -235,6 +235,53 @@ func.func @bf16_operands(%a: tensor<?x64xbf16>, %w: tensor<32x64xi8>, %c: tensor
 
 // -----
 
+// A whole-K panel over 1 MB is blocked into K blocks of at most 512 KB of
+// panel: 64 columns of f32 (tuned f32-fma) at K = 12288 are 3 MB (kc =
+// 2048), of bf16 pairs 1.5 MB (kc = 4096); the VNNI kernel's 768 KB of
+// bytes and AVX2's f32 panel (16 columns: 768 KB) stay whole.
+// TUNE-FMA-LABEL: func.func @bf16_long_k
+// TUNE-FMA:         #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, kc = 2048, decode = adaptive, form = outer>
+// BF16-LABEL:     func.func @bf16_long_k
+// BF16:             #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 4096, decode = adaptive, form = outer>
+// V3-LABEL:       func.func @bf16_long_k
+// V3:               #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 2, kv = 8, mc = 258, decode = adaptive, form = outer>
+func.func @bf16_long_k(%a: tensor<?x12288xbf16>, %w: tensor<64x12288xi8>, %c: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %e = tensor.empty() : tensor<64x12288xbf16>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x12288xi8>) outs(%e : tensor<64x12288xbf16>) {
+  ^bb0(%x: i8, %o: bf16):
+    %f = arith.sitofp %x : i8 to bf16
+    linalg.yield %f : bf16
+  } -> tensor<64x12288xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x12288xbf16>, tensor<64x12288xbf16>) outs(%c : tensor<?x64xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x64xf32>
+  return %r : tensor<?x64xf32>
+}
+
+// VNNI-LABEL: func.func @i8_12288
+// VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = none, form = outer>
+func.func @i8_12288(%a: tensor<?x12288xi8>, %b: tensor<64x12288xi8>, %c: tensor<?x64xi32>) -> tensor<?x64xi32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x12288xi8>, tensor<64x12288xi8>) outs(%c : tensor<?x64xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %p = arith.muli %x32, %y32 : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x64xi32>
+  return %r : tensor<?x64xi32>
+}
+
+// -----
+
 // The outer pmaddwd kernel (AVX2 int8) blocks K by 512 by default (its
 // i16 panel of a block stays in L1); K = 1024 is two blocks.
 // V3-LABEL:   func.func @i8_long_k

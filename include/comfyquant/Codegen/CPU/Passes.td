@@ -53,8 +53,11 @@ def ComfyQuantCPUSelectStrategy
 
     mc is 64 rows, 256 when B is decoded per N tile or on a 512-bit variant
     (AMX: 64), rounded up to a multiple of mr. kc (outer form) is 0, all of
-    K in one panel, unless the option asks for K blocks (measured: no gain
-    on Zen 5 up to K = 12288). `decode = register` keeps
+    K in one panel (measured: no gain from K blocks on Zen 5 up to
+    K = 12288 for int8 and bf16 panels), unless the option asks for K
+    blocks or one N tile's whole-K panel would exceed 1 MB (f32 at
+    K = 12288: 3 MB, leaving a 2 MB L2): then blocks of at most 512 KB of
+    panel (pmaddwd: 512 by default). `decode = register` keeps
     the inner form unless `form = outer` is asked for (an error).
 
     `tune` names the CPU the kernels are tuned for, beyond what the variant
