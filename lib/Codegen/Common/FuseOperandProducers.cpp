@@ -4,6 +4,9 @@
 // temporary and a second that decodes and scales it for the GEMM. The GEMM
 // code generators evaluate the second per tile; fusing the first into it
 // removes the temporary (written and read back in full on every call).
+// Likewise a relayout read by element (NVFP4's swizzled block scales
+// unswizzled into an N x K/16 temporary): its body, a function of the
+// indices, is evaluated where the decoder reads the element.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/Common/Gemm.h"
 #include "comfyquant/Codegen/Common/Passes.h"
@@ -51,6 +54,49 @@ linalg::GenericOp fuseOneInput(RewriterBase &rw, linalg::GenericOp consumer) {
   return {};
 }
 
+/// A generic that reads nothing through its operands: each element is a
+/// function of its indices (and of values from outside, e.g. a gather from
+/// a stored tensor).
+bool isIndexFunction(linalg::GenericOp op) {
+  if (!isAllParallelOneResult(op) || op.getNumDpsInputs() != 0 ||
+      !op.getIndexingMapsArray()[0].isIdentity())
+    return false;
+  Block &body = op.getRegion().front();
+  return llvm::all_of(body.getArguments(),
+                      [](BlockArgument a) { return a.use_empty(); }) &&
+         llvm::all_of(body.without_terminator(), [](Operation &o) {
+           return o.getNumRegions() == 0 && isPure(&o);
+         });
+}
+
+/// Replaces each read of an index function's result in `consumer`'s body by
+/// that function evaluated at the read's indices; erases index functions
+/// left without users.
+void inlineIndexFunctions(RewriterBase &rw, linalg::GenericOp consumer) {
+  SmallVector<tensor::ExtractOp> reads;
+  consumer.getRegion().walk([&](tensor::ExtractOp read) {
+    if (isIndexFunction(read.getTensor().getDefiningOp<linalg::GenericOp>()))
+      reads.push_back(read);
+  });
+  for (tensor::ExtractOp read : reads) {
+    auto producer = read.getTensor().getDefiningOp<linalg::GenericOp>();
+    Block &body = producer.getRegion().front();
+    IRMapping map;
+    rw.setInsertionPoint(read);
+    for (Operation &o : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(&o)) {
+        map.map(index.getResult(), read.getIndices()[index.getDim()]);
+        continue;
+      }
+      rw.clone(o, map);
+    }
+    Value element = map.lookupOrDefault(body.getTerminator()->getOperand(0));
+    rw.replaceOp(read, element);
+    if (producer->use_empty())
+      rw.eraseOp(producer);
+  }
+}
+
 struct FuseOperandProducersPass
     : mlir::comfyquant::impl::ComfyQuantFuseOperandProducersBase<
           FuseOperandProducersPass> {
@@ -70,6 +116,7 @@ struct FuseOperandProducersPass
         producer = fused;
         rw.setInsertionPoint(producer);
       }
+      inlineIndexFunctions(rw, producer);
     }
   }
 };

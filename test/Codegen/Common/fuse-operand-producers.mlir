@@ -89,3 +89,101 @@ func.func @shared_temporary(%a: tensor<?x16xf32>, %w: tensor<8x16xi8>,
   } -> tensor<?x8xf32>
   return %r, %codes : tensor<?x8xf32>, tensor<8x16xi8>
 }
+
+// -----
+
+#mk = affine_map<(m, n, k) -> (m, k)>
+#nk = affine_map<(m, n, k) -> (n, k)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+
+// Block scales stored in another order (here transposed), relaid out by an
+// op whose elements are a function of their indices, then read per block
+// by the decoder: the decoder reads the stored scale where it needs it, the
+// relaid-out temporary is gone.
+// CHECK-LABEL: func.func @relayout_read_by_element
+// CHECK-NOT:     outs(%{{.*}} : tensor<8x4xf32>)
+// CHECK:         %[[B:.*]] = linalg.generic
+// CHECK-SAME:      ins(%{{.*}} : tensor<8x16xi8>)
+// CHECK-SAME:      outs(%{{.*}} : tensor<8x16xf32>)
+// CHECK:           %[[N:.*]] = linalg.index 0
+// CHECK:           %[[K:.*]] = linalg.index 1
+// CHECK:           %[[G:.*]] = arith.divui %[[K]], %c4
+// CHECK:           tensor.extract %{{.*}}[%[[G]], %[[N]]] : tensor<4x8xf32>
+// CHECK:           arith.mulf
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%{{.*}}, %[[B]] : tensor<?x16xf32>, tensor<8x16xf32>)
+func.func @relayout_read_by_element(%a: tensor<?x16xf32>, %w: tensor<8x16xi8>,
+                                    %stored: tensor<4x8xf32>,
+                                    %acc: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c4 = arith.constant 4 : index
+  %e = tensor.empty() : tensor<8x4xf32>
+  %scales = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<8x4xf32>) {
+  ^bb0(%out: f32):
+    %n = linalg.index 0 : index
+    %g = linalg.index 1 : index
+    %s = tensor.extract %stored[%g, %n] : tensor<4x8xf32>
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  %f = tensor.empty() : tensor<8x16xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<8x16xi8>) outs(%f : tensor<8x16xf32>) {
+  ^bb0(%c: i8, %out: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %g = arith.divui %k, %c4 : index
+    %s = tensor.extract %scales[%n, %g] : tensor<8x4xf32>
+    %x = arith.sitofp %c : i8 to f32
+    %y = arith.mulf %x, %s : f32
+    linalg.yield %y : f32
+  } -> tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #nk, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<?x16xf32>, tensor<8x16xf32>) outs(%acc : tensor<?x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+
+// -----
+
+#mk = affine_map<(m, n, k) -> (m, k)>
+#nk = affine_map<(m, n, k) -> (n, k)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(i, j) -> (i, j)>
+
+// The scales' op reads its destination (not a function of the indices
+// alone): it stays, and the decoder reads its result.
+// CHECK-LABEL: func.func @relayout_reads_its_init
+// CHECK:         %[[S:.*]] = linalg.generic
+// CHECK-SAME:      outs(%{{.*}} : tensor<8x4xf32>)
+// CHECK:         linalg.generic
+// CHECK:           tensor.extract %[[S]]
+func.func @relayout_reads_its_init(%a: tensor<?x16xf32>, %w: tensor<8x16xi8>,
+                                   %init: tensor<8x4xf32>,
+                                   %acc: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %c4 = arith.constant 4 : index
+  %scales = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%init : tensor<8x4xf32>) {
+  ^bb0(%out: f32):
+    %d = arith.addf %out, %out : f32
+    linalg.yield %d : f32
+  } -> tensor<8x4xf32>
+  %f = tensor.empty() : tensor<8x16xf32>
+  %b = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<8x16xi8>) outs(%f : tensor<8x16xf32>) {
+  ^bb0(%c: i8, %out: f32):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %g = arith.divui %k, %c4 : index
+    %s = tensor.extract %scales[%n, %g] : tensor<8x4xf32>
+    %x = arith.sitofp %c : i8 to f32
+    %y = arith.mulf %x, %s : f32
+    linalg.yield %y : f32
+  } -> tensor<8x16xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #nk, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<?x16xf32>, tensor<8x16xf32>) outs(%acc : tensor<?x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}

@@ -21,7 +21,11 @@ def ComfyQuantFuseOperandProducers
     fuses every all-parallel `linalg.generic` feeding the B operand's
     producer (through an input with a permutation map, used by nothing
     else) into it, repeatedly, so the stored weight is read where the GEMM
-    needs it and no temporary of the decoded weight is written.
+    needs it and no temporary of the decoded weight is written. A read
+    (`tensor.extract`) in that producer of a generic whose elements are a
+    function of their indices alone (a relayout: NVFP4's and MXFP8's
+    swizzled block scales) is replaced by that function evaluated at the
+    read's indices, so the relayout is not materialized on every call.
 
     Only B, the weight operand, is treated: the code generators evaluate
     its producer per tile; the activation's producers run once per call
