@@ -20,6 +20,8 @@ struct GemmConfig {
   int64_t kc = 0;
   CpuDecode decode = CpuDecode::none;
   CpuGemmForm form = CpuGemmForm::inner;
+  /// The micro-kernel of one-row calls.
+  CpuRowKernel row = CpuRowKernel::ukernel;
 
   bool isOuter() const { return form == CpuGemmForm::outer; }
   bool isAmx() const {
@@ -54,6 +56,12 @@ struct CpuTuning {
   /// tables of bf16 are computed where they are affine but for a few codes.
   bool slowTwoTableWordPermute = false;
 };
+
+/// Whether the bf16 kernels read `producer`, B's decoder, as a table of
+/// bf16s in registers (its bf16 a function of one byte, possibly times a
+/// scale uniform over each of the kernel's `kv`-vectors, or a read of a
+/// table of rows), as comfyquant-cpu-vectorize-gemm builds it.
+bool decodesThroughTable(linalg::GenericOp producer, int64_t kv);
 
 /// The tuning of `tune`: generic, host (this machine, as LLVM names it) or
 /// an LLVM x86-64 CPU name; failure (with an error on `op`) otherwise.

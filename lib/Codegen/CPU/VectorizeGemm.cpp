@@ -123,10 +123,8 @@ private:
   /// kernels multiply each vector's dot product by S (vdpbf16ps into zero,
   /// then an FMA): B's scale is factored out of the block's sum.
   linalg::GenericOp bScale;
-  /// The f32 FMA kernel on bf16 operands of a variant with a bf16 dot
-  /// product (the strategy's choice where vdpbf16ps is the slower of the
-  /// two): its one-row calls still take vdpbf16ps on B's table, if B's
-  /// decoder has one, reading A as stored (`aStored`, not widened).
+  /// row = bf16_dot: the f32 FMA kernel's one-row calls take vdpbf16ps on
+  /// B's table, reading A as stored (`aStored`, not widened).
   bool rowBF16Dot = false;
   Value aStored;
   /// tensor.empty [rows, K] for B's decoded tiles, by tile rows, and (outer
@@ -186,17 +184,13 @@ private:
                                  arith::ConstantIndexOp::create(b, 1));
   }
 
-  /// The builder of one-row calls, which multiply each decoded element
-  /// of B once, so its decoding costs more than the products: the bf16
-  /// kernels run them as f32 FMAs (widening a bf16 is a shift, which LLVM
-  /// folds into the decoder's narrowing), unless B's decode is a table of
-  /// bf16s read by word permutes.
+  /// The builder of one-row calls: the strategy's `row` micro-kernel.
   GemmBuilder oneRowBuilder() const {
     GemmBuilder r = *this;
-    if (bf16Dot() && !bProducerTable) {
+    if (c.row == CpuRowKernel::f32_fma) {
       r.c.ukernel = CpuMicroKernel::f32_fma;
       r.c.kv = c.kv / 2;
-    } else if (rowBF16Dot && bProducerTable) {
+    } else if (c.row == CpuRowKernel::bf16_dot) {
       r.c.ukernel = CpuMicroKernel::bf16_dot;
       r.c.kv = c.kv * 2;
       r.A = aStored;
@@ -694,26 +688,52 @@ static linalg::GenericOp byteTableLookup(RewriterBase &rw,
       });
 }
 
+/// The bf16s of `producer` (elementwise, one i8 input, one bf16 result of
+/// that byte alone and constants) at each of the 256 codes; none otherwise.
+static std::optional<SmallVector<Attribute>>
+byteTableEntries(linalg::GenericOp producer) {
+  if (producer.getNumDpsInputs() != 1 || producer.getNumDpsInits() != 1)
+    return std::nullopt;
+  Block &body = producer.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value out = yield.getOperand(0);
+  if (!out.getType().isBF16() || !body.getArgument(1).use_empty())
+    return std::nullopt;
+  SmallVector<Attribute> values = evaluateAtEveryCode(producer, out, 0);
+  if (values.size() != 256 || !llvm::all_of(values, [](Attribute a) {
+        auto f = dyn_cast<FloatAttr>(a);
+        return f && f.getType().isBF16();
+      }))
+    return std::nullopt;
+  return values;
+}
+
 /// A copy of `producer` (elementwise, one i8 input, one bf16 result of
 /// that byte alone and constants) reading its result at each of the 256
 /// codes from a constant table, or null. Made beside the producer; unused
 /// copies are dead code.
 static linalg::GenericOp tabulateByteDecoder(RewriterBase &rw,
                                              linalg::GenericOp producer) {
-  if (producer.getNumDpsInputs() != 1 || producer.getNumDpsInits() != 1)
+  std::optional<SmallVector<Attribute>> entries = byteTableEntries(producer);
+  if (!entries)
     return {};
-  Block &body = producer.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Value out = yield.getOperand(0);
-  if (!out.getType().isBF16() || !body.getArgument(1).use_empty())
+  return byteTableLookup(rw, producer, *entries);
+}
+
+/// The read of an f32 [R, C] table defined outside `producer`'s body whose
+/// exact narrowing `producer` yields; null otherwise.
+static tensor::ExtractOp narrowedTableRead(linalg::GenericOp producer) {
+  Value wide = producerNarrowedF32(producer);
+  auto read = wide ? wide.getDefiningOp<tensor::ExtractOp>() : nullptr;
+  if (!read)
     return {};
-  SmallVector<Attribute> values = evaluateAtEveryCode(producer, out, 0);
-  if (values.size() != 256 || !llvm::all_of(values, [](Attribute a) {
-        auto f = dyn_cast<FloatAttr>(a);
-        return f && f.getType().isBF16();
-      }))
+  Value table = read.getTensor();
+  auto tableType = dyn_cast<RankedTensorType>(table.getType());
+  if (!tableType || tableType.getRank() != 2 || !tableType.hasStaticShape() ||
+      !tableType.getElementType().isF32() ||
+      producer->isAncestor(table.getParentBlock()->getParentOp()))
     return {};
-  return byteTableLookup(rw, producer, values);
+  return read;
 }
 
 /// For a producer (elementwise, one bf16 result) yielding the exact
@@ -724,17 +744,12 @@ static linalg::GenericOp tabulateByteDecoder(RewriterBase &rw,
 /// otherwise.
 static linalg::GenericOp narrowTableRows(RewriterBase &rw,
                                          linalg::GenericOp producer) {
-  Value wide = producerNarrowedF32(producer);
-  auto read = wide ? wide.getDefiningOp<tensor::ExtractOp>() : nullptr;
+  tensor::ExtractOp read = narrowedTableRead(producer);
   if (!read)
     return {};
   Block &body = producer.getRegion().front();
   Value table = read.getTensor();
-  auto tableType = dyn_cast<RankedTensorType>(table.getType());
-  if (!tableType || tableType.getRank() != 2 || !tableType.hasStaticShape() ||
-      !tableType.getElementType().isF32() ||
-      producer->isAncestor(table.getParentBlock()->getParentOp()))
-    return {};
+  auto tableType = cast<RankedTensorType>(table.getType());
   OpBuilder::InsertionGuard guard(rw);
   rw.setInsertionPointAfterValue(table);
   Location loc = table.getLoc();
@@ -817,23 +832,22 @@ static bool uniformOverKVectors(linalg::GenericOp producer, Value v,
   return true;
 }
 
-/// For a producer (elementwise, its byte first, one bf16 result) that
-/// narrows exactly (exactNarrowing) a product X · S, X a function of the
-/// byte alone that is a bf16 at every code and S uniform over kv-vectors:
-/// {a table copy yielding bf16(X), a copy yielding S}. Null when it is not
-/// of that form.
-static std::pair<linalg::GenericOp, linalg::GenericOp>
-splitScaledByteDecoder(RewriterBase &rw, linalg::GenericOp producer,
-                       int64_t kv) {
+/// The bf16 table of X and the value S where `producer` (elementwise, its
+/// byte first, one bf16 result) narrows exactly (exactNarrowing) a product
+/// X · S, X a function of the byte alone that is a bf16 at every code and S
+/// uniform over kv-vectors; none when it is not of that form.
+static std::optional<std::pair<SmallVector<Attribute>, Value>>
+scaledByteTable(linalg::GenericOp producer, int64_t kv) {
   // Loop 1 must be K, as uniformOverKVectors and emitEpilogueAt read it.
   if (producer.getNumDpsInputs() < 1 ||
       !producer.getIndexingMapsArray().back().isIdentity())
-    return {};
+    return std::nullopt;
   Value wide = producerNarrowedF32(producer);
   auto product = wide ? wide.getDefiningOp<arith::MulFOp>() : nullptr;
   Block &body = producer.getRegion().front();
   if (!product || !body.getArgument(0).getType().isInteger(8))
-    return {};
+    return std::nullopt;
+  Builder b(producer.getContext());
   for (auto [x, scale] : {std::pair(product.getLhs(), product.getRhs()),
                           std::pair(product.getRhs(), product.getLhs())}) {
     if (!scale.getType().isF32() || !uniformOverKVectors(producer, scale, kv))
@@ -849,15 +863,29 @@ splitScaledByteDecoder(RewriterBase &rw, linalg::GenericOp producer,
       bf.convert(APFloat::BFloat(), APFloat::rmTowardZero, &lost);
       if (lost && !f.getValue().isNaN())
         break;
-      narrowed.push_back(rw.getFloatAttr(rw.getBF16Type(), bf));
+      narrowed.push_back(b.getFloatAttr(b.getBF16Type(), bf));
     }
-    if (narrowed.size() != 256)
-      continue;
-    linalg::GenericOp codes = byteTableLookup(rw, producer, narrowed);
-    linalg::GenericOp scales = copyYieldingF32(rw, producer, scale);
-    return {codes, scales};
+    if (narrowed.size() == 256)
+      return std::pair(std::move(narrowed), scale);
   }
-  return {};
+  return std::nullopt;
+}
+
+/// For a producer (elementwise, its byte first, one bf16 result) that
+/// narrows exactly (exactNarrowing) a product X · S, X a function of the
+/// byte alone that is a bf16 at every code and S uniform over kv-vectors:
+/// {a table copy yielding bf16(X), a copy yielding S}. Null when it is not
+/// of that form.
+static std::pair<linalg::GenericOp, linalg::GenericOp>
+splitScaledByteDecoder(RewriterBase &rw, linalg::GenericOp producer,
+                       int64_t kv) {
+  std::optional<std::pair<SmallVector<Attribute>, Value>> found =
+      scaledByteTable(producer, kv);
+  if (!found)
+    return {};
+  linalg::GenericOp codes = byteTableLookup(rw, producer, found->first);
+  linalg::GenericOp scales = copyYieldingF32(rw, producer, found->second);
+  return {codes, scales};
 }
 
 Value GemmBuilder::bRow(ImplicitLocOpBuilder &b, Value bt, Value n0, int64_t j,
@@ -1372,8 +1400,11 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
       bProducer = producer;
   const ::comfyquant::rt::CpuVariantInfo *variant =
       targetVariant(op->getParentOfType<func::FuncOp>());
-  rowBF16Dot = c.ukernel == CpuMicroKernel::f32_fma && variant &&
-               variant->bf16Dot && m.aElt.isBF16() && m.bElt.isBF16();
+  rowBF16Dot = c.row == CpuRowKernel::bf16_dot;
+  if (rowBF16Dot &&
+      !(variant && variant->bf16Dot && m.aElt.isBF16() && m.bElt.isBF16()))
+    return op.emitError("row = bf16_dot needs bf16 operands and a CPU "
+                        "variant with a bf16 dot product");
   // A table read by word permutes (vpermi2w: AVX-512 alone).
   if (bProducer && c.decode != CpuDecode::panel &&
       (c.ukernel == CpuMicroKernel::bf16_dot || rowBF16Dot)) {
@@ -1385,10 +1416,16 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
     if (!bProducerTable)
       bProducerTable = narrowTableRows(rw, bProducer);
   }
+  // The strategy chose row = bf16_dot where B's decoder is a table
+  // (decodesThroughTable: the test the tables above pass).
+  if (rowBF16Dot && !bProducerTable)
+    return op.emitError("row = bf16_dot reads B's decoder as a table of bf16s "
+                        "in registers, and it is not one");
   // Read by the f32 kernels and by bf16 one-row calls without a table:
   // none under decode = panel.
   if (bProducer && c.decode != CpuDecode::panel &&
-      ((bf16Dot() && !bProducerTable) || c.ukernel == CpuMicroKernel::f32_fma))
+      ((bf16Dot() && c.row == CpuRowKernel::f32_fma) ||
+       c.ukernel == CpuMicroKernel::f32_fma))
     bProducerF32 = widenExactNarrowing(rw, bProducer);
 
   // With an epilogue, the nest replaces it (its other operands are defined
@@ -1597,3 +1634,9 @@ struct VectorizeGemmPass
 };
 
 } // namespace
+
+bool mlir::comfyquant::detail::decodesThroughTable(linalg::GenericOp producer,
+                                                   int64_t kv) {
+  return byteTableEntries(producer) || scaledByteTable(producer, kv) ||
+         narrowedTableRead(producer);
+}

@@ -190,7 +190,7 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // AMX-LABEL:    func.func @bf16_operands
 // AMX:            #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
 // BF16-EMU-LABEL: func.func @bf16_operands
-// BF16-EMU:       #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer>
+// BF16-EMU:       #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer, row = f32_fma>
 // BF16-ERR:     error: micro-kernel 'bf16-dot' needs a variant with AVX512-BF16
 // The tuning CPU: where vdpbf16ps issues at half the f32 FMA rate
 // (emeraldrapids) bf16 operands take f32-fma on the same variant; Zen 4 and
@@ -201,7 +201,7 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=generic" | FileCheck %s --check-prefix=BF16
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=pentium-z" 2>&1 >/dev/null | FileCheck %s --check-prefix=TUNE-ERR
 // TUNE-FMA-LABEL: func.func @bf16_operands
-// TUNE-FMA:         #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer>
+// TUNE-FMA:         #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer, row = bf16_dot>
 // TUNE-ERR:       error: tune = 'pentium-z' is not generic, host or an LLVM x86-64 CPU name
 // K blocks: kc applies to outer forms (a multiple of kv; at least K is one
 // block, so no kc), not to inner ones.
@@ -240,7 +240,7 @@ func.func @bf16_operands(%a: tensor<?x64xbf16>, %w: tensor<32x64xi8>, %c: tensor
 // 2048), of bf16 pairs 1.5 MB (kc = 4096); the VNNI kernel's 768 KB of
 // bytes and AVX2's f32 panel (16 columns: 768 KB) stay whole.
 // TUNE-FMA-LABEL: func.func @bf16_long_k
-// TUNE-FMA:         #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, kc = 2048, decode = adaptive, form = outer>
+// TUNE-FMA:         #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, kc = 2048, decode = adaptive, form = outer, row = bf16_dot>
 // BF16-LABEL:     func.func @bf16_long_k
 // BF16:             #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 4096, decode = adaptive, form = outer>
 // V3-LABEL:       func.func @bf16_long_k
@@ -299,4 +299,107 @@ func.func @i8_long_k(%a: tensor<?x1024xi8>, %b: tensor<32x1024xi8>, %c: tensor<?
     linalg.yield %s : i32
   } -> tensor<?x32xi32>
   return %r : tensor<?x32xi32>
+}
+
+// -----
+
+// One-row calls (row): the bf16 kernels read B's decoder as a table of
+// bf16s in registers where it is one (a byte's function, above: row left
+// out, or bf16_dot under the FMA tuning); this decoder reads two bf16
+// tensors, so one-row calls take f32 FMAs (row = f32_fma) and the tuned
+// f32 kernel keeps its own.
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=ROW
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=emeraldrapids" | FileCheck %s --check-prefix=ROW-TUNE
+// ROW-LABEL:      func.func @bf16_not_a_table
+// ROW:              #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer, row = f32_fma>
+// ROW-TUNE-LABEL: func.func @bf16_not_a_table
+// ROW-TUNE:         #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer>
+func.func @bf16_not_a_table(%a: tensor<?x64xbf16>, %w: tensor<32x64xbf16>, %s: tensor<32x64xbf16>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %e = tensor.empty() : tensor<32x64xbf16>
+  %b = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%w, %s : tensor<32x64xbf16>, tensor<32x64xbf16>) outs(%e : tensor<32x64xbf16>) {
+  ^bb0(%x: bf16, %y: bf16, %o: bf16):
+    %f = arith.mulf %x, %y : bf16
+    linalg.yield %f : bf16
+  } -> tensor<32x64xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x64xbf16>, tensor<32x64xbf16>) outs(%c : tensor<?x32xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %o: f32):
+    %xf = arith.extf %x : bf16 to f32
+    %yf = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xf, %yf : f32
+    %s2 = arith.addf %o, %p : f32
+    linalg.yield %s2 : f32
+  } -> tensor<?x32xf32>
+  return %r : tensor<?x32xf32>
+}
+
+// -----
+
+// A scale per 32 K elements (one vdpbf16ps vector) factors out of each
+// vector's dot product: a table (row left out). Per 16: no table.
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=ROW-BLOCK
+// ROW-BLOCK-LABEL: func.func @bf16_block_scaled_32
+// ROW-BLOCK:         #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
+// ROW-BLOCK-LABEL: func.func @bf16_block_scaled_16
+// ROW-BLOCK:         #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer, row = f32_fma>
+func.func @bf16_block_scaled_32(%a: tensor<?x128xbf16>, %codes: tensor<8x128xi8>, %scales: tensor<8x4xf32>, %c: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %cb = arith.constant 32 : index
+  %c16 = arith.constant 16 : i32
+  %eb = tensor.empty() : tensor<8x128xbf16>
+  %dec = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x128xi8>) outs(%eb : tensor<8x128xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %x = arith.sitofp %q : i8 to f32
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %cb : index
+    %sc = tensor.extract %scales[%n, %blk] : tensor<8x4xf32>
+    %v = arith.mulf %x, %sc : f32
+    %bits = arith.bitcast %v : f32 to i32
+    %hi = arith.shrui %bits, %c16 : i32
+    %h = arith.trunci %hi : i32 to i16
+    %r = arith.bitcast %h : i16 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x128xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x128xbf16>, tensor<8x128xbf16>) outs(%c : tensor<?x8xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %o: f32):
+    %xf = arith.extf %x : bf16 to f32
+    %yf = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xf, %yf : f32
+    %s2 = arith.addf %o, %p : f32
+    linalg.yield %s2 : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
+}
+func.func @bf16_block_scaled_16(%a: tensor<?x128xbf16>, %codes: tensor<8x128xi8>, %scales: tensor<8x8xf32>, %c: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %cb = arith.constant 16 : index
+  %c16 = arith.constant 16 : i32
+  %eb = tensor.empty() : tensor<8x128xbf16>
+  %dec = linalg.generic {indexing_maps = [affine_map<(n, k) -> (n, k)>, affine_map<(n, k) -> (n, k)>], iterator_types = ["parallel", "parallel"]}
+      ins(%codes : tensor<8x128xi8>) outs(%eb : tensor<8x128xbf16>) {
+  ^bb0(%q: i8, %o: bf16):
+    %x = arith.sitofp %q : i8 to f32
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %blk = arith.divui %k, %cb : index
+    %sc = tensor.extract %scales[%n, %blk] : tensor<8x8xf32>
+    %v = arith.mulf %x, %sc : f32
+    %bits = arith.bitcast %v : f32 to i32
+    %hi = arith.shrui %bits, %c16 : i32
+    %h = arith.trunci %hi : i32 to i16
+    %r = arith.bitcast %h : i16 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8x128xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %dec : tensor<?x128xbf16>, tensor<8x128xbf16>) outs(%c : tensor<?x8xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %o: f32):
+    %xf = arith.extf %x : bf16 to f32
+    %yf = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xf, %yf : f32
+    %s2 = arith.addf %o, %p : f32
+    linalg.yield %s2 : f32
+  } -> tensor<?x8xf32>
+  return %r : tensor<?x8xf32>
 }

@@ -755,9 +755,10 @@ func.func @outer_pmaddwd(%a: tensor<?x20xi8>, %b: tensor<8x20xi8>) -> tensor<?x8
 #C = affine_map<(m, n, k) -> (m, n)>
 #I = affine_map<(n, k) -> (n, k)>
 
-// A one-row call under a bf16 dot runs f32 FMAs where B's producer is not
-// a function of its byte alone, nor one times a scale uniform over a
-// K-vector (here: a scale per element): it narrows an f32
+// A one-row call under a bf16 dot runs f32 FMAs (row = f32_fma, the
+// strategy's choice) where B's producer is not a function of its byte
+// alone, nor one times a scale uniform over a K-vector (here: a scale per
+// element): it narrows an f32
 // that is a bf16 exactly to bf16 (its high half), so the one-row branch
 // evaluates a copy yielding the f32 itself rather than narrowing and
 // widening back each element; the other rows still decode to bf16 for
@@ -796,7 +797,7 @@ func.func @one_row_exact_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner, row = f32_fma>} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %x32 = arith.extf %x : bf16 to f32
     %y32 = arith.extf %y : bf16 to f32
@@ -838,7 +839,7 @@ func.func @one_row_rounded_narrowing(%a: tensor<?x64xbf16>, %codes: tensor<8x64x
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner, row = f32_fma>} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %x32 = arith.extf %x : bf16 to f32
     %y32 = arith.extf %y : bf16 to f32
@@ -910,8 +911,9 @@ func.func @one_row_byte_table(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>) ->
 
 // The f32 FMA kernel on bf16 operands (the strategy's choice where
 // vdpbf16ps is the slower one) of a variant with a bf16 dot product: a
-// one-row call still reads B's table into vdpbf16ps, with A as stored; the
-// other rows widen A once and multiply the decoder's f32 with FMAs.
+// one-row call (row = bf16_dot) reads B's table into vdpbf16ps, with A as
+// stored; the other rows widen A once and multiply the decoder's f32 with
+// FMAs.
 // CHECK-LABEL: func.func @one_row_table_under_fma
 // CHECK:         arith.constant dense<"0x0000803F0040{{[0-9A-F]+}}00C080BF"> : tensor<256xbf16>
 // CHECK:         arith.extf {{.*}} : bf16 to f32
@@ -944,7 +946,7 @@ func.func @one_row_table_under_fma(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %dec : tensor<?x64xbf16>, tensor<8x64xbf16>) outs(%f : tensor<?x8xf32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 4, kv = 16, mc = 8, decode = adaptive, form = inner>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<f32_fma, mr = 2, nr = 4, kv = 16, mc = 8, decode = adaptive, form = inner, row = bf16_dot>} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %x32 = arith.extf %x : bf16 to f32
     %y32 = arith.extf %y : bf16 to f32
@@ -1164,8 +1166,9 @@ func.func @register_block_scaled_table(%a: tensor<?x128xbf16>, %codes: tensor<8x
 #C = affine_map<(m, n, k) -> (m, n)>
 #I = affine_map<(n, k) -> (n, k)>
 
-// A scale per 16 K elements changes within a 32-element vector: no table,
-// the one-row call runs f32 FMAs on the decoder.
+// A scale per 16 K elements changes within a 32-element vector: no table
+// (the strategy's row = f32_fma), the one-row call runs f32 FMAs on the
+// decoder.
 // CHECK-LABEL: func.func @one_row_block_smaller_than_vector
 // CHECK-NOT:     tensor<256xbf16>
 // CHECK:         scf.if
@@ -1198,7 +1201,7 @@ func.func @one_row_block_smaller_than_vector(%a: tensor<?x128xbf16>, %codes: ten
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x8xf32>) -> tensor<?x8xf32>
   %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
       ins(%a, %dec : tensor<?x128xbf16>, tensor<8x128xbf16>) outs(%f : tensor<?x8xf32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner>} {
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_dot, mr = 2, nr = 4, kv = 32, mc = 8, decode = adaptive, form = inner, row = f32_fma>} {
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %x32 = arith.extf %x : bf16 to f32
     %y32 = arith.extf %y : bf16 to f32

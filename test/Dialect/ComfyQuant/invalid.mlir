@@ -2673,6 +2673,21 @@ func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr 
 
 // -----
 
+// expected-error @+1 {{row = f32_fma is for a bf16 micro-kernel, not i8_vnni}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer, row = f32_fma>}
+
+// -----
+
+// expected-error @+1 {{row = bf16_dot is for f32_fma decoding B in registers (decode = register or adaptive)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = panel, form = outer, row = bf16_dot>}
+
+// -----
+
+// expected-error @+1 {{row = bf16_dot is for f32_fma decoding B in registers (decode = register or adaptive)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer, row = bf16_dot>}
+
+// -----
+
 // expected-error @+1 {{bf16_dot takes K steps of 32 (one 512-bit register)}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 16, mc = 60, decode = none, form = outer>}
 

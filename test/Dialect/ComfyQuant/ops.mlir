@@ -708,13 +708,17 @@ func.func @warpgroup_mma(%a: memref<512xi32, #gpu.address_space<workgroup>>, %b:
   return %d, %e, %f, %g, %h : vector<16x2x2xi32>, vector<16x2x2xf32>, vector<8x2x2xf32>, vector<16x2x2xf32>, vector<16x2x2xf32>
 }
 
-// The accumulator form is printed only when it is not the default (inner).
+// The accumulator form and the one-row kernel are printed only when they
+// are not the defaults (inner; ukernel, the GEMM's own).
 // CHECK-LABEL: func.func private @cpu_gemm_forms
 // CHECK-SAME:    a = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
 // CHECK-SAME:    b = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none>
 // CHECK-SAME:    c = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 256, decode = adaptive, form = outer>
-// CHECK-SAME:    d = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 4, nr = 4, kv = 16, mc = 64, decode = panel>}
-func.func private @cpu_gemm_forms() attributes {a = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>, b = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none, form = inner>, c = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 256, decode = adaptive, form = outer>, d = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 4, nr = 4, kv = 16, mc = 64, decode = panel>}
+// CHECK-SAME:    d = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 4, nr = 4, kv = 16, mc = 64, decode = panel>
+// CHECK-SAME:    e = #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer, row = bf16_dot>
+// CHECK-SAME:    f = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer, row = f32_fma>
+// CHECK-SAME:    g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>}
+func.func private @cpu_gemm_forms() attributes {a = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>, b = #comfyquant.cpu_gemm<f32_fma, mr = 4, nr = 3, kv = 8, mc = 64, decode = none, form = inner>, c = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 256, decode = adaptive, form = outer>, d = #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 4, nr = 4, kv = 16, mc = 64, decode = panel>, e = #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer, row = bf16_dot>, f = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer, row = f32_fma>, g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer, row = ukernel>}
 
 // The code generators' typed records round-trip.
 // CHECK-LABEL: func.func private @codegen_records()

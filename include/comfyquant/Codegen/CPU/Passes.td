@@ -33,11 +33,11 @@ def ComfyQuantCPUSelectStrategy
     the runtime's target table: LLVM cpu, features, vector width) and on
     every matmul-like `linalg.generic` (`C[m,n] += A[m,k]·B[n,k]`, i8·i8
     -> i32 or f32/bf16/f16 -> f32) `comfyquant.gemm =
-    #comfyquant.cpu_gemm<ukernel, mr, nr, kv, mc, decode, form>`: the
-    micro-kernel, the register tile, the M block, where B's decoder runs and
+    #comfyquant.cpu_gemm<ukernel, mr, nr, kv, mc, decode, form, row>`: the
+    micro-kernel, the register tile, the M block, where B's decoder runs,
     the accumulator form (inner: mr rows x nr columns of accumulators of kv
-    K-elements each; outer: mr rows x nr vectors of columns); both are
-    verified.
+    K-elements each; outer: mr rows x nr vectors of columns) and the
+    micro-kernel of one-row calls; both are verified.
 
     | variant (LLVM cpu)           | float GEMM                | i8 GEMM                          |
     |------------------------------|---------------------------|----------------------------------|
@@ -67,10 +67,17 @@ def ComfyQuantCPUSelectStrategy
     f32 FMAs (sapphirerapids, emeraldrapids, graniterapids,
     graniterapids-d) bf16 operands take f32-fma instead, each bf16 widened
     exactly (measured on an Emerald Rapids Xeon, 3072², M = 256, one core:
-    f32-fma 148–158 GOPS, bf16-dot 83); their one-row calls keep the bf16
-    dot product where B's decoder is a table (fewer instructions per
-    weight; see comfyquant-cpu-vectorize-gemm). Elsewhere (Zen 4 and 5)
-    bf16-dot does twice the f32 FMA's work per instruction.
+    f32-fma 148–158 GOPS, bf16-dot 83). Elsewhere (Zen 4 and 5) bf16-dot
+    does twice the f32 FMA's work per instruction.
+
+    `row` is the micro-kernel of one-row calls (M = 1), which use each
+    decoded element of B once: left out (the GEMM's own) for a bf16 kernel
+    whose B decoder is a table of bf16s read in registers (a function of its
+    byte alone, possibly times a scale uniform over each K-vector, or a read
+    of a table of rows: the test comfyquant-cpu-vectorize-gemm builds its
+    tables by), `f32_fma` for a bf16 kernel otherwise, and `bf16_dot` for
+    the tuned f32 kernel on bf16 operands whose B decoder is such a table
+    (fewer instructions per weight than FMAs on a decoded f32).
 
     The variant is the `variant` option, else the module's
     `comfyquant.target` (so test IR can pin it), else x86-64-v3.

@@ -175,7 +175,7 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   CpuMicroKernel ukernel, int64_t mr,
                                   int64_t nr, int64_t kv, int64_t mc,
                                   int64_t kc, CpuDecode decode,
-                                  CpuGemmForm form) {
+                                  CpuGemmForm form, CpuRowKernel row) {
   if (mr <= 0 || nr <= 0 || kv <= 0 || mc <= 0)
     return emitError() << "mr, nr, kv and mc must be positive";
   if (mc % mr)
@@ -235,6 +235,16 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "form = outer packs B per N tile; decode = "
                             "register does not apply";
   }
+  // One-row calls: a bf16 kernel's f32 FMAs, or an f32 kernel's vdpbf16ps
+  // on a B decoded in registers.
+  if (row == CpuRowKernel::f32_fma && !bf16)
+    return emitError() << "row = f32_fma is for a bf16 micro-kernel, not "
+                       << stringifyCpuMicroKernel(ukernel);
+  if (row == CpuRowKernel::bf16_dot &&
+      (ukernel != CpuMicroKernel::f32_fma ||
+       (decode != CpuDecode::reg && decode != CpuDecode::adaptive)))
+    return emitError() << "row = bf16_dot is for f32_fma decoding B in "
+                          "registers (decode = register or adaptive)";
   return success();
 }
 

@@ -121,6 +121,23 @@ def ComfyQuant_CpuGemmFormParameter : EnumParameter<ComfyQuant_CpuGemmForm> {
   let defaultValue = "::mlir::comfyquant::CpuGemmForm::inner";
 }
 
+def ComfyQuant_CpuRowKernel : I32EnumAttr<"CpuRowKernel",
+    "the micro-kernel of a CPU GEMM's one-row calls (M = 1)", [
+    I32EnumAttrCase<"ukernel", 0>,  // the GEMM's own
+    I32EnumAttrCase<"f32_fma", 1>,  // f32 FMAs on B decoded to f32 (a bf16
+                                    // kernel whose B has no register table)
+    I32EnumAttrCase<"bf16_dot", 2>]> { // vdpbf16ps on B's bf16 table read
+                                       // by register permutes (f32_fma
+                                       // where vdpbf16ps is half rate)
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
+/// `row` defaults to `ukernel`, and is then left out of the printed form.
+def ComfyQuant_CpuRowKernelParameter : EnumParameter<ComfyQuant_CpuRowKernel> {
+  let defaultValue = "::mlir::comfyquant::CpuRowKernel::ukernel";
+}
+
 def ComfyQuant_GpuMmaKind : I32EnumAttr<"GpuMmaKind",
     "the operands a tensor-core GEMM kernel multiplies", [
     I32EnumAttrCase<"s8", 0>,                // i8 x i8 -> i32
@@ -351,9 +368,19 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
     and the accumulators of the blocks before the last wait in an
     [mc, columns] buffer; the epilogue runs after the last block.
 
+    `row` is the micro-kernel of one-row calls, which use each decoded
+    element of B once, so the decode costs more than the products: the
+    GEMM's own (`ukernel`, the default, then left out), `f32_fma` (a bf16
+    kernel whose B decoder is not a table: widening a bf16 to f32 folds into
+    the decoder) or `bf16_dot` (vdpbf16ps on B decoded through a table of
+    bf16s in registers, A read as stored; chosen for an f32_fma GEMM on bf16
+    operands of a CPU with a bf16 dot product, where the tuning made the
+    GEMM's rows take FMAs).
+
     ```mlir
     #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = adaptive>
     #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 128, decode = none, form = outer>
+    #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer, row = bf16_dot>
     ```
   }];
   let parameters = (ins EnumParameter<ComfyQuant_CpuMicroKernel>:$ukernel,
@@ -361,9 +388,10 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
                         "int64_t":$mc,
                         DefaultValuedParameter<"int64_t", "0">:$kc,
                         EnumParameter<ComfyQuant_CpuDecode>:$decode,
-                        ComfyQuant_CpuGemmFormParameter:$form);
-  let assemblyFormat =
-      "`<` $ukernel `,` struct($mr, $nr, $kv, $mc, $kc, $decode, $form) `>`";
+                        ComfyQuant_CpuGemmFormParameter:$form,
+                        ComfyQuant_CpuRowKernelParameter:$row);
+  let assemblyFormat = "`<` $ukernel `,` struct($mr, $nr, $kv, $mc, $kc, "
+                       "$decode, $form, $row) `>`";
   let genVerifyDecl = 1;
 }
 
