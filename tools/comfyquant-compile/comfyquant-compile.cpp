@@ -55,7 +55,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/X86TargetParser.h"
 
 #include <nlohmann/json.hpp>
 
@@ -577,9 +576,7 @@ static int compileMain(int argc, char **argv) {
                               "(--mlir-print-ir-after-all, --mlir-timing,\n"
                               "  ...) apply to every pass manager.\n");
   tileOverride = parseGemmTiles(gemmTiles);
-  if (cpuTune != "generic" && cpuTune != "host" &&
-      llvm::X86::parseArchX86(cpuTune, /*Only64Bit=*/true) ==
-          llvm::X86::CK_None)
+  if (!mlir::comfyquant::isCpuTuneName(cpuTune))
     die("--cpu-tune takes generic, host or an LLVM x86-64 CPU name, not '" +
         cpuTune + "'");
   if (!gemmDecode.empty() && gemmDecode != "panel" &&

@@ -63,8 +63,12 @@ struct CpuTuning {
 /// table of rows), as comfyquant-cpu-vectorize-gemm builds it.
 bool decodesThroughTable(linalg::GenericOp producer, int64_t kv);
 
-/// The tuning of `tune`: generic, host (this machine, as LLVM names it) or
-/// an LLVM x86-64 CPU name; failure (with an error on `op`) otherwise.
+/// The tuning of `tune`, a name isCpuTuneName accepts: generic, host (this
+/// machine, as LLVM names it) or an LLVM x86-64 CPU name.
+CpuTuning cpuTuning(llvm::StringRef tune);
+
+/// cpuTuning, or failure with an error on `op` for a name isCpuTuneName
+/// rejects.
 FailureOr<CpuTuning> lookupCpuTuning(Operation *op, llvm::StringRef tune);
 
 /// The CPU variant of the function's target (or its module's); nullptr

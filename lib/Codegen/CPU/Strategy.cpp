@@ -91,17 +91,15 @@ mlir::comfyquant::detail::parseMicroKernel(StringRef name) {
 // Tuning
 //===----------------------------------------------------------------------===//
 
-FailureOr<CpuTuning> mlir::comfyquant::detail::lookupCpuTuning(Operation *op,
-                                                               StringRef tune) {
-  std::string cpu;
-  if (tune == "host")
-    cpu = llvm::sys::getHostCPUName().str();
-  else if (tune != "generic" && !tune.empty()) {
-    if (llvm::X86::parseArchX86(tune, /*Only64Bit=*/true) == llvm::X86::CK_None)
-      return op->emitError("tune = '")
-             << tune << "' is not generic, host or an LLVM x86-64 CPU name";
-    cpu = tune.str();
-  }
+bool mlir::comfyquant::isCpuTuneName(StringRef tune) {
+  return tune == "generic" || tune == "host" ||
+         llvm::X86::parseArchX86(tune, /*Only64Bit=*/true) !=
+             llvm::X86::CK_None;
+}
+
+CpuTuning mlir::comfyquant::detail::cpuTuning(StringRef tune) {
+  std::string cpu =
+      tune == "host" ? llvm::sys::getHostCPUName().str() : tune.str();
   CpuTuning t;
   // Golden Cove-derived server cores (measured on Emerald Rapids): two
   // 512-bit FMA ports but vdpbf16ps at about one per 2.4 cycles, so f32
@@ -114,6 +112,14 @@ FailureOr<CpuTuning> mlir::comfyquant::detail::lookupCpuTuning(Operation *op,
     t.slowTwoTableWordPermute = true;
   }
   return t;
+}
+
+FailureOr<CpuTuning> mlir::comfyquant::detail::lookupCpuTuning(Operation *op,
+                                                               StringRef tune) {
+  if (!isCpuTuneName(tune))
+    return op->emitError("tune = '")
+           << tune << "' is not generic, host or an LLVM x86-64 CPU name";
+  return cpuTuning(tune);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 // upstream linalg vectorizer.
 //===----------------------------------------------------------------------===//
 #include "GemmConfig.h"
+#include "comfyquant/Codegen/CPU/CPUCodegen.h"
 
 #include "comfyquant/Codegen/CPU/Passes.h"
 #include "comfyquant/Codegen/Common/ExtractLanes.h"
@@ -1068,6 +1069,17 @@ struct VectorizeElementwisePass
           VectorizeElementwisePass> {
   using Base::Base;
 
+  /// The tuning of `tune`, resolved once per pass instance (`host` asks
+  /// LLVM for this machine's name); none for a name it does not know, which
+  /// runOnOperation reports.
+  std::optional<mlir::comfyquant::detail::CpuTuning> tuning;
+
+  LogicalResult initialize(MLIRContext *) override {
+    if (mlir::comfyquant::isCpuTuneName(tune))
+      tuning = mlir::comfyquant::detail::cpuTuning(tune);
+    return success();
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     int64_t width = mlir::comfyquant::detail::targetLanes(func, lanes);
@@ -1119,10 +1131,10 @@ struct VectorizeElementwisePass
     mlir::comfyquant::detail::foldLaneAffineIndices(func);
     const ::comfyquant::rt::CpuVariantInfo *variant =
         mlir::comfyquant::detail::targetVariant(func);
-    FailureOr<mlir::comfyquant::detail::CpuTuning> tuning =
-        mlir::comfyquant::detail::lookupCpuTuning(func, tune);
-    if (failed(tuning))
+    if (!tuning) {
+      (void)mlir::comfyquant::detail::lookupCpuTuning(func, tune);
       return signalPassFailure();
+    }
     lowerTableLookups(func, width,
                       width == 16 && variant && variant->bytePermute,
                       tuning->slowTwoTableWordPermute);

@@ -28,6 +28,10 @@ const std::vector<CPUVariant> &getCPUVariants();
 /// nullptr for an unknown name.
 const CPUVariant *lookupCPUVariant(llvm::StringRef name);
 
+/// Whether `tune` names a CPU the kernels can be tuned for (--cpu-tune, the
+/// passes' `tune`): generic, host or an LLVM x86-64 CPU name.
+bool isCpuTuneName(llvm::StringRef tune);
+
 /// Translates an LLVM-dialect module to LLVM IR, optimizes it at O3 for the
 /// variant and returns the object file bytes (and, when asked, the
 /// optimized LLVM IR and the assembly). Returns false with `error` set.
