@@ -28,7 +28,8 @@ install(TARGETS comfyquant-run RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(COMFYQUANT_BUILD_COMPILER)
   set(COMFYQUANT_COMPILER_LIBS ComfyQuantDialect ComfyQuantTransforms
     ComfyQuantImport ComfyQuantPipelines ComfyQuantConversion
-    ComfyQuantCodegenCommon ComfyQuantCodegenCPU ComfyQuantCodegenGPU
+    ComfyQuantCodegenCommon ComfyQuantCodegenHost ComfyQuantCodegenCPU
+    ComfyQuantCodegenGPU
     ComfyQuantCompiler)
   # The compiler libraries use the runtime's C++ API, so they link the
   # in-tree static runtime and install it under their export set.
@@ -41,7 +42,7 @@ if(COMFYQUANT_BUILD_COMPILER)
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
   add_library(comfyquant::compiler ALIAS comfyquant_compiler)
-  install(TARGETS comfyquant_runtime ${COMFYQUANT_COMPILER_LIBS}
+  install(TARGETS comfyquant_core ${COMFYQUANT_COMPILER_LIBS}
     comfyquant_compiler EXPORT comfyquantCompilerTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -1,12 +1,16 @@
-//===- CUDABackend.cpp - the CUDA half of an artifact ---------------------===//
+//===- CUDABackend.cpp - host entries + one image per CUDA arch -----------===//
 //
-// Host entries are formed one kernel at a time; their device functions are
-// gathered into one gpu.module, which is lowered once per kind of lowering
-// (in parallel, each in its own context) to PTX and, with ptxas, a cubin
-// per arch.
+// Host entries are formed one kernel at a time (arch-neutral, so one
+// cuda/host.so serves every arch); their device functions are gathered into
+// one gpu.module, which is lowered once per kind of lowering (in parallel,
+// each in its own context) to PTX and, with ptxas, a cubin per arch whose
+// resource use is checked against the block size each kernel was formed
+// with.
 //===----------------------------------------------------------------------===//
-#include "comfyquant/Compiler/CUDABackend.h"
-#include "comfyquant/Codegen/CPU/CPUCodegen.h"
+#include "comfyquant/Codegen/GPU/GPUCodegen.h"
+#include "comfyquant/Codegen/Host/HostCodegen.h"
+#include "comfyquant/Compiler/Backend.h"
+#include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -19,55 +23,19 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Regex.h"
 
+#include "llvm/Support/Format.h"
+
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <fstream>
-#include <limits>
 #include <optional>
-#include <mutex>
-#include <thread>
 
 using namespace mlir;
 using namespace mlir::comfyquant;
+namespace rt = ::comfyquant::rt;
 
 namespace {
 
 constexpr llvm::StringLiteral kKernelModule = "comfyquant_kernels";
-/// Registers per SM partition available to one block of the SIMT kernels.
-constexpr int64_t kRegistersPerBlock = 65536;
-
-std::string printOp(Operation *op) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  op->print(os);
-  return s;
-}
-
-bool writeFile(const std::string &path, llvm::StringRef bytes,
-               std::string &error) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) {
-    error = path + ": cannot write";
-    return false;
-  }
-  return true;
-}
-
-/// Collects diagnostics of one pass-manager run into a string.
-struct DiagnosticCollector {
-  std::string text;
-  llvm::raw_string_ostream os{text};
-  ScopedDiagnosticHandler handler;
-  explicit DiagnosticCollector(MLIRContext *ctx)
-      : handler(ctx, [this](Diagnostic &d) {
-          os << d.getLocation() << ": " << d << "\n";
-          for (Diagnostic &n : d.getNotes())
-            os << "  note: " << n << "\n";
-          return success();
-        }) {}
-};
 
 /// A kernel's text with its own name left out: two kernels with the same
 /// key compile to the same code. The printing flags are set here, not
@@ -80,59 +48,10 @@ std::optional<std::string> kernelKey(gpu::GPUFuncOp f) {
     return std::nullopt;
   OwningOpRef<gpu::GPUFuncOp> copy(cast<gpu::GPUFuncOp>(f->clone()));
   copy->setName("kernel");
-  OpPrintingFlags flags;
-  flags.printGenericOpForm()
-      .enableDebugInfo(false)
-      .elideLargeElementsAttrs(std::numeric_limits<int64_t>::max())
-      .elideLargeResourceString(std::numeric_limits<int64_t>::max());
   std::string s;
   llvm::raw_string_ostream os(s);
-  copy->print(os, flags);
+  copy->print(os, fixedPrintingFlags(/*genericForm=*/true));
   return s;
-}
-
-bool runPipeline(ModuleOp module, const CUDACompileOptions &options,
-                 function_ref<void(OpPassManager &)> build,
-                 const std::string &what, std::string &error) {
-  DiagnosticCollector diagnostics(module.getContext());
-  PassManager pm(module.getContext());
-  if (options.configure && failed(options.configure(pm))) {
-    error = what + ": invalid --mlir-* pass manager options";
-    return false;
-  }
-  build(pm);
-  if (failed(pm.run(module))) {
-    error = what + " failed:\n" + diagnostics.text;
-    return false;
-  }
-  return true;
-}
-
-/// Checks ptxas's -v report: every kernel must be launchable with the
-/// block size its host entry uses.
-bool checkResourceUsage(const std::string &usage, const CUDAArch &arch,
-                        std::string &error) {
-  llvm::Regex entry("Compiling entry function '([^']+)'");
-  llvm::Regex registers("Used ([0-9]+) registers");
-  std::string current;
-  SmallVector<StringRef> lines;
-  StringRef(usage).split(lines, '\n');
-  for (StringRef line : lines) {
-    SmallVector<StringRef> m;
-    if (entry.match(line, &m))
-      current = m[1].str();
-    else if (registers.match(line, &m)) {
-      int64_t count = 0;
-      m[1].getAsInteger(10, count);
-      if (count * 256 > kRegistersPerBlock) {
-        error = std::string(arch.name) + ": kernel '" + current + "' uses " +
-                std::to_string(count) +
-                " registers per thread, more than a 256-thread block may";
-        return false;
-      }
-    }
-  }
-  return true;
 }
 
 } // namespace
@@ -152,8 +71,7 @@ static bool sameLowering(const CUDAArch &from, const CUDAArch &to) {
 static std::string retargetPTX(const std::string &ptx, const CUDAArch &from,
                                const CUDAArch &to) {
   auto version = [](const CUDAArch &a) {
-    return ".version " + std::to_string(a.ptxVersion / 10) + "." +
-           std::to_string(a.ptxVersion % 10) + "\n";
+    return ".version " + rt::ptxVersionName(a.ptxVersion) + "\n";
   };
   auto target = [](const CUDAArch &a) {
     return ".target " + std::string(a.name) + "\n";
@@ -168,9 +86,11 @@ static std::string retargetPTX(const std::string &ptx, const CUDAArch &from,
   return out;
 }
 
-bool mlir::comfyquant::emitPTX(ModuleOp deviceModule, StringRef gpuModule,
-                               const CUDAArch &arch, std::string &ptx,
-                               std::string &error) {
+/// Lowers a module holding gpu.modules for `arch` and returns the PTX of the
+/// one named `gpuModule`. Returns false with `error` set.
+static bool emitPTX(ModuleOp deviceModule, StringRef gpuModule,
+                    const CUDAArch &arch, std::string &ptx,
+                    std::string &error) {
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
   ScopedDiagnosticHandler handler(deviceModule.getContext(),
@@ -212,201 +132,348 @@ bool mlir::comfyquant::emitPTX(ModuleOp deviceModule, StringRef gpuModule,
   return false;
 }
 
-bool mlir::comfyquant::compileCUDA(MLIRContext &ctx,
-                                   ArrayRef<CUDAKernelSource> sources,
-                                   const CUDACompileOptions &options,
-                                   std::vector<CUDAEntryResult> &entries,
-                                   std::vector<CUDAImageResult> &images,
-                                   std::string &error, llvm::raw_ostream &out) {
-  const bool build = options.print.empty();
-  const std::string cudaDir = options.dir + "/cuda";
+namespace {
+
+/// What the manifest records of one host entry.
+struct HostEntry {
+  std::string entry;
+  std::vector<std::string> kernels; ///< launch order = kernel index
+  /// How many of `kernels` are identical to a kernel of an earlier entry,
+  /// whose name they carry (one copy in each image).
+  int sharedKernels = 0;
+  int64_t workspacePerRow = 0, workspaceFixed = 0;
+};
+
+class CUDABackend final : public Backend {
+public:
+  explicit CUDABackend(const CompileOptions &options) : options(options) {}
+
+  StringRef name() const override { return "cuda"; }
+
+  bool lowerToLinalg(ModuleOp decomposed, const PassManagerSetup &pm,
+                     const std::string &dtype, std::string &error) override {
+    // Tensor cores read GEMM operands as stored: FP8 codes, exact f16.
+    return runPipeline(decomposed, pm,
+                       "lowering to linalg for CUDA (" + dtype + ")",
+                       [](OpPassManager &p) {
+                         ConvertComfyQuantToLinalgOptions o;
+                         o.gemmOperands = GemmOperands::Native;
+                         p.addPass(createConvertComfyQuantToLinalg(o));
+                       },
+                       error);
+  }
+
+  bool compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,
+               const std::string &dir, const BackendProgress &progress,
+               std::string &error) override;
+
+  void addSection(rt::Manifest &manifest) const override {
+    if (images.empty())
+      return;
+    rt::CudaBackend cuda;
+    for (const rt::CudaImage &i : images)
+      cuda.images.push_back(i);
+    manifest.cuda = std::move(cuda);
+  }
+
+  void addEntries(rt::ManifestModule &module, const std::string &dtype,
+                  int index) const override {
+    auto it = entries.find(index);
+    if (it == entries.end())
+      return;
+    for (const CUDAArch *arch : options.targets.cudaArchs) {
+      rt::CudaEntry e;
+      e.dtype = dtype;
+      e.arch = arch->name;
+      e.host = it->second.entry;
+      e.kernels = it->second.kernels;
+      e.workspacePerRow = it->second.workspacePerRow;
+      e.workspaceFixed = it->second.workspaceFixed;
+      module.cudaEntries.push_back(std::move(e));
+    }
+  }
+
+  std::map<std::string, std::string> entriesOf(int) const override {
+    return {};
+  }
+
+  std::vector<std::string> files() const override {
+    std::vector<std::string> list;
+    if (images.empty())
+      return list;
+    list.push_back("cuda/host.so");
+    for (const rt::CudaImage &i : images)
+      for (const std::string &f : {i.ptx, i.cubin})
+        if (!f.empty())
+          list.push_back(f);
+    return list;
+  }
+
+  size_t entryCount() const override { return entries.size(); }
+
+private:
+  /// Forms the host entry of one kernel and copies its device functions
+  /// into `gathered` (those not identical to an earlier entry's).
+  bool formEntry(MLIRContext &ctx, const BackendKernel &kernel,
+                 const std::string &cudaDir, gpu::GPUModuleOp gathered,
+                 llvm::StringMap<std::string> &kernelByKey,
+                 std::vector<std::string> &objects, std::string &error);
+  /// Lowers the gathered kernels for every arch: PTX, and with ptxas a
+  /// checked cubin.
+  bool buildImages(MLIRContext &ctx, ModuleOp device,
+                   const std::string &cudaDir, std::string &error);
+
+  const CompileOptions &options;
+  std::map<int, HostEntry> entries; ///< kernel index -> host entry
+  std::vector<rt::CudaImage> images;
+  size_t formedCount = 0, kernelCount = 0;
+};
+
+} // namespace
+
+bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
+                            const std::string &cudaDir,
+                            gpu::GPUModuleOp gathered,
+                            llvm::StringMap<std::string> &kernelByKey,
+                            std::vector<std::string> &objects,
+                            std::string &error) {
+  const bool build = options.emit == EmitKind::Artifact;
+  auto t0 = std::chrono::steady_clock::now();
+  HostEntry result;
+  result.entry = "cq_" + std::to_string(kernel.index) + "_" + kernel.dtype +
+                 "_cuda";
+  OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(kernel.text, &ctx);
+  if (!m) {
+    error = result.entry + ": the kernel IR does not parse";
+    return false;
+  }
+  auto fn = *m->getOps<func::FuncOp>().begin();
+  fn->setAttr("comfyquant.entry", StringAttr::get(&ctx, result.entry));
+  if (!runPipeline(*m, options.passManagers,
+                   "kernel formation of " + result.entry,
+                   [&](OpPassManager &pm) {
+                     GPUKernelFormationOptions o;
+                     o.lowerComfyQuant = false;
+                     buildComfyQuantGPUKernelFormationPipeline(pm, o);
+                   },
+                   error))
+    return false;
+  fn = *m->getOps<func::FuncOp>().begin();
+  if (auto names = fn->getAttrOfType<ArrayAttr>("comfyquant.kernels"))
+    for (Attribute a : names)
+      result.kernels.push_back(cast<StringAttr>(a).str());
+  if (auto ws =
+          fn->getAttrOfType<DenseI64ArrayAttr>("comfyquant.workspace_bytes")) {
+    result.workspacePerRow = ws[0];
+    result.workspaceFixed = ws[1];
+  }
+  if (options.emit == EmitKind::MLIR)
+    *options.out << "// " << result.entry << "\n" << printOp(*m) << "\n";
+  // Copy the device functions over; the launches of the host half keep
+  // verifying against the originals until they are lowered. A kernel
+  // identical to one already copied (the integer GEMM of every output
+  // dtype, say) is not copied again: the entry names the first one, since
+  // the host half launches by position in its kernel list. Only earlier
+  // entries' kernels are shared: a kernel list never names one kernel twice.
+  llvm::StringMap<std::string> ownKeys;
+  for (auto g : m->getOps<gpu::GPUModuleOp>())
+    for (auto f : g.getOps<gpu::GPUFuncOp>()) {
+      std::optional<std::string> key = kernelKey(f);
+      auto earlier = key ? kernelByKey.find(*key) : kernelByKey.end();
+      if (earlier != kernelByKey.end()) {
+        std::replace(result.kernels.begin(), result.kernels.end(),
+                     f.getName().str(), earlier->second);
+        ++result.sharedKernels;
+        continue;
+      }
+      if (key)
+        ownKeys.try_emplace(*key, f.getName().str());
+      gathered.getBody()->push_back(f->clone());
+    }
+  for (auto &k : ownKeys)
+    kernelByKey.try_emplace(k.getKey(), k.getValue());
+  if (build) {
+    if (!runPipeline(*m, options.passManagers,
+                     "host lowering of " + result.entry,
+                     [&](OpPassManager &pm) {
+                       buildComfyQuantGPUHostPipeline(pm);
+                     },
+                     error))
+      return false;
+    // Host entries run on any x86-64 machine: the most portable variant.
+    std::string object;
+    if (!emitHostObject(*m, ::comfyquant::rt::cpuVariants().front(), object,
+                        error))
+      return false;
+    std::string path = cudaDir + "/" + result.entry + ".o";
+    if (!writeFile(path, object, error))
+      return false;
+    objects.push_back(path);
+  }
+  ++formedCount;
+  if (options.progress && build) {
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count();
+    *options.progress << "comfyquant-compile: [cuda " << formedCount << "/"
+                      << kernelCount << "] " << result.entry << ": "
+                      << result.kernels.size() << " kernels";
+    if (result.sharedKernels)
+      *options.progress << " (" << result.sharedKernels
+                        << " shared with earlier entries)";
+    *options.progress << ", " << llvm::format("%.2f", seconds) << " s\n";
+  }
+  entries[kernel.index] = std::move(result);
+  return true;
+}
+
+bool CUDABackend::compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,
+                          const std::string &dir,
+                          const BackendProgress &progress,
+                          std::string &error) {
+  const bool build = options.emit == EmitKind::Artifact;
+  if (options.emit == EmitKind::LLVM || options.emit == EmitKind::Assembly)
+    return true; // CPU forms only
+  auto t0 = std::chrono::steady_clock::now();
+  const std::string cudaDir = dir + "/cuda";
   if (build) {
     if (auto ec = llvm::sys::fs::create_directories(cudaDir)) {
-      error = cudaDir + ": " + ec.message();
+      error = "cuda: " + cudaDir + ": " + ec.message();
       return false;
     }
   }
   // Every entry's kernels, gathered for the device compilations.
   OwningOpRef<ModuleOp> device(ModuleOp::create(UnknownLoc::get(&ctx)));
   OpBuilder db = OpBuilder::atBlockEnd(device->getBody());
-  auto kernels = gpu::GPUModuleOp::create(db, device->getLoc(), kKernelModule);
+  auto gathered =
+      gpu::GPUModuleOp::create(db, device->getLoc(), kKernelModule);
   (*device)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                      UnitAttr::get(&ctx));
   std::vector<std::string> objects;
-  const CPUVariant &hostVariant = getCPUVariants().front();
   // Kernel text (name left out) -> the name it was first copied under.
   llvm::StringMap<std::string> kernelByKey;
-
-  for (const CUDAKernelSource &source : sources) {
-    auto t0 = std::chrono::steady_clock::now();
-    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(source.moduleText, &ctx);
-    if (!m) {
-      error = source.entry + ": the kernel IR does not parse";
+  kernelCount = kernels.size();
+  for (const BackendKernel &kernel : kernels)
+    if (!formEntry(ctx, kernel, cudaDir, gathered, kernelByKey, objects,
+                   error)) {
+      error = "cuda: " + error;
       return false;
     }
-    auto fn = *m->getOps<func::FuncOp>().begin();
-    fn->setAttr("comfyquant.entry", StringAttr::get(&ctx, source.entry));
-    if (!runPipeline(
-            *m, options,
-            [&](OpPassManager &pm) {
-              GPUKernelFormationOptions o;
-              o.lowerComfyQuant = false;
-              buildComfyQuantGPUKernelFormationPipeline(pm, o);
-            },
-            "kernel formation of " + source.entry, error))
-      return false;
-    CUDAEntryResult result;
-    result.entry = source.entry;
-    fn = *m->getOps<func::FuncOp>().begin();
-    if (auto names = fn->getAttrOfType<ArrayAttr>("comfyquant.kernels"))
-      for (Attribute a : names)
-        result.kernels.push_back(cast<StringAttr>(a).str());
-    if (auto ws = fn->getAttrOfType<DenseI64ArrayAttr>(
-            "comfyquant.workspace_bytes")) {
-      result.workspacePerRow = ws[0];
-      result.workspaceFixed = ws[1];
-    }
-    if (options.print == "mlir")
-      out << "// " << source.entry << "\n" << printOp(*m) << "\n";
-    // Copy the device functions over; the launches of the host half keep
-    // verifying against the originals until they are lowered. A kernel
-    // identical to one already copied (the integer GEMM of every output
-    // dtype, say) is not copied again: the entry names the first one, since
-    // the host half launches by position in its kernel list.
-    // Only earlier entries' kernels are shared: a kernel list never names
-    // one kernel twice.
-    llvm::StringMap<std::string> ownKeys;
-    for (auto g : m->getOps<gpu::GPUModuleOp>())
-      for (auto f : g.getOps<gpu::GPUFuncOp>()) {
-        std::optional<std::string> key = kernelKey(f);
-        auto earlier = key ? kernelByKey.find(*key) : kernelByKey.end();
-        if (earlier != kernelByKey.end()) {
-          std::replace(result.kernels.begin(), result.kernels.end(),
-                       f.getName().str(), earlier->second);
-          ++result.sharedKernels;
-          continue;
-        }
-        if (key)
-          ownKeys.try_emplace(*key, f.getName().str());
-        kernels.getBody()->push_back(f->clone());
-      }
-    for (auto &k : ownKeys)
-      kernelByKey.try_emplace(k.getKey(), k.getValue());
-    if (build) {
-      if (!runPipeline(
-              *m, options,
-              [&](OpPassManager &pm) { buildComfyQuantGPUHostPipeline(pm); },
-              "host lowering of " + source.entry, error))
-        return false;
-      std::string object;
-      if (!emitCPUObject(*m, hostVariant, object, error))
-        return false;
-      std::string path = cudaDir + "/" + source.entry + ".o";
-      if (!writeFile(path, object, error))
-        return false;
-      objects.push_back(path);
-    }
-    if (options.formed)
-      options.formed(result, std::chrono::duration<double>(
-                                 std::chrono::steady_clock::now() - t0)
-                                 .count());
-    entries.push_back(std::move(result));
-  }
-  if (options.print == "mlir")
+  if (options.emit == EmitKind::MLIR)
     return true;
-
   if (build) {
     std::string host = cudaDir + "/host.so";
-    if (!linkSharedLibrary(objects, host, error))
-      return false;
     std::vector<std::string> symbols;
-    for (const CUDAEntryResult &e : entries)
+    for (auto &[index, e] : entries)
       symbols.push_back(e.entry);
-    if (!verifySharedLibrary(host, symbols, error))
+    // Objects in kernel order, as the entries were formed.
+    if (!linkSharedLibrary(objects, host, error) ||
+        !verifySharedLibrary(host, symbols, error)) {
+      error = "cuda: " + error;
       return false;
+    }
     for (const std::string &o : objects)
       llvm::sys::fs::remove(o);
   }
+  if (!buildImages(ctx, *device, cudaDir, error)) {
+    error = "cuda: " + error;
+    return false;
+  }
+  if (options.progress && build)
+    *options.progress << "comfyquant-compile: cuda: " << entries.size()
+                      << " host entries, " << images.size() << " archs, "
+                      << llvm::format("%.2f",
+                                      std::chrono::duration<double>(
+                                          std::chrono::steady_clock::now() -
+                                          t0)
+                                          .count())
+                      << " s\n";
+  return true;
+}
 
+bool CUDABackend::buildImages(MLIRContext &ctx, ModuleOp device,
+                              const std::string &cudaDir, std::string &error) {
+  const bool build = options.emit == EmitKind::Artifact;
+  const std::vector<const CUDAArch *> &archs = options.targets.cudaArchs;
+  std::string ptxas;
+  if (build) {
+    ptxas = findPtxas();
+    if (ptxas.empty() && options.progress)
+      *options.progress << "comfyquant-compile: warning: ptxas not found "
+                           "(COMFYQUANT_PTXAS, PATH, $CUDA_HOME/bin, "
+                           "/usr/local/cuda/bin): PTX only, no cubins\n";
+  }
   // One device compilation per kind of lowering, each in its own context:
   // an arch whose lowering is an older arch's (sm_86 of sm_80's) takes that
   // PTX with its own .version and .target; ptxas still assembles each arch.
-  const std::string deviceText = printOp(*device);
-  const size_t count = options.archs.size();
+  const std::string deviceText = printOp(device);
+  const size_t count = archs.size();
   std::vector<size_t> lowered(count);
   for (size_t i = 0; i < count; ++i) {
     lowered[i] = i;
     for (size_t j = 0; j < i; ++j)
-      if (lowered[j] == j &&
-          sameLowering(*options.archs[j], *options.archs[i])) {
+      if (lowered[j] == j && sameLowering(*archs[j], *archs[i])) {
         lowered[i] = j;
         break;
       }
   }
+  const unsigned workers =
+      options.serialize ? 1u : workerCount(options.jobs, count);
   std::vector<std::string> ptx(count), errors(count);
-  auto parallel = [&](auto &&body) {
-    std::atomic<size_t> next{0};
-    auto work = [&]() {
-      DialectRegistry registry;
-      ctx.getDialectRegistry().appendTo(registry);
-      MLIRContext local(registry, MLIRContext::Threading::DISABLED);
-      for (size_t i; (i = next++) < count;)
-        body(local, i);
-    };
-    unsigned workers = std::max(1u, std::min<unsigned>(options.jobs, count));
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < workers; ++t)
-      pool.emplace_back(work);
-    work();
-    for (std::thread &t : pool)
-      t.join();
-  };
-  parallel([&](MLIRContext &local, size_t i) {
-    if (lowered[i] != i)
-      return;
-    OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(deviceText, &local);
-    if (!m) {
-      errors[i] = "the device IR does not parse";
-      return;
-    }
-    emitPTX(*m, kKernelModule, *options.archs[i], ptx[i], errors[i]);
-  });
+  parallelForEachContext(ctx.getDialectRegistry(), count, workers,
+                         [&](MLIRContext &local, size_t i) {
+                           if (lowered[i] != i)
+                             return true;
+                           OwningOpRef<ModuleOp> m =
+                               parseSourceString<ModuleOp>(deviceText, &local);
+                           if (!m)
+                             errors[i] = "the device IR does not parse";
+                           else
+                             emitPTX(*m, kKernelModule, *archs[i], ptx[i],
+                                     errors[i]);
+                           return true;
+                         });
   for (size_t i = 0; i < count; ++i)
     if (lowered[i] != i) {
       errors[i] = errors[lowered[i]];
-      ptx[i] = retargetPTX(ptx[lowered[i]], *options.archs[lowered[i]],
-                           *options.archs[i]);
+      ptx[i] = retargetPTX(ptx[lowered[i]], *archs[lowered[i]], *archs[i]);
     }
   // Every arch's PTX file and cubin.
-  parallel([&](MLIRContext &, size_t i) {
-    const CUDAArch &arch = *options.archs[i];
-    if (!errors[i].empty() || !build)
-      return;
-    std::string ptxPath = cudaDir + "/" + arch.name + ".ptx";
-    if (!writeFile(ptxPath, ptx[i], errors[i]))
-      return;
-    if (options.ptxas.empty())
-      return;
-    std::string usage;
-    std::string cubin = cudaDir + "/" + arch.name + ".cubin";
-    if (assembleCubin(options.ptxas, ptxPath, arch, cubin, errors[i], &usage))
-      checkResourceUsage(usage, arch, errors[i]);
-  });
-  for (size_t i = 0; i < options.archs.size(); ++i) {
-    const CUDAArch &arch = *options.archs[i];
+  parallelForEachContext(
+      ctx.getDialectRegistry(), count, workers, [&](MLIRContext &, size_t i) {
+        const CUDAArch &arch = *archs[i];
+        if (!errors[i].empty() || !build)
+          return true;
+        std::string ptxPath = cudaDir + "/" + arch.name + ".ptx";
+        if (!writeFile(ptxPath, ptx[i], errors[i]) || ptxas.empty())
+          return true;
+        std::string usage;
+        std::string cubin = cudaDir + "/" + arch.name + ".cubin";
+        if (assembleCubin(ptxas, ptxPath, arch, cubin, errors[i], &usage))
+          checkKernelResources(parsePtxasReport(usage),
+                               recordedBlockSizes(ptx[i]), arch, errors[i]);
+        return true;
+      });
+  for (size_t i = 0; i < count; ++i) {
+    const CUDAArch &arch = *archs[i];
     if (!errors[i].empty()) {
       error = std::string(arch.name) + ": " + errors[i];
       return false;
     }
-    if (options.print == "ptx")
-      out << "// " << arch.name << "\n" << ptx[i] << "\n";
-    CUDAImageResult image;
+    if (options.emit == EmitKind::PTX)
+      *options.out << "// " << arch.name << "\n" << ptx[i] << "\n";
+    rt::CudaImage image;
     image.arch = arch.name;
     image.ptx = std::string("cuda/") + arch.name + ".ptx";
-    if (!options.ptxas.empty())
+    if (!ptxas.empty())
       image.cubin = std::string("cuda/") + arch.name + ".cubin";
-    image.ptxVersion = arch.ptxVersion;
+    image.ptxVersion = ::comfyquant::rt::ptxVersionName(arch.ptxVersion);
     images.push_back(std::move(image));
   }
   return true;
+}
+
+std::unique_ptr<Backend>
+mlir::comfyquant::createCUDABackend(const CompileOptions &options) {
+  return std::make_unique<CUDABackend>(options);
 }

@@ -131,11 +131,15 @@ void requireCapacity(int64_t rows, int64_t cols, DType dtype, size_t bytes,
              " bytes; the result needs " + std::to_string(need));
 }
 
-int kindOf(const std::string &k) {
-  if (k == "embedding")
+int kindOf(ModuleKind k) {
+  switch (k) {
+  case ModuleKind::Embedding:
     return CQ_KIND_EMBEDDING;
-  if (k == "moe")
+  case ModuleKind::MoE:
     return CQ_KIND_MOE;
+  case ModuleKind::Linear:
+    break;
+  }
   return CQ_KIND_LINEAR;
 }
 
@@ -401,7 +405,8 @@ cq_status cq_session_open_backend_checked(int header_version,
       requireStruct(device, "device");
       if (device->backend)
         o.backend = device->backend;
-      if (o.backend != "cpu" && o.backend != "cuda" && !o.backend.empty())
+      SessionBackend parsed;
+      if (!parseSessionBackend(o.backend, parsed))
         fail(CQ_ERROR_INVALID_ARGUMENT, "device->backend is '" + o.backend +
                                             "' (\"cpu\" or \"cuda\")");
       if (device->device < 0)
@@ -431,7 +436,7 @@ cq_status cq_session_backend(const cq_session *session, const char **backend) {
   return guarded("cq_session_backend", [&] {
     require(session, "session");
     require(backend, "backend");
-    *backend = session->session->backend().c_str();
+    *backend = session->session->backendName();
   });
 }
 

@@ -4,6 +4,7 @@
 #include "comfyquant/runtime/DType.h"
 #include "comfyquant/runtime/Error.h"
 #include "comfyquant/runtime/Json.h"
+#include "comfyquant/runtime/Targets.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -180,13 +181,9 @@ bool isActivationDType(const std::string &d) {
   return d == "f32" || d == "bf16" || d == "f16";
 }
 
-/// "sm_<digits>" with an optional "a".
 bool isArchName(const std::string &a) {
-  size_t n = a.size() - (!a.empty() && a.back() == 'a' ? 1 : 0);
-  if (a.compare(0, 3, "sm_") != 0 || n <= 3)
-    return false;
-  return std::all_of(a.begin() + 3, a.begin() + n,
-                     [](char c) { return c >= '0' && c <= '9'; });
+  CudaArchName parsed;
+  return parseCudaArchName(a, parsed);
 }
 
 /// "<major>.<minor>", both decimal.
@@ -224,15 +221,17 @@ void readDTypes(const Reader &r, const json &j, Manifest &m) {
 /// The fields a module has in both versions, except its entries.
 void readModuleBody(const Reader &r, const json &mj, ManifestModule &a,
                     const std::string &where, bool strict) {
-  a.kind = r.str(mj, "kind", where);
-  if (a.kind != "linear" && a.kind != "moe" && a.kind != "embedding")
-    r.fail(where + ": \"kind\": unknown kind " + q(a.kind));
+  const std::string kind = r.str(mj, "kind", where);
+  std::optional<ModuleKind> parsedKind = parseModuleKind(kind);
+  if (!parsedKind)
+    r.fail(where + ": \"kind\": unknown kind " + q(kind));
+  a.kind = *parsedKind;
   a.format = r.str(mj, "format", where, /*nonEmpty=*/true);
   a.outFeatures = r.integer(mj, "out_features", where, 1);
   a.inFeatures = r.integer(mj, "in_features", where, 1);
   const json &e = r.field(mj, "experts", where);
   a.experts = e.is_null() ? 0 : r.integer(mj, "experts", where, 1);
-  if ((a.kind == "moe") != (a.experts > 0))
+  if ((a.kind == ModuleKind::MoE) != (a.experts > 0))
     r.fail(where + ": \"experts\" must be set exactly for moe modules");
   if (strict || mj.contains("rotation_group"))
     a.rotationGroup = r.integer(mj, "rotation_group", where);
@@ -531,7 +530,7 @@ std::string writeManifest(const Manifest &m) {
   for (const ManifestModule &a : m.modules) {
     ojson mj;
     mj["name"] = a.name;
-    mj["kind"] = a.kind;
+    mj["kind"] = moduleKindName(a.kind);
     mj["format"] = a.format;
     mj["out_features"] = a.outFeatures;
     mj["in_features"] = a.inFeatures;

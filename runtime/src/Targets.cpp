@@ -36,12 +36,12 @@ const std::vector<CudaArchInfo> &cudaArchs() {
   // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
   // needs 8.8. wgmma exists on sm_90a alone (Blackwell has tcgen05).
   static const std::vector<CudaArchInfo> archs = {
-      {"sm_80", 80, 84, false, false, false, false, false},
-      {"sm_86", 86, 84, false, false, false, false, false},
-      {"sm_89", 89, 84, false, true, false, false, false},
-      {"sm_90a", 90, 84, true, true, true, false, false},
-      {"sm_100a", 100, 88, true, true, false, false, true},
-      {"sm_120a", 120, 88, true, true, false, true, false},
+      {"sm_80", 80, 84, false, false, false, false, false, 1024, 65536},
+      {"sm_86", 86, 84, false, false, false, false, false, 1024, 65536},
+      {"sm_89", 89, 84, false, true, false, false, false, 1024, 65536},
+      {"sm_90a", 90, 84, true, true, true, false, false, 1024, 65536},
+      {"sm_100a", 100, 88, true, true, false, false, true, 1024, 65536},
+      {"sm_120a", 120, 88, true, true, false, true, false, 1024, 65536},
   };
   return archs;
 }
@@ -51,6 +51,28 @@ const CudaArchInfo *findCudaArch(const std::string &name) {
     if (name == a.name)
       return &a;
   return nullptr;
+}
+
+bool parseCudaArchName(const std::string &name, CudaArchName &parsed) {
+  if (name.compare(0, 3, "sm_") != 0)
+    return false;
+  size_t end = 3;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9')
+    ++end;
+  const size_t digits = end - 3;
+  if (digits < 2 || digits > 3)
+    return false;
+  const std::string suffix = name.substr(end);
+  if (!suffix.empty() && suffix != "a" && suffix != "f")
+    return false;
+  parsed.computeCapability = std::stoi(name.substr(3, digits));
+  parsed.suffix = suffix.empty() ? 0 : suffix[0];
+  return true;
+}
+
+std::string ptxVersionName(int ptxVersion) {
+  return std::to_string(ptxVersion / 10) + "." +
+         std::to_string(ptxVersion % 10);
 }
 
 } // namespace comfyquant::rt

@@ -71,7 +71,7 @@ protected:
     m.cuda = cuda;
     ManifestModule mod;
     mod.name = kModule;
-    mod.kind = "linear";
+    mod.kind = ModuleKind::Linear;
     mod.format = "int8_tensorwise";
     mod.outFeatures = weight->shape[0];
     mod.inFeatures = weight->shape[1];

@@ -38,7 +38,7 @@ Manifest sampleManifest() {
 
   ManifestModule lin;
   lin.name = "blocks.0.attn.to_k";
-  lin.kind = "linear";
+  lin.kind = ModuleKind::Linear;
   lin.format = "int8_tensorwise";
   lin.outFeatures = 48;
   lin.inFeatures = 128;
@@ -56,7 +56,7 @@ Manifest sampleManifest() {
                       {"cq_0_bf16_sm_90a_gemm"}, 0, 0, {}}};
   ManifestModule moe;
   moe.name = "blocks.0.moe";
-  moe.kind = "moe";
+  moe.kind = ModuleKind::MoE;
   moe.format = "nvfp4";
   moe.outFeatures = 64;
   moe.inFeatures = 32;
@@ -68,7 +68,7 @@ Manifest sampleManifest() {
                      {"blocks.0.moe", "blocks.0.attn.to_k"}}};
   ManifestModule emb;
   emb.name = "embed";
-  emb.kind = "embedding";
+  emb.kind = ModuleKind::Embedding;
   emb.format = "float8_e4m3fn";
   emb.outFeatures = 100;
   emb.inFeatures = 16;

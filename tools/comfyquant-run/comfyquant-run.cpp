@@ -232,7 +232,7 @@ size_t compiledModule(const rt::Session &session, const rt::ModuleDesc &d,
   const std::string here = std::string(rt::moduleKindName(d.kind)) + " " +
                            std::to_string(d.outFeatures) + "x" +
                            std::to_string(d.inFeatures);
-  const std::string there = a.kind + " " + std::to_string(a.outFeatures) +
+  const std::string there = std::string(rt::moduleKindName(a.kind)) + " " + std::to_string(a.outFeatures) +
                             "x" + std::to_string(a.inFeatures);
   if (here != there || (d.kind == rt::ModuleKind::MoE && a.experts != d.experts))
     throw rt::Error(session.artifactDir(), rt::moduleSubject(d.name),
@@ -648,7 +648,7 @@ int main(int argc, char **argv) {
           {{"module", module},
            {"format", rt::formatName(m->desc.format)},
            {"path", !session ? "reference"
-                    : session->backend() == "cuda"
+                    : session->backend() == rt::SessionBackend::Cuda
                         ? "compiled:cuda:" + session->variant()
                         : "compiled:" + session->variant()},
            {"source", file}});

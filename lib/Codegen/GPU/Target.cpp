@@ -6,6 +6,8 @@
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -93,5 +95,107 @@ bool mlir::comfyquant::assembleCubin(const std::string &ptxas,
   }
   if (usage)
     *usage = output;
+  return true;
+}
+
+std::map<std::string, KernelResources>
+mlir::comfyquant::parsePtxasReport(StringRef report) {
+  llvm::Regex entry("Compiling entry function '([^']+)'");
+  llvm::Regex properties("Function properties for ([A-Za-z_$][A-Za-z0-9_$]*)");
+  llvm::Regex spills("([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads");
+  llvm::Regex registers("Used ([0-9]+) registers");
+  llvm::Regex shared("([0-9]+) bytes smem");
+  std::map<std::string, KernelResources> kernels;
+  std::string current;
+  SmallVector<StringRef> lines;
+  report.split(lines, '\n');
+  auto number = [](StringRef text) {
+    int64_t v = 0;
+    text.getAsInteger(10, v);
+    return v;
+  };
+  for (StringRef line : lines) {
+    SmallVector<StringRef> m;
+    if (entry.match(line, &m)) {
+      current = m[1].str();
+      kernels[current];
+      continue;
+    }
+    if (properties.match(line, &m)) {
+      // Device functions (.func) have properties too; only entries count.
+      current = kernels.count(m[1].str()) ? m[1].str() : "";
+      continue;
+    }
+    if (current.empty())
+      continue;
+    KernelResources &k = kernels[current];
+    if (spills.match(line, &m)) {
+      k.spillStoreBytes = number(m[1]);
+      k.spillLoadBytes = number(m[2]);
+    }
+    if (registers.match(line, &m))
+      k.registers = number(m[1]);
+    if (shared.match(line, &m))
+      k.sharedBytes = number(m[1]);
+  }
+  return kernels;
+}
+
+std::map<std::string, int64_t>
+mlir::comfyquant::recordedBlockSizes(StringRef ptx) {
+  llvm::Regex entry("^\\.(visible )?\\.entry ([A-Za-z_$][A-Za-z0-9_$]*)\\(");
+  llvm::Regex bound(
+      "^\\.(maxntid|reqntid) ([0-9]+)(, *([0-9]+))?(, *([0-9]+))?");
+  std::map<std::string, int64_t> sizes;
+  std::string current;
+  SmallVector<StringRef> lines;
+  ptx.split(lines, '\n');
+  for (StringRef line : lines) {
+    SmallVector<StringRef> m;
+    if (entry.match(line, &m)) {
+      current = m[2].str();
+    } else if (!current.empty() && bound.match(line, &m)) {
+      int64_t threads = 1;
+      for (unsigned i : {2u, 4u, 6u}) {
+        int64_t d = 1;
+        if (!m[i].empty() && !m[i].getAsInteger(10, d))
+          threads *= d;
+      }
+      sizes[current] = threads;
+    } else if (line.starts_with("{")) {
+      current.clear(); // the body: no directive of the entry follows
+    }
+  }
+  return sizes;
+}
+
+bool mlir::comfyquant::checkKernelResources(
+    const std::map<std::string, KernelResources> &used,
+    const std::map<std::string, int64_t> &blockSizes, const CUDAArch &arch,
+    std::string &error) {
+  for (const auto &[name, k] : used) {
+    auto size = blockSizes.find(name);
+    if (size == blockSizes.end()) {
+      error = "kernel '" + name +
+              "' has no recorded block size (.maxntid) in the PTX";
+      return false;
+    }
+    const int64_t threads = size->second;
+    if (threads < 1 || threads > arch.maxThreadsPerBlock) {
+      error = "kernel '" + name + "' is formed for " +
+              std::to_string(threads) + " threads per block (at most " +
+              std::to_string(arch.maxThreadsPerBlock) + ")";
+      return false;
+    }
+    const int64_t warps = (threads + 31) / 32;
+    const int64_t perWarp = llvm::alignTo(k.registers * 32, 256);
+    if (warps * perWarp > arch.registersPerBlock) {
+      error = "kernel '" + name + "' uses " + std::to_string(k.registers) +
+              " registers per thread, more than a " +
+              std::to_string(threads) + "-thread block may (" +
+              std::to_string(arch.registersPerBlock) + " per block)";
+      return false;
+    }
+  }
   return true;
 }

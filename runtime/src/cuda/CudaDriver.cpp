@@ -2,6 +2,7 @@
 #include "cuda/CudaDriver.h"
 
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/Targets.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -27,21 +28,12 @@ std::string gib(uint64_t bytes) {
 
 bool parseCudaArch(const std::string &arch, int &major, int &minor,
                    bool &archSpecific) {
-  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0)
+  CudaArchName parsed;
+  if (!parseCudaArchName(arch, parsed))
     return false;
-  size_t end = 3;
-  while (end < arch.size() && arch[end] >= '0' && arch[end] <= '9')
-    ++end;
-  const size_t digits = end - 3;
-  if (digits < 2 || digits > 3)
-    return false;
-  std::string suffix = arch.substr(end);
-  if (!suffix.empty() && suffix != "a" && suffix != "f")
-    return false;
-  const int value = std::atoi(arch.c_str() + 3);
-  major = value / 10;
-  minor = value % 10;
-  archSpecific = !suffix.empty();
+  major = parsed.computeCapability / 10;
+  minor = parsed.computeCapability % 10;
+  archSpecific = parsed.suffix != 0;
   return true;
 }
 

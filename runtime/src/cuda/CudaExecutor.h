@@ -25,6 +25,7 @@
 #ifndef COMFYQUANT_RUNTIME_CUDA_CUDAEXECUTOR_H
 #define COMFYQUANT_RUNTIME_CUDA_CUDAEXECUTOR_H
 
+#include "comfyquant/runtime/FormatRegistry.h"
 #include "cuda/CudaDriver.h"
 
 #include <cstdint>
@@ -68,7 +69,7 @@ public:
   struct Image {
     std::string arch, cubin, ptx;
   };
-  enum class Kind { Linear, MoE, Embedding };
+  using Kind = ModuleKind;
   /// A weight argument: host bytes (the mapped checkpoint) and its shape.
   struct Weight {
     std::string name;

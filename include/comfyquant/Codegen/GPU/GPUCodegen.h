@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,30 @@ std::string findPtxas();
 bool assembleCubin(const std::string &ptxas, const std::string &ptxPath,
                    const CUDAArch &arch, const std::string &cubinPath,
                    std::string &error, std::string *usage = nullptr);
+
+/// What ptxas -v reports of one kernel.
+struct KernelResources {
+  int64_t registers = 0, spillStoreBytes = 0, spillLoadBytes = 0;
+  int64_t sharedBytes = 0; ///< static shared memory
+};
+
+/// ptxas -v's report, per entry function.
+std::map<std::string, KernelResources>
+parsePtxasReport(llvm::StringRef report);
+
+/// The block size each entry of `ptx` was formed with, as the PTX records
+/// it (.maxntid / .reqntid, from the launch's known block size): entry ->
+/// threads. An entry without one is absent.
+std::map<std::string, int64_t> recordedBlockSizes(llvm::StringRef ptx);
+
+/// Checks every assembled kernel against its recorded block size and the
+/// arch's limits: a block size is recorded and within maxThreadsPerBlock,
+/// and its registers (allocated per warp in units of 256) fit the block's
+/// register file. Spills are reported (KernelResources), not refused.
+/// Returns false with `error` naming the kernel.
+bool checkKernelResources(const std::map<std::string, KernelResources> &used,
+                          const std::map<std::string, int64_t> &blockSizes,
+                          const CUDAArch &arch, std::string &error);
 
 } // namespace comfyquant
 } // namespace mlir

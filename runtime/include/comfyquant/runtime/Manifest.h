@@ -46,6 +46,8 @@
 #ifndef COMFYQUANT_RUNTIME_MANIFEST_H
 #define COMFYQUANT_RUNTIME_MANIFEST_H
 
+#include "comfyquant/runtime/FormatRegistry.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -94,7 +96,8 @@ struct CudaEntry {
 };
 
 struct ManifestModule {
-  std::string name, kind, format; ///< kind: linear, moe, embedding
+  std::string name, format;
+  ModuleKind kind = ModuleKind::Linear;
   int64_t outFeatures = 0, inFeatures = 0, experts = 0, rotationGroup = 0;
   /// Rows of x may be computed independently (split across threads).
   bool rowIndependent = true;

@@ -1,18 +1,19 @@
 //===- Session.h - run compiled modules on a mapped checkpoint --*- C++ -*-===//
 //
-// A Session joins an Artifact (kernels.so + manifest) with the checkpoint it
+// A Session joins an Artifact (kernels + manifest) with the checkpoint it
 // was compiled for: it refuses a checkpoint whose size or header hash differs
-// from the manifest's, checks every bound tensor (name, dtype, shape,
-// offset), picks the best CPU variant this machine supports (or the one
-// asked for), and runs modules with memref descriptors that point into the
-// mapped file (zero copy). Linear/MoE calls split the columns of y across
-// threads when the kernel computes a given column range (each thread then
-// decodes only its share of the weights), else the rows of x when they are
-// independent. The parts run on a WorkerPool the session owns, or on the
-// host's scheduler (SessionOptions::parallelFor).
+// from the manifest's, checks the arguments every backend shares, and hands
+// each call to the one executor of its backend (runtime/src/exec/Executor.h):
 //
-// On the cuda backend (SessionOptions::backend) the session runs the
-// artifact's CUDA entries on one device instead: the weights are uploaded
+// cpu: the best CPU variant this machine supports (or the one asked for);
+// modules run with memref descriptors that point into the mapped file (zero
+// copy). Linear/MoE calls split the columns of y across threads when the
+// kernel computes a given column range (each thread then decodes only its
+// share of the weights), else the rows of x when they are independent. The
+// parts run on a WorkerPool the session owns, or on the host's scheduler
+// (SessionOptions::parallelFor).
+//
+// cuda: the artifact's CUDA entries on one device: the weights are uploaded
 // once when it opens, and calls take host pointers (run, lookup: copied in
 // and out, then waited for) or device pointers (runDevice, lookupDevice:
 // enqueued on the session's stream, not waited for).
@@ -27,7 +28,6 @@
 #include "comfyquant/runtime/DType.h"
 #include "comfyquant/runtime/Safetensors.h"
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +35,13 @@
 #include <vector>
 
 namespace comfyquant::rt {
+
+/// Where a session runs its modules.
+enum class SessionBackend { Cpu, Cuda };
+/// "cpu" or "cuda".
+const char *sessionBackendName(SessionBackend backend);
+/// "" and "cpu": Cpu; "cuda": Cuda; false for anything else.
+bool parseSessionBackend(const std::string &name, SessionBackend &backend);
 
 struct SessionOptions {
   /// The checkpoint; empty: the path recorded in the manifest.
@@ -55,8 +62,7 @@ struct SessionOptions {
   void *cudaStream = nullptr;
 };
 
-class WorkerPool;
-class CudaExecutor;
+class Executor;
 
 class Session {
 public:
@@ -69,14 +75,16 @@ public:
   const Manifest &manifest() const;
   const std::string &artifactDir() const;
   const Checkpoint &checkpoint() const { return *checkpoint_; }
+  SessionBackend backend() const;
   /// "cpu" or "cuda".
-  const std::string &backend() const { return backend_; }
+  const char *backendName() const { return sessionBackendName(backend()); }
   /// The CPU variant, or on cuda the arch of the kernel image loaded.
-  const std::string &variant() const { return variant_; }
+  const std::string &variant() const;
   /// cuda: "0: NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" and how its image
   /// was loaded ("sm_90a cubin", "sm_80 PTX (JIT)"); "" on the CPU.
   std::string deviceDescription() const;
-  int threads() const { return threads_.load(std::memory_order_relaxed); }
+  /// Threads per call (1 on cuda).
+  int threads() const;
   void setThreads(int threads);
   /// Set-up warnings (an ignored $COMFYQUANT_THREADS, a checkpoint found
   /// only through the manifest's absolute path, ...).
@@ -110,26 +118,15 @@ public:
 
 private:
   Session() = default;
-  struct Bound;
-  const Bound &bound(size_t module) const;
-  struct BoundEntry;
-  const BoundEntry &entryFor(const Bound &b, DType dtype) const;
-  size_t cudaEntryFor(const Bound &b, DType dtype) const;
-  /// The cuda executor; throws Error on a CPU session.
-  const CudaExecutor &cudaExecutor() const;
-  void bindCuda(const SessionOptions &options);
+  /// The module at `index` if it is (`embedding`) or is not an embedding;
+  /// throws Error.
+  const ManifestModule &checked(size_t index, bool embedding) const;
 
   std::unique_ptr<Artifact> artifact_;
   std::unique_ptr<Checkpoint> checkpoint_;
-  std::string backend_ = "cpu";
-  std::string variant_;
   std::string checkpointPath_;
-  std::atomic<int> threads_{1};
-  std::vector<Bound> bound_;
   std::vector<std::string> warnings_;
-  std::function<void(int, const std::function<void(int)> &)> parallelFor_;
-  std::unique_ptr<WorkerPool> pool_;
-  std::unique_ptr<CudaExecutor> cuda_;
+  std::unique_ptr<Executor> executor_;
 };
 
 } // namespace comfyquant::rt

@@ -53,7 +53,24 @@ struct CudaArchInfo {
   /// Fifth-generation tensor cores (tcgen05.mma, accumulators in tensor
   /// memory, block scaling included): sm_100a.
   bool tcgen05;
+  /// Launch limits of one block (the same on every arch listed here; the
+  /// ptxas check of each kernel reads them with its recorded block size).
+  int maxThreadsPerBlock;
+  int registersPerBlock;
 };
+
+/// A CUDA arch name taken apart: "sm_" + 2 or 3 digits of compute
+/// capability + an optional "a" (arch-specific) or "f" (family) suffix.
+struct CudaArchName {
+  int computeCapability; ///< 90 for sm_90a
+  char suffix;           ///< 0, 'a' or 'f'
+};
+/// The one parser of arch names (compiler, manifest reader, runtime):
+/// false for anything else.
+bool parseCudaArchName(const std::string &name, CudaArchName &parsed);
+
+/// A PTX ISA version as .version writes it: 84 -> "8.4".
+std::string ptxVersionName(int ptxVersion);
 
 /// Every CUDA arch, oldest first.
 const std::vector<CudaArchInfo> &cudaArchs();

@@ -1,5 +1,5 @@
-//===- Target.cpp - LLVM IR, object emission, shared-library linking ------===//
-#include "comfyquant/Codegen/CPU/CPUCodegen.h"
+//===- ObjectEmission.cpp - x86 objects, shared libraries, load checks ----===//
+#include "comfyquant/Codegen/Host/HostCodegen.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -55,7 +55,8 @@ bool emitFile(llvm::Module &m, llvm::TargetMachine &tm,
 
 } // namespace
 
-bool mlir::comfyquant::emitCPUObject(ModuleOp module, const CPUVariant &variant,
+bool mlir::comfyquant::emitHostObject(ModuleOp module,
+                                      const ::comfyquant::rt::CpuVariantInfo &variant,
                                      std::string &object, std::string &error,
                                      std::string *assembly,
                                      std::string *llvmIR) {
