@@ -91,3 +91,40 @@ llvm_config.with_system_environment(["CUDA_HOME", "CUDA_PATH"])
 config.substitutions.append(("%fake_libcuda",
                              os.path.join(config.comfyquant_obj_root, "lib",
                                           "libfakecuda.so")))
+
+# A hung test fails after this many seconds instead of stalling the run
+# (lit needs psutil to end a test's processes: python3-psutil, installed by
+# scripts/bootstrap). --param test_timeout=N changes it.
+try:
+    import psutil  # noqa: F401
+    lit_config.maxIndividualTestTime = int(
+        lit_config.params.get("test_timeout", "900"))
+except ImportError:
+    lit_config.warning("python3-psutil is missing: no per-test time limit")
+
+# What this machine is, read from /proc/cpuinfo here, independently of the
+# runtime's own detection (cpuid) that decided the cpu-* features above, and
+# every feature a test may require that is absent, with the reason: the
+# UNSUPPORTED tests of this run are skipped for these reasons.
+_flags = set()
+try:
+    with open("/proc/cpuinfo") as _f:
+        for _line in _f:
+            if _line.startswith("flags"):
+                _flags = set(_line.split(":", 1)[1].split())
+                break
+except OSError:
+    pass
+_shown = sorted(f for f in _flags if f.startswith(("avx2", "avx512", "amx")))
+lit_config.note("/proc/cpuinfo flags: " + (" ".join(_shown) or "(none of avx2, avx512*, amx*)"))
+lit_config.note("CPU variants the runtime runs here: " + ", ".join(_host_variants))
+for _name in _all_variants:
+    if _name not in _host_variants:
+        lit_config.note("feature cpu-%s absent: comfyquant-run --cpu-variants "
+                        "says this CPU (or the OS) does not run it; tests "
+                        "requiring it are UNSUPPORTED" % _name)
+if "cuda-driver" not in config.available_features:
+    lit_config.note("feature cuda-driver absent: no nvidia-smi on PATH")
+if "cuda-device" not in config.available_features:
+    lit_config.note("feature cuda-device absent: comfyquant-run --devices "
+                    "finds no CUDA driver with a GPU")

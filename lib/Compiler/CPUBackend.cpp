@@ -10,6 +10,7 @@
 #include "comfyquant/Codegen/Host/HostCodegen.h"
 #include "comfyquant/Compiler/Backend.h"
 #include "comfyquant/Conversion/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Pipelines/Pipelines.h"
 
 #include "mlir/Parser/Parser.h"
@@ -125,7 +126,7 @@ bool CPUBackend::run(MLIRContext &ctx, CodegenJob &j, const std::string &dir,
     return false;
   }
   auto fn = cast<func::FuncOp>(km->getBody()->front());
-  fn->setAttr("comfyquant.entry", StringAttr::get(&ctx, j.entry));
+  fn->setAttr(ComfyQuantDialect::getEntryAttrName(), StringAttr::get(&ctx, j.entry));
   const bool toLLVM = options.emit != EmitKind::MLIR;
   if (!runPipeline(*km, options.passManagers, what,
                    [&](OpPassManager &pm) {
@@ -152,14 +153,17 @@ bool CPUBackend::run(MLIRContext &ctx, CodegenJob &j, const std::string &dir,
                  << printOp(*km) << "\n";
     return true;
   }
-  if (auto split = (*km)->getAttrOfType<ArrayAttr>("comfyquant.column_split")) {
+  if (auto split = (*km)->getAttrOfType<ArrayAttr>(ComfyQuantDialect::getColumnSplitAttrName())) {
     for (Attribute a : split)
       if (cast<StringAttr>(a).getValue() == j.entry)
         j.columnSplit = true;
-    (*km)->removeAttr("comfyquant.column_split");
+    (*km)->removeAttr(ComfyQuantDialect::getColumnSplitAttrName());
   }
   std::string object, text;
-  if (!emitHostObject(*km, *j.variant, object, j.error,
+  // The variant reaches object emission through the IR: the strategy pass
+  // records it as the functions' #comfyquant.target, packed entries lift it
+  // onto the module.
+  if (!emitHostObject(*km, object, j.error,
                       options.emit == EmitKind::Assembly ? &text : nullptr,
                       options.emit == EmitKind::LLVM ? &text : nullptr)) {
     j.error = "module '" + k.owner + "' (" + k.dtype + ", " +

@@ -11,6 +11,7 @@
 #include "comfyquant/Codegen/Host/HostCodegen.h"
 #include "comfyquant/Compiler/Backend.h"
 #include "comfyquant/Conversion/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 #include "comfyquant/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -248,7 +249,7 @@ bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
     return false;
   }
   auto fn = *m->getOps<func::FuncOp>().begin();
-  fn->setAttr("comfyquant.entry", StringAttr::get(&ctx, result.entry));
+  fn->setAttr(ComfyQuantDialect::getEntryAttrName(), StringAttr::get(&ctx, result.entry));
   if (!runPipeline(*m, options.passManagers,
                    "kernel formation of " + result.entry,
                    [&](OpPassManager &pm) {
@@ -259,11 +260,11 @@ bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
                    error))
     return false;
   fn = *m->getOps<func::FuncOp>().begin();
-  if (auto names = fn->getAttrOfType<ArrayAttr>("comfyquant.kernels"))
+  if (auto names = fn->getAttrOfType<ArrayAttr>(ComfyQuantDialect::getKernelsAttrName()))
     for (Attribute a : names)
       result.kernels.push_back(cast<StringAttr>(a).str());
   if (auto ws =
-          fn->getAttrOfType<DenseI64ArrayAttr>("comfyquant.workspace_bytes")) {
+          fn->getAttrOfType<DenseI64ArrayAttr>(ComfyQuantDialect::getWorkspaceBytesAttrName())) {
     result.workspacePerRow = ws[0];
     result.workspaceFixed = ws[1];
   }
@@ -301,9 +302,11 @@ bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
                      error))
       return false;
     // Host entries run on any x86-64 machine: the most portable variant.
+    (*m)->setAttr(ComfyQuantDialect::getTargetAttrName(),
+                  TargetAttr::get(&ctx, TargetKind::cpu,
+                                  ::comfyquant::rt::cpuVariants().front().name));
     std::string object;
-    if (!emitHostObject(*m, ::comfyquant::rt::cpuVariants().front(), object,
-                        error))
+    if (!emitHostObject(*m, object, error))
       return false;
     std::string path = cudaDir + "/" + result.entry + ".o";
     if (!writeFile(path, object, error))

@@ -271,14 +271,14 @@ bool Driver::plan(MLIRContext &ctx, std::string &error) {
     for (auto fn : lowered.front()->getOps<func::FuncOp>()) {
       std::string name = fn.getSymName().str();
       ModuleRecord &r = records[name];
-      r.info = fn->getAttrOfType<ModuleInfoAttr>("comfyquant.lowered_module");
+      r.info = fn->getAttrOfType<ModuleInfoAttr>(ComfyQuantDialect::getLoweredModuleAttrName());
       if (!r.info) {
         error = "module '" + name + "': the decomposed function has no "
                 "comfyquant.module record";
         return false;
       }
       std::vector<rt::ManifestWeight> w =
-          manifestWeights(fn->getAttrOfType<ArrayAttr>("comfyquant.weights"));
+          manifestWeights(fn->getAttrOfType<ArrayAttr>(ComfyQuantDialect::getWeightsAttrName()));
       if (r.weights && *r.weights != w) {
         error = "module '" + name + "': weight lists differ between dtypes";
         return false;

@@ -1,5 +1,6 @@
 //===- KernelText.cpp - kernels as text, pass managers, worker pools ------===//
 #include "comfyquant/Compiler/KernelText.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -39,8 +40,8 @@ std::string mlir::comfyquant::printOp(Operation *op) {
 std::string mlir::comfyquant::kernelKey(func::FuncOp fn) {
   OwningOpRef<func::FuncOp> copy(fn.clone());
   copy->setSymName("kernel");
-  (*copy)->removeAttr("comfyquant.weights");
-  (*copy)->removeAttr("comfyquant.lowered_module");
+  (*copy)->removeAttr(ComfyQuantDialect::getWeightsAttrName());
+  (*copy)->removeAttr(ComfyQuantDialect::getLoweredModuleAttrName());
   for (unsigned i = 0; i < copy->getNumArguments(); ++i)
     for (StringRef a :
          {"comfyquant.tensor", "comfyquant.offset", "comfyquant.shard"})
@@ -64,10 +65,25 @@ bool mlir::comfyquant::runPipeline(
     function_ref<void(OpPassManager &)> build, std::string &error) {
   std::string diagnostics;
   llvm::raw_string_ostream os(diagnostics);
+  // As MLIR's default handler prints them: "LOC: error: MESSAGE".
+  auto severity = [](DiagnosticSeverity s) {
+    switch (s) {
+    case DiagnosticSeverity::Error:
+      return "error";
+    case DiagnosticSeverity::Warning:
+      return "warning";
+    case DiagnosticSeverity::Note:
+      return "note";
+    case DiagnosticSeverity::Remark:
+      return "remark";
+    }
+    return "error";
+  };
   ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
-    os << d.getLocation() << ": " << d << "\n";
+    os << d.getLocation() << ": " << severity(d.getSeverity()) << ": " << d
+       << "\n";
     for (Diagnostic &n : d.getNotes())
-      os << "  note: " << n << "\n";
+      os << n.getLocation() << ": note: " << n << "\n";
     return success();
   });
   PassManager pm(module.getContext());

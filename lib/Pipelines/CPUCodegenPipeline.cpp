@@ -2,6 +2,7 @@
 #include "comfyquant/Codegen/CPU/CPUCodegen.h"
 #include "comfyquant/Codegen/CPU/Passes.h"
 #include "comfyquant/Codegen/Common/Passes.h"
+#include "comfyquant/Codegen/Host/Passes.h"
 #include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/Pipelines/Pipelines.h"
 
@@ -115,13 +116,14 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addPass(createComfyQuantCPUConvertCFAndAMXToLLVM());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createComfyQuantCPUEmitPackedEntries());
+  pm.addPass(createComfyQuantEmitPackedEntries());
   pm.addPass(createCanonicalizerPass());
 }
 
 void mlir::comfyquant::registerComfyQuantCPUCodegen() {
   registerComfyQuantCodegenCommonPasses();
   registerComfyQuantCodegenCPUPasses();
+  registerComfyQuantCodegenHostPasses();
   PassPipelineRegistration<CPUCodegenOptions>(
       "comfyquant-cpu-codegen",
       "comfyquant CPU pipeline: (comfyquant ops ->) linalg on tensors -> "

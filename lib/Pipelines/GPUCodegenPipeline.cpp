@@ -1,5 +1,5 @@
 //===- GPUCodegenPipeline.cpp - the comfyquant CUDA pipelines -------------===//
-#include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Codegen/Host/Passes.h"
 #include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Conversion/Passes.h"
@@ -39,6 +39,7 @@ void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
   // accumulator's fill and epilogue, before the workspace is laid out, so
   // an accumulator that never reaches memory takes no room in it);
   // everything else: one thread per output point, reductions in the thread.
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUSelectStrategy());
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUTensorCoreGemm());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   // The activation prologue (rotation, amax, scales, quantizer): one block
@@ -64,7 +65,7 @@ void mlir::comfyquant::buildComfyQuantGPUHostPipeline(OpPassManager &pm) {
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createComfyQuantGPULowerLaunches());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createComfyQuantCPUEmitPackedEntries());
+  pm.addPass(createComfyQuantEmitPackedEntries());
   pm.addPass(createCanonicalizerPass());
 }
 

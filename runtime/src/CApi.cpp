@@ -105,6 +105,30 @@ void requireIndex(size_t index, size_t count, const char *what) {
                                         std::to_string(count) + ")");
 }
 
+/// The getters a checkpoint and a session share: the number of warnings
+/// (`warnings(owner)`) and one of them by index.
+template <typename Owner, typename Warnings>
+cq_status warningCount(const char *function, const Owner *owner,
+                       const char *what, size_t *count, Warnings warnings) {
+  return guarded(function, [&] {
+    require(owner, what);
+    require(count, "count");
+    *count = warnings(*owner).size();
+  });
+}
+
+template <typename Owner, typename Warnings>
+cq_status warningAt(const char *function, const Owner *owner, const char *what,
+                    size_t index, const char **text, Warnings warnings) {
+  return guarded(function, [&] {
+    require(owner, what);
+    require(text, "text");
+    const std::vector<std::string> &list = warnings(*owner);
+    requireIndex(index, list.size(), "warning index");
+    *text = list[index].c_str();
+  });
+}
+
 DType dtypeOf(int dtype) {
   switch (dtype) {
   case CQ_DTYPE_F32:
@@ -219,23 +243,21 @@ cq_status cq_checkpoint_open(const char *path, cq_checkpoint **out) {
 
 void cq_checkpoint_close(cq_checkpoint *ckpt) { delete ckpt; }
 
+/// A checkpoint's resolution warnings.
+static const std::vector<std::string> &checkpointWarnings(const cq_checkpoint &c) {
+  return c.resolved.warnings;
+}
+
 cq_status cq_checkpoint_warning_count(const cq_checkpoint *ckpt,
                                       size_t *count) {
-  return guarded("cq_checkpoint_warning_count", [&] {
-    require(ckpt, "checkpoint");
-    require(count, "count");
-    *count = ckpt->resolved.warnings.size();
-  });
+  return warningCount("cq_checkpoint_warning_count", ckpt, "checkpoint", count,
+                      checkpointWarnings);
 }
 
 cq_status cq_checkpoint_warning_at(const cq_checkpoint *ckpt, size_t index,
                                    const char **text) {
-  return guarded("cq_checkpoint_warning_at", [&] {
-    require(ckpt, "checkpoint");
-    require(text, "text");
-    requireIndex(index, ckpt->resolved.warnings.size(), "warning index");
-    *text = ckpt->resolved.warnings[index].c_str();
-  });
+  return warningAt("cq_checkpoint_warning_at", ckpt, "checkpoint", index, text,
+                   checkpointWarnings);
 }
 
 cq_status cq_module_count(const cq_checkpoint *ckpt, size_t *count) {
@@ -476,22 +498,20 @@ cq_status cq_session_threads(const cq_session *session, int *threads) {
   });
 }
 
+/// A session's set-up warnings.
+static const std::vector<std::string> &sessionWarnings(const cq_session &s) {
+  return s.session->warnings();
+}
+
 cq_status cq_session_warning_count(const cq_session *session, size_t *count) {
-  return guarded("cq_session_warning_count", [&] {
-    require(session, "session");
-    require(count, "count");
-    *count = session->session->warnings().size();
-  });
+  return warningCount("cq_session_warning_count", session, "session", count,
+                      sessionWarnings);
 }
 
 cq_status cq_session_warning_at(const cq_session *session, size_t index,
                                 const char **text) {
-  return guarded("cq_session_warning_at", [&] {
-    require(session, "session");
-    require(text, "text");
-    requireIndex(index, session->session->warnings().size(), "warning index");
-    *text = session->session->warnings()[index].c_str();
-  });
+  return warningAt("cq_session_warning_at", session, "session", index, text,
+                   sessionWarnings);
 }
 
 cq_status cq_session_module_count(const cq_session *session, size_t *count) {

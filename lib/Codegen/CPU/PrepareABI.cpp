@@ -1,6 +1,7 @@
 //===- PrepareABI.cpp - packed-entry functions of the CPU artifact --------===//
 #include "comfyquant/Codegen/CPU/Passes.h"
 #include "comfyquant/Codegen/Common/DestinationPassing.h"
+#include "comfyquant/Codegen/Host/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -18,19 +19,12 @@ namespace {
 struct PrepareABIPass
     : mlir::comfyquant::impl::ComfyQuantCPUPrepareABIBase<PrepareABIPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
     Builder b(&getContext());
-    SmallVector<NamedAttribute> entries;
-    if (auto existing =
-            module->getAttrOfType<DictionaryAttr>("comfyquant.entries"))
-      entries.append(existing.begin(), existing.end());
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || !func.isPublic())
-        continue;
+    auto prepare = [&](func::FuncOp func) -> LogicalResult {
       FailureOr<bool> addedY =
           mlir::comfyquant::detail::makeDestinationPassing(func);
       if (failed(addedY))
-        return signalPassFailure();
+        return failure();
       // Columns [begin, end) of y to compute: the runtime may split N
       // across threads. A kernel that cannot restrict itself to them
       // computes every column (comfyquant.column_range says which).
@@ -41,15 +35,11 @@ struct PrepareABIPass
                   func.getNumArguments(), b.getIndexType(),
                   b.getDictionaryAttr({b.getNamedAttr(name, b.getUnitAttr())}),
                   func.getLoc())))
-            return signalPassFailure();
-      func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-                    b.getUnitAttr());
-      StringAttr entry = func->getAttrOfType<StringAttr>("comfyquant.entry");
-      if (!entry)
-        entry = b.getStringAttr(func.getSymName() + "_entry");
-      entries.push_back(b.getNamedAttr(func.getSymName(), entry));
-    }
-    module->setAttr("comfyquant.entries", b.getDictionaryAttr(entries));
+            return failure();
+      return success();
+    };
+    if (failed(recordPackedEntries(getOperation(), prepare)))
+      signalPassFailure();
   }
 };
 

@@ -3,6 +3,7 @@
 
 #include "comfyquant/Codegen/CPU/CPUCodegen.h"
 #include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTCPUSELECTSTRATEGY
@@ -37,7 +38,7 @@ const CPUVariant *mlir::comfyquant::lookupCPUVariant(StringRef name) {
 
 std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
     Operation *op) {
-  auto attr = op->getAttrOfType<CpuGemmAttr>("comfyquant.gemm");
+  auto attr = op->getAttrOfType<CpuGemmAttr>(ComfyQuantDialect::getGemmAttrName());
   if (!attr)
     return std::nullopt;
   GemmConfig c;
@@ -61,10 +62,10 @@ CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
 
 const ::comfyquant::rt::CpuVariantInfo *
 mlir::comfyquant::detail::targetVariant(func::FuncOp func) {
-  auto target = func->getAttrOfType<TargetAttr>("comfyquant.target");
+  auto target = func->getAttrOfType<TargetAttr>(ComfyQuantDialect::getTargetAttrName());
   if (!target)
     if (auto module = func->getParentOfType<ModuleOp>())
-      target = module->getAttrOfType<TargetAttr>("comfyquant.target");
+      target = module->getAttrOfType<TargetAttr>(ComfyQuantDialect::getTargetAttrName());
   return target ? target.getCpuVariant() : nullptr;
 }
 
@@ -349,21 +350,11 @@ struct SelectStrategyPass
   }
 
   void runOnOperation() override {
-    auto pinned =
-        getOperation()->getAttrOfType<TargetAttr>("comfyquant.target");
-    if (variant.empty() && pinned && pinned.getKind() != TargetKind::cpu) {
-      getOperation().emitError("the module's target ")
-          << pinned << " is not a CPU variant";
+    TargetAttr target =
+        resolveTarget(getOperation(), variant, TargetKind::cpu, "x86-64-v3");
+    if (!target)
       return signalPassFailure();
-    }
-    std::string name = !variant.empty() ? variant
-                       : pinned         ? pinned.getName().str()
-                                        : std::string("x86-64-v3");
-    const CPUVariant *v = lookupCPUVariant(name);
-    if (!v) {
-      getOperation().emitError("unknown CPU variant '") << name << "'";
-      return signalPassFailure();
-    }
+    const CPUVariant *v = target.getCpuVariant();
     FailureOr<CpuTuning> t = lookupCpuTuning(getOperation(), tune);
     if (failed(t))
       return signalPassFailure();
@@ -387,12 +378,12 @@ struct SelectStrategyPass
         GemmConfig c;
         if (failed(choose(*v, *m, op, c)))
           return WalkResult::interrupt();
-        op->setAttr("comfyquant.gemm", gemmConfigAttr(ctx, c));
+        op->setAttr(ComfyQuantDialect::getGemmAttrName(), gemmConfigAttr(ctx, c));
         return WalkResult::advance();
       });
       if (r.wasInterrupted())
         return signalPassFailure();
-      func->setAttr("comfyquant.target",
+      func->setAttr(ComfyQuantDialect::getTargetAttrName(),
                     TargetAttr::get(ctx, TargetKind::cpu, v->name));
     }
   }

@@ -20,6 +20,7 @@
 #include "GemmConfig.h"
 
 #include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -85,7 +86,7 @@ struct RowReduction {
 std::optional<RowReduction> matchRowReduction(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
       op.getNumResults() != 1 || op.getNumReductionLoops() < 1 ||
-      op.getNumLoops() < 1 || op->hasAttr("comfyquant.gemm"))
+      op.getNumLoops() < 1 || op->hasAttr(ComfyQuantDialect::getGemmAttrName()))
     return std::nullopt;
   const unsigned loops = op.getNumLoops();
   SmallVector<utils::IteratorType> it = op.getIteratorTypesArray();

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/GPU/HostCode.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
@@ -129,7 +130,7 @@ struct AssignWorkspacePass
             arith::ConstantIndexOp::create(vb, view.getLoc(), fixed));
         view.getByteShiftMutable().assign(shifted);
       });
-    func->setAttr("comfyquant.workspace_bytes",
+    func->setAttr(ComfyQuantDialect::getWorkspaceBytesAttrName(),
                   b.getDenseI64ArrayAttr({perRow, fixed}));
   }
 };

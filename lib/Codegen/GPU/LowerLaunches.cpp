@@ -6,6 +6,7 @@
 // receives a pointer to), so the host library needs no CUDA symbol.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/IR/SymbolTable.h"
 
@@ -76,7 +77,7 @@ struct LowerLaunchesPass
         !isa<LLVM::LLVMPointerType>(fn.getArgument(0).getType()))
       return launch.emitOpError("must be in an LLVM function whose first "
                                 "argument is the launcher");
-    auto kernels = fn->getAttrOfType<ArrayAttr>("comfyquant.kernels");
+    auto kernels = fn->getAttrOfType<ArrayAttr>(ComfyQuantDialect::getKernelsAttrName());
     int32_t index = -1;
     if (kernels)
       for (auto [i, k] : llvm::enumerate(kernels))

@@ -646,24 +646,12 @@ struct LowerMmaPass
   using Base::Base;
   void runOnOperation() override {
     gpu::GPUModuleOp module = getOperation();
-    auto pinned = module->getAttrOfType<TargetAttr>("comfyquant.target");
-    if (chip.empty() && pinned && pinned.getKind() != TargetKind::cuda) {
-      module.emitError("comfyquant-gpu-lower-mma: the gpu.module's target ")
-          << pinned << " is not a CUDA arch";
+    TargetAttr target = resolveTarget(module, chip, TargetKind::cuda, "sm_90a",
+                                      getArgument());
+    if (!target)
       return signalPassFailure();
-    }
-    std::string name = !chip.empty() ? chip
-                       : pinned      ? pinned.getName().str()
-                                     : std::string("sm_90a");
-    const CUDAArch *arch = lookupCUDAArch(name);
-    if (!arch) {
-      module.emitError("comfyquant-gpu-lower-mma: unknown arch '")
-          << name << "'";
-      return signalPassFailure();
-    }
-    module->setAttr(
-        "comfyquant.target",
-        TargetAttr::get(module.getContext(), TargetKind::cuda, arch->name));
+    const CUDAArch *arch = target.getCudaArch();
+    module->setAttr(ComfyQuantDialect::getTargetAttrName(), target);
     // FP4 steps without an FP4 block-scaled MMA become f16 steps first.
     if (!arch->blockScaledMma && !arch->tcgen05) {
       SmallVector<WarpgroupMmaOp> fp4;

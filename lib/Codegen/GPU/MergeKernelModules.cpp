@@ -1,5 +1,6 @@
 //===- MergeKernelModules.cpp - one gpu.module, PTX-safe kernel names -----===//
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/IR/SymbolTable.h"
 
@@ -75,7 +76,7 @@ struct MergeKernelModulesPass
       if (walk.wasInterrupted())
         return signalPassFailure();
       if (!names.empty())
-        func->setAttr("comfyquant.kernels", ArrayAttr::get(ctx, names));
+        func->setAttr(ComfyQuantDialect::getKernelsAttrName(), ArrayAttr::get(ctx, names));
     }
     for (Operation *m : emptied)
       if (cast<gpu::GPUModuleOp>(m).getOps<gpu::GPUFuncOp>().empty())

@@ -1,6 +1,7 @@
 //===- PrepareABI.cpp - host-entry ABI of CUDA artifacts ------------------===//
 #include "comfyquant/Codegen/Common/DestinationPassing.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Codegen/Host/Passes.h"
 
 namespace mlir::comfyquant {
 #define GEN_PASS_DEF_COMFYQUANTGPUPREPAREABI
@@ -19,23 +20,10 @@ DictionaryAttr marker(Builder &b, StringRef name) {
 struct PrepareABIPass
     : mlir::comfyquant::impl::ComfyQuantGPUPrepareABIBase<PrepareABIPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
     Builder b(&getContext());
-    SmallVector<NamedAttribute> entries;
-    if (auto existing =
-            module->getAttrOfType<DictionaryAttr>("comfyquant.entries"))
-      entries.append(existing.begin(), existing.end());
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || !func.isPublic())
-        continue;
-      if (failed(rewrite(func, b)))
-        return signalPassFailure();
-      StringAttr entry = func->getAttrOfType<StringAttr>("comfyquant.entry");
-      if (!entry)
-        entry = b.getStringAttr(func.getSymName() + "_entry");
-      entries.push_back(b.getNamedAttr(func.getSymName(), entry));
-    }
-    module->setAttr("comfyquant.entries", b.getDictionaryAttr(entries));
+    if (failed(recordPackedEntries(
+            getOperation(), [&](func::FuncOp func) { return rewrite(func, b); })))
+      signalPassFailure();
   }
 
   LogicalResult rewrite(func::FuncOp func, Builder &b) {
@@ -54,8 +42,6 @@ struct PrepareABIPass
     if (failed(func.insertArgument(0, LLVM::LLVMPointerType::get(b.getContext()),
                                    marker(b, "comfyquant.launcher"), loc)))
       return failure();
-    func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-                  b.getUnitAttr());
     return success();
   }
 };

@@ -34,6 +34,7 @@
 #include <cmath>
 
 namespace mlir::comfyquant {
+#define GEN_PASS_DEF_COMFYQUANTGPUSELECTSTRATEGY
 #define GEN_PASS_DEF_COMFYQUANTGPUTENSORCOREGEMM
 #include "comfyquant/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::comfyquant
@@ -311,6 +312,44 @@ Fusion fusionFor(linalg::GenericOp op) {
   return fusion;
 }
 
+/// The tensor-core family of a top-level GEMM on buffers, if one covers it.
+std::optional<Family> tensorCoreFamily(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics())
+    return std::nullopt;
+  std::optional<GemmMatch> m = mlir::comfyquant::detail::matchGemm(op);
+  if (!m)
+    return std::nullopt;
+  std::optional<Family> f = familyOf(*m, op);
+  // A scale block must be one K step (one rescale per MMA), or be staged
+  // (FP4: four per step).
+  if (f && (!m->block || m->block == f->tileK() || f->stagedScales))
+    return f;
+  return std::nullopt;
+}
+
+/// The one config the kernel builder implements for `kind`.
+GpuGemmAttr builtConfig(MLIRContext *ctx, GpuMmaKind kind) {
+  return GpuGemmAttr::get(ctx, kind, {kBlockM, kBlockN}, {16, kBlockN},
+                          WarpgroupMmaOp::kStepBytes, /*stages=*/1);
+}
+
+struct SelectStrategyPass
+    : mlir::comfyquant::impl::ComfyQuantGPUSelectStrategyBase<
+          SelectStrategyPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
+      if (op->hasAttr(ComfyQuantDialect::getGemmAttrName()))
+        continue;
+      if (std::optional<Family> f = tensorCoreFamily(op))
+        op->setAttr(ComfyQuantDialect::getGemmAttrName(),
+                    builtConfig(&getContext(), f->kind));
+    }
+  }
+};
+
 struct TensorCoreGemmPass
     : mlir::comfyquant::impl::ComfyQuantGPUTensorCoreGemmBase<
           TensorCoreGemmPass> {
@@ -318,28 +357,35 @@ struct TensorCoreGemmPass
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    SmallVector<std::pair<linalg::GenericOp, Family>> gemms;
+    // The GEMMs the selection chose, with the config it chose.
+    SmallVector<std::tuple<linalg::GenericOp, Family, GpuGemmAttr>> gemms;
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
-      if (!op.hasPureBufferSemantics())
+      auto config = op->getAttrOfType<GpuGemmAttr>(
+          ComfyQuantDialect::getGemmAttrName());
+      if (!config)
         continue;
-      std::optional<GemmMatch> m = mlir::comfyquant::detail::matchGemm(op);
-      if (!m)
-        continue;
-      std::optional<Family> f = familyOf(*m, op);
-      // A scale block must be one K step (one rescale per MMA), or be
-      // staged (FP4: four per step).
-      if (f && (!m->block || m->block == f->tileK() || f->stagedScales))
-        gemms.push_back({op, *f});
+      std::optional<Family> f = tensorCoreFamily(op);
+      if (!f || f->kind != config.getKind()) {
+        op.emitOpError("its config ")
+            << config << " is not a tensor-core kernel for these operands";
+        return signalPassFailure();
+      }
+      if (config != builtConfig(&getContext(), f->kind)) {
+        op.emitOpError("its config ")
+            << config << " is not built; the tensor-core kernels are "
+            << builtConfig(&getContext(), f->kind);
+        return signalPassFailure();
+      }
+      gemms.push_back({op, *f, config});
     }
     SmallVector<Attribute> configs;
-    for (auto &[op, family] : gemms) {
+    for (auto &[op, family, config] : gemms) {
       rewrite(op, family);
-      configs.push_back(GpuGemmAttr::get(
-          &getContext(), family.kind, {kBlockM, kBlockN}, {16, kBlockN},
-          WarpgroupMmaOp::kStepBytes, /*stages=*/1));
+      configs.push_back(config);
     }
     if (!configs.empty())
-      func->setAttr("comfyquant.gemms", ArrayAttr::get(&getContext(), configs));
+      func->setAttr(ComfyQuantDialect::getGemmsAttrName(),
+                    ArrayAttr::get(&getContext(), configs));
   }
 
   void rewrite(linalg::GenericOp op, const Family &family) {

@@ -1,5 +1,6 @@
 //===- ObjectEmission.cpp - x86 objects, shared libraries, load checks ----===//
 #include "comfyquant/Codegen/Host/HostCodegen.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -55,11 +56,22 @@ bool emitFile(llvm::Module &m, llvm::TargetMachine &tm,
 
 } // namespace
 
-bool mlir::comfyquant::emitHostObject(ModuleOp module,
-                                      const ::comfyquant::rt::CpuVariantInfo &variant,
-                                     std::string &object, std::string &error,
-                                     std::string *assembly,
-                                     std::string *llvmIR) {
+bool mlir::comfyquant::emitHostObject(ModuleOp module, std::string &object,
+                                      std::string &error,
+                                      std::string *assembly,
+                                      std::string *llvmIR) {
+  // The one statement of the CPU the code is for: the module's target.
+  auto targetAttr = module->getAttrOfType<TargetAttr>(
+      ComfyQuantDialect::getTargetAttrName());
+  const ::comfyquant::rt::CpuVariantInfo *found =
+      targetAttr ? targetAttr.getCpuVariant() : nullptr;
+  if (!found) {
+    error = "the module has no CPU target (#comfyquant.target<cpu, ...>) to "
+            "emit an object for";
+    return false;
+  }
+  const ::comfyquant::rt::CpuVariantInfo &variant = *found;
+  module->removeAttr(ComfyQuantDialect::getTargetAttrName());
   initLLVMTargets();
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);

@@ -34,7 +34,7 @@ comfyquant.checkpoint @checkpoint path "m.safetensors" size 4096 hash "fnv1a64:0
 // TENSOR:         bufferization.materialize_in_destination %{{.*}} in restrict writable %arg1 : (tensor<?x32xbf16>, memref<?x32xbf16>) -> ()
 // TENSOR-NEXT:    return{{$}}
 
-// CHECK:       module attributes {comfyquant.column_split = ["cq_test"]}
+// CHECK:       module attributes {comfyquant.column_split = ["cq_test"], comfyquant.target = #comfyquant.target<cpu, "x86-64-v3">}
 // CHECK-NOT:   comfyquant.
 // CHECK:       llvm.func internal @p(
 // CHECK:         llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"

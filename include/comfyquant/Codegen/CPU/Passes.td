@@ -18,7 +18,7 @@ def ComfyQuantCPUPrepareABI
     `comfyquant.column_range`), others compute all of y.
     The entry symbol of each function (`comfyquant.entry`, default
     `<name>_entry`) is recorded in the module attribute
-    `comfyquant.entries` for `comfyquant-cpu-emit-packed-entries`.
+    `comfyquant.entries` for `comfyquant-emit-packed-entries`.
   }];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::memref::MemRefDialect"];
@@ -343,24 +343,6 @@ def ComfyQuantCPUConvertCFAndAMXToLLVM
     across loop iterations (a block argument after scf-to-cf) cannot be
     converted by it. This pass lowers control flow and the amx ops in one
     conversion whose type converter maps tiles to `!llvm.x86_amx`.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
-}
-
-def ComfyQuantCPUEmitPackedEntries
-    : Pass<"comfyquant-cpu-emit-packed-entries", "::mlir::ModuleOp"> {
-  let summary = "Emit `void entry(void **args)` wrappers (LLVM dialect)";
-  let description = [{
-    Runs after lowering to the LLVM dialect. For every function recorded in
-    `comfyquant.entries`, emits an external `llvm.func @entry(!llvm.ptr)`
-    whose i-th pointer argument points to the memref descriptor of the i-th
-    function argument (or, for a scalar argument such as the MoE expert
-    index, to the scalar), calls `_mlir_ciface_<func>`, and gives every
-    other function internal linkage. Erases the remaining comfyquant ops
-    (the checkpoint description) and drops `comfyquant.*` attributes so the
-    module translates to LLVM IR, except the module's
-    `comfyquant.column_split`: the entry symbols whose function carries
-    `comfyquant.column_range` (for the manifest; the driver removes it).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

@@ -117,14 +117,34 @@ def ComfyQuantGPUSinkConstants
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def ComfyQuantGPUSelectStrategy
+    : Pass<"comfyquant-gpu-select-strategy", "::mlir::func::FuncOp"> {
+  let summary = "Choose each GEMM's tensor-core config before it is formed";
+  let description = [{
+    Each top-level `linalg.generic` on buffers that computes a GEMM one of
+    the tensor-core kernel families covers (see
+    `comfyquant-gpu-tensor-core-gemm`) gets its config as
+    `comfyquant.gemm = #comfyquant.gpu_gemm<KIND, block = [64, 128],
+    warp = [16, 128], k_bytes = 32, stages = 1>`: the operand kind, the
+    block's tile of C, each warp's tile, the bytes of K per step and the
+    shared-memory stages (one tile per kind for now). A GEMM that carries a
+    config already (test IR, tuning) keeps it. GEMMs no family covers get
+    none and stay SIMT.
+  }];
+  let dependentDialects = ["::mlir::comfyquant::ComfyQuantDialect"];
+}
+
 def ComfyQuantGPUTensorCoreGemm
     : Pass<"comfyquant-gpu-tensor-core-gemm", "::mlir::func::FuncOp"> {
   let summary = "GEMMs on tensor cores, one 64 x 128 tile per warpgroup";
   let description = [{
-    Each top-level `linalg.generic` on buffers that computes
-    `C[m, n] += ext(A[m, k]) * ext(B[n, k])` becomes a `gpu.launch` of one
-    warpgroup (128 threads) per 64 x 128 tile of C, when its operands are
-    one of:
+    Each top-level `linalg.generic` on buffers that carries a
+    `#comfyquant.gpu_gemm` config (`comfyquant-gpu-select-strategy`) and
+    computes `C[m, n] += ext(A[m, k]) * ext(B[n, k])` becomes a
+    `gpu.launch` of one warpgroup (128 threads) per tile of C the config
+    names; a config whose kind does not match the operands, or whose tiles,
+    step or stages are not the ones built (64 x 128, warps of 16 x 128, 32
+    bytes, 1 stage), is an error. The kinds, by operands:
     * i8 x i8 -> i32 (every integer format after decoding);
     * FP8 codes (i8 widened through f8E4M3FN/f8E5M2 in the body) -> f32;
       with block scales of 32 (MXFP8): when the body's scale factor is

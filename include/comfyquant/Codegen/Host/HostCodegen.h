@@ -18,12 +18,11 @@
 namespace mlir::comfyquant {
 
 /// Translates an LLVM-dialect module to LLVM IR, optimizes it at O3 for the
-/// x86 variant (its -mcpu and features) and returns the object file bytes
+/// x86 variant the module's `comfyquant.target` names (its -mcpu and
+/// features; the attribute is consumed) and returns the object file bytes
 /// (and, when asked, the optimized LLVM IR and the assembly). Returns false
-/// with `error` set.
-bool emitHostObject(ModuleOp module,
-                    const ::comfyquant::rt::CpuVariantInfo &variant,
-                    std::string &object, std::string &error,
+/// with `error` set, also for a module without a CPU target.
+bool emitHostObject(ModuleOp module, std::string &object, std::string &error,
                     std::string *assembly = nullptr,
                     std::string *llvmIR = nullptr);
 

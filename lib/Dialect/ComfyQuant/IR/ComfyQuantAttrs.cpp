@@ -4,6 +4,7 @@
 #include "comfyquant/runtime/Numerics.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -165,6 +166,33 @@ const rt::CpuVariantInfo *TargetAttr::getCpuVariant() const {
 const rt::CudaArchInfo *TargetAttr::getCudaArch() const {
   return getKind() == TargetKind::cuda ? rt::findCudaArch(getName().str())
                                        : nullptr;
+}
+
+TargetAttr mlir::comfyquant::resolveTarget(Operation *op, StringRef option,
+                                           TargetKind kind, StringRef fallback,
+                                           StringRef what) {
+  const bool cpu = kind == TargetKind::cpu;
+  const std::string prefix = what.empty() ? "" : what.str() + ": ";
+  auto pinned =
+      op->getAttrOfType<TargetAttr>(ComfyQuantDialect::getTargetAttrName());
+  if (option.empty() && pinned && pinned.getKind() != kind) {
+    StringRef opName =
+        isa<ModuleOp>(op) ? StringRef("module") : op->getName().getStringRef();
+    op->emitError(prefix) << "the " << opName << "'s target " << pinned << " is not a "
+                          << (cpu ? "CPU variant" : "CUDA arch");
+    return nullptr;
+  }
+  StringRef name = !option.empty() ? option
+                   : pinned        ? pinned.getName()
+                                   : fallback;
+  const bool known = cpu ? rt::findCpuVariant(name.str()) != nullptr
+                         : rt::findCudaArch(name.str()) != nullptr;
+  if (!known) {
+    op->emitError(prefix) << (cpu ? "unknown CPU variant '" : "unknown arch '")
+                          << name << "'";
+    return nullptr;
+  }
+  return TargetAttr::get(op->getContext(), kind, name);
 }
 
 //===----------------------------------------------------------------------===//

@@ -26,19 +26,19 @@ ComfyQuantDialect::verifyOperationAttribute(Operation *op,
   StringRef name = attribute.getName().strref();
   Attribute value = attribute.getValue();
   // The code generators' records: typed, whatever op carries them.
-  if (name == "comfyquant.target") {
+  if (name == ComfyQuantDialect::getTargetAttrName()) {
     if (!llvm::isa<TargetAttr>(value))
       return op->emitOpError("'comfyquant.target' must be a "
                              "#comfyquant.target");
     return success();
   }
-  if (name == "comfyquant.gemm") {
+  if (name == ComfyQuantDialect::getGemmAttrName()) {
     if (!llvm::isa<GemmConfigAttrInterface>(value))
       return op->emitOpError("'comfyquant.gemm' must be a GEMM config "
                              "(#comfyquant.cpu_gemm, #comfyquant.gpu_gemm)");
     return success();
   }
-  if (name == "comfyquant.gemms") {
+  if (name == ComfyQuantDialect::getGemmsAttrName()) {
     auto array = llvm::dyn_cast<ArrayAttr>(value);
     if (!array || !llvm::all_of(array, [](Attribute a) {
           return llvm::isa<GemmConfigAttrInterface>(a);

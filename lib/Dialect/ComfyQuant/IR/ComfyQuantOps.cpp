@@ -66,6 +66,18 @@ LogicalResult AttentionOp::verify() {
 
 namespace {
 
+/// The format-derived parts of a module description.
+void describeFormat(rt::ModuleDesc &d, FormatAttr format,
+                    RotationAttr rotation) {
+  d.format = toRegistry(format.getKind());
+  if (format.getGranularity() == ScaleGranularity::group)
+    d.groupSize = format.getGroup();
+  if (rotation)
+    d.rotationGroup = rotation.getGroup();
+  if (d.format == rt::Format::ConvRotW4A4)
+    d.linearDtype = "int4";
+}
+
 /// Everything a module op states, as the registry's ModuleDesc (without
 /// tensors).
 rt::ModuleDesc describeModule(Operation *op, rt::ModuleKind kind,
@@ -75,16 +87,10 @@ rt::ModuleDesc describeModule(Operation *op, rt::ModuleKind kind,
   rt::ModuleDesc d;
   d.name = SymbolTable::getSymbolName(op).str();
   d.kind = kind;
-  d.format = toRegistry(format.getKind());
   d.outFeatures = n;
   d.inFeatures = k;
   d.experts = experts;
-  if (format.getGranularity() == ScaleGranularity::group)
-    d.groupSize = format.getGroup();
-  if (rotation)
-    d.rotationGroup = rotation.getGroup();
-  if (d.format == rt::Format::ConvRotW4A4)
-    d.linearDtype = "int4";
+  describeFormat(d, format, rotation);
   if (options) {
     d.fullPrecision = options.getFullPrecisionMatrixMult();
     if (std::optional<LinearDtype> ld = options.getLinearDtype())
@@ -368,18 +374,6 @@ LogicalResult describeOperands(Operation *op, rt::ModuleDesc &d, Value weight,
     if (failed(add(llvm::cast<StringAttr>(role).getValue(), value.getType())))
       return failure();
   return success();
-}
-
-/// The format-derived parts of a module description.
-void describeFormat(rt::ModuleDesc &d, FormatAttr format,
-                    RotationAttr rotation) {
-  d.format = toRegistry(format.getKind());
-  if (format.getGranularity() == ScaleGranularity::group)
-    d.groupSize = format.getGroup();
-  if (rotation)
-    d.rotationGroup = rotation.getGroup();
-  if (d.format == rt::Format::ConvRotW4A4)
-    d.linearDtype = "int4";
 }
 
 /// The weight-side rules of a dequantize-like op (dequantize, lookup): the

@@ -39,6 +39,15 @@ inline FormatKind fromRegistry(::comfyquant::rt::Format f) {
   return static_cast<FormatKind>(static_cast<uint32_t>(f));
 }
 
+/// The target a pass generates code for: the pass's option when set (a name
+/// of the target table), else the `comfyquant.target` pinned on `op` (so
+/// test IR can pin it), else `fallback`. Emits an error on `op` (prefixed
+/// with `what`, e.g. the pass) and returns null for a pinned target of
+/// another kind or a name the table does not hold.
+TargetAttr resolveTarget(Operation *op, llvm::StringRef option,
+                         TargetKind kind, llvm::StringRef fallback,
+                         llvm::StringRef what = "");
+
 } // namespace mlir::comfyquant
 
 #endif

@@ -31,6 +31,44 @@ def ComfyQuant_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getModuleAttrName() {
       return ::llvm::StringLiteral("comfyquant.module");
     }
+    /// #comfyquant.target: the CPU variant or CUDA arch code is for (on a
+    /// function, a module or a gpu.module).
+    static constexpr ::llvm::StringLiteral getTargetAttrName() {
+      return ::llvm::StringLiteral("comfyquant.target");
+    }
+    /// A GEMM's config (#comfyquant.cpu_gemm / #comfyquant.gpu_gemm).
+    static constexpr ::llvm::StringLiteral getGemmAttrName() {
+      return ::llvm::StringLiteral("comfyquant.gemm");
+    }
+    /// The configs of the tensor-core GEMMs a function was formed with.
+    static constexpr ::llvm::StringLiteral getGemmsAttrName() {
+      return ::llvm::StringLiteral("comfyquant.gemms");
+    }
+    /// The entry symbol a kernel function is exported under.
+    static constexpr ::llvm::StringLiteral getEntryAttrName() {
+      return ::llvm::StringLiteral("comfyquant.entry");
+    }
+    /// On a lowered kernel function: the module it computes
+    /// (#comfyquant.module) and its weight arguments' bindings.
+    static constexpr ::llvm::StringLiteral getLoweredModuleAttrName() {
+      return ::llvm::StringLiteral("comfyquant.lowered_module");
+    }
+    static constexpr ::llvm::StringLiteral getWeightsAttrName() {
+      return ::llvm::StringLiteral("comfyquant.weights");
+    }
+    /// On a CPU kernel module after packed entries: the entries that
+    /// compute only the column range they are given.
+    static constexpr ::llvm::StringLiteral getColumnSplitAttrName() {
+      return ::llvm::StringLiteral("comfyquant.column_split");
+    }
+    /// On a CUDA host entry: its kernels in launch order and its workspace
+    /// rule [bytes per row, fixed bytes].
+    static constexpr ::llvm::StringLiteral getKernelsAttrName() {
+      return ::llvm::StringLiteral("comfyquant.kernels");
+    }
+    static constexpr ::llvm::StringLiteral getWorkspaceBytesAttrName() {
+      return ::llvm::StringLiteral("comfyquant.workspace_bytes");
+    }
   }];
 }
 

@@ -1,5 +1,6 @@
 //===- PackedEntries.cpp - void entry(void **args) wrappers ---------------===//
-#include "comfyquant/Codegen/CPU/Passes.h"
+#include "comfyquant/Codegen/Host/Passes.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -7,8 +8,8 @@
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir::comfyquant {
-#define GEN_PASS_DEF_COMFYQUANTCPUEMITPACKEDENTRIES
-#include "comfyquant/Codegen/CPU/Passes.h.inc"
+#define GEN_PASS_DEF_COMFYQUANTEMITPACKEDENTRIES
+#include "comfyquant/Codegen/Host/Passes.h.inc"
 } // namespace mlir::comfyquant
 
 using namespace mlir;
@@ -17,7 +18,7 @@ using namespace mlir::comfyquant;
 namespace {
 
 struct EmitPackedEntriesPass
-    : mlir::comfyquant::impl::ComfyQuantCPUEmitPackedEntriesBase<EmitPackedEntriesPass> {
+    : mlir::comfyquant::impl::ComfyQuantEmitPackedEntriesBase<EmitPackedEntriesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -37,7 +38,7 @@ struct EmitPackedEntriesPass
         auto target = symbols.lookup<LLVM::LLVMFuncOp>(ciface);
         if (!target) {
           module.emitError("no C interface function for '")
-              << e.getName() << "' (was it lowered to the LLVM dialect?)";
+              << e.getName().strref() << "' (was it lowered to the LLVM dialect?)";
           return signalPassFailure();
         }
         StringRef name = cast<StringAttr>(e.getValue()).getValue();
@@ -88,6 +89,20 @@ struct EmitPackedEntriesPass
         foreign.push_back(&op);
     for (Operation *op : foreign)
       op->erase();
+    // The functions' CPU target becomes the module's (object emission reads
+    // it there); a module whose functions disagree has no one target.
+    StringAttr targetName =
+        StringAttr::get(ctx, ComfyQuantDialect::getTargetAttrName());
+    Attribute target = module->getAttr(targetName);
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (Attribute t = fn->getAttr(targetName)) {
+        if (target && target != t) {
+          fn.emitError("its target ")
+              << t << " differs from the module's " << target;
+          return signalPassFailure();
+        }
+        target = t;
+      }
     // comfyquant.* attributes have no LLVM IR meaning.
     auto strip = [](Operation *op) {
       SmallVector<StringAttr> drop;
@@ -98,7 +113,9 @@ struct EmitPackedEntriesPass
         op->removeDiscardableAttr(n);
     };
     module.walk(strip);
-    module->setAttr("comfyquant.column_split", ArrayAttr::get(ctx, columnSplit));
+    module->setAttr(ComfyQuantDialect::getColumnSplitAttrName(), ArrayAttr::get(ctx, columnSplit));
+    if (target)
+      module->setAttr(targetName, target);
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
       auto iface = cast<FunctionOpInterface>(fn.getOperation());
       for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -115,3 +132,25 @@ struct EmitPackedEntriesPass
 };
 
 } // namespace
+
+LogicalResult mlir::comfyquant::recordPackedEntries(
+    ModuleOp module, function_ref<LogicalResult(func::FuncOp)> prepare) {
+  Builder b(module.getContext());
+  SmallVector<NamedAttribute> entries;
+  if (auto existing = module->getAttrOfType<DictionaryAttr>("comfyquant.entries"))
+    entries.append(existing.begin(), existing.end());
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || !func.isPublic())
+      continue;
+    if (failed(prepare(func)))
+      return failure();
+    func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                  b.getUnitAttr());
+    StringAttr entry = func->getAttrOfType<StringAttr>(ComfyQuantDialect::getEntryAttrName());
+    if (!entry)
+      entry = b.getStringAttr(func.getSymName() + "_entry");
+    entries.push_back(b.getNamedAttr(func.getSymName(), entry));
+  }
+  module->setAttr("comfyquant.entries", b.getDictionaryAttr(entries));
+  return success();
+}

@@ -1,0 +1,88 @@
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-select-strategy))' | FileCheck %s
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm))' --verify-diagnostics | FileCheck %s --check-prefix=FORMED
+
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+
+// An i8 x i8 -> i32 GEMM on buffers: a tensor-core config is chosen, and
+// the kernel is formed from it (the function records what it formed).
+// CHECK-LABEL: func.func @int8_gemm
+// CHECK:         linalg.generic
+// CHECK-SAME:      comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+// FORMED-LABEL: func.func @int8_gemm
+// FORMED-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
+// FORMED:         gpu.launch
+// FORMED-NOT:     linalg.generic
+func.func @int8_gemm(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// f32 x f32 stays SIMT: no config, nothing formed.
+// CHECK-LABEL: func.func @f32_gemm
+// CHECK-NOT:     comfyquant.gemm
+// FORMED-LABEL: func.func @f32_gemm
+// FORMED-NOT:    gpu.launch
+// FORMED:        linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @f32_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x8xf32>, memref<4x8xf32>) outs(%c : memref<?x4xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %0 = arith.mulf %x, %w : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// A config already given is kept; the kernel builder refuses tiles it does
+// not build, and a kind that does not match the operands.
+// CHECK-LABEL: func.func @pinned_tile
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @pinned_tile(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
+  // expected-error @below {{its config #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1> is not built; the tensor-core kernels are #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>}}
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1>} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @wrong_kind(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
+  // expected-error @below {{its config #comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1> is not a tensor-core kernel for these operands}}
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
