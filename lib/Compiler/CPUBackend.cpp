@@ -113,8 +113,6 @@ private:
 
 } // namespace
 
-Backend::~Backend() = default;
-
 bool CPUBackend::run(MLIRContext &ctx, CodegenJob &j, const std::string &dir,
                      std::mutex &outMutex) {
   const BackendKernel &k = *j.kernel;

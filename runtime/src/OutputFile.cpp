@@ -2,7 +2,6 @@
 #include "comfyquant/runtime/OutputFile.h"
 
 #include "comfyquant/runtime/Error.h"
-#include "comfyquant/runtime/Safetensors.h"
 
 #include <atomic>
 #include <cerrno>
@@ -95,14 +94,6 @@ void removeTree(const std::string &path) {
 }
 
 } // namespace
-
-std::vector<std::string> checkpointFiles(const Checkpoint &checkpoint) {
-  std::vector<std::string> files = {checkpoint.path()};
-  for (const auto &shard : checkpoint.shards())
-    if (shard->path() != checkpoint.path())
-      files.push_back(shard->path());
-  return files;
-}
 
 void checkNotAnInput(const std::string &output,
                      const std::vector<std::string> &inputs,

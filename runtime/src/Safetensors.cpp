@@ -763,6 +763,14 @@ const TensorInfo *Checkpoint::find(std::string_view name) const {
   return it == byName_.end() ? nullptr : it->second;
 }
 
+std::vector<std::string> checkpointFiles(const Checkpoint &checkpoint) {
+  std::vector<std::string> files = {checkpoint.path()};
+  for (const auto &shard : checkpoint.shards())
+    if (shard->path() != checkpoint.path())
+      files.push_back(shard->path());
+  return files;
+}
+
 uint64_t Checkpoint::totalSize() const {
   uint64_t total = 0;
   for (const auto &sf : shards_)

@@ -1,8 +1,9 @@
 //===- GemmBuilder.h - one register-blocked vector GEMM ---------*- C++ -*-===//
 //
-// The builder of comfyquant-cpu-vectorize-gemm (VectorizeGemm.cpp: the
-// inner micro-kernel, the N and M tiles, the whole GEMM and the pass;
-// GemmOuterForm.cpp: the K-major panel and the outer-product form).
+// The builder of comfyquant-cpu-vectorize-gemm: the whole GEMM and the pass
+// (VectorizeGemm.cpp), the inner micro-kernel and the N and M tiles
+// (GemmInnerForm.cpp), the K-major panel and the outer-product form
+// (GemmOuterForm.cpp).
 //===----------------------------------------------------------------------===//
 #ifndef COMFYQUANT_LIB_CODEGEN_CPU_GEMMBUILDER_H
 #define COMFYQUANT_LIB_CODEGEN_CPU_GEMMBUILDER_H

@@ -17,7 +17,8 @@
 #include "comfyquant/runtime/Artifact.h"
 #include "comfyquant/runtime/DType.h"
 #include "comfyquant/runtime/Safetensors.h"
-#include "comfyquant/runtime/Session.h"
+#include "comfyquant/runtime/Manifest.h"
+#include "comfyquant/runtime/SessionOptions.h"
 
 #include <cstdint>
 #include <memory>

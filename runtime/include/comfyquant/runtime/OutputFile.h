@@ -28,12 +28,6 @@
 
 namespace comfyquant::rt {
 
-class Checkpoint;
-
-/// The files a checkpoint was read from: the path given to open() (a
-/// .safetensors file or the index) and every shard.
-std::vector<std::string> checkpointFiles(const Checkpoint &checkpoint);
-
 /// Throws Error naming `output` and the input it would destroy when `output`
 /// is one of `inputs` (same file through symlinks or hard links) or, for a
 /// directory output, when an input lies inside it.

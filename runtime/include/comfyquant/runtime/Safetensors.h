@@ -129,6 +129,11 @@ private:
   std::map<std::string, const TensorInfo *, std::less<>> byName_;
 };
 
+/// The files a checkpoint was read from: the path given to open() (a
+/// .safetensors file or the index) and every shard (what no output may
+/// overwrite: checkNotAnInput in OutputFile.h).
+std::vector<std::string> checkpointFiles(const Checkpoint &checkpoint);
+
 /// A tensor to write.
 struct OutputTensor {
   std::string name;

@@ -27,6 +27,7 @@
 #include "comfyquant/runtime/Artifact.h"
 #include "comfyquant/runtime/DType.h"
 #include "comfyquant/runtime/Safetensors.h"
+#include "comfyquant/runtime/SessionOptions.h"
 
 #include <cstdint>
 #include <functional>
@@ -35,32 +36,6 @@
 #include <vector>
 
 namespace comfyquant::rt {
-
-/// Where a session runs its modules.
-enum class SessionBackend { Cpu, Cuda };
-/// "cpu" or "cuda".
-const char *sessionBackendName(SessionBackend backend);
-/// "" and "cpu": Cpu; "cuda": Cuda; false for anything else.
-bool parseSessionBackend(const std::string &name, SessionBackend &backend);
-
-struct SessionOptions {
-  /// The checkpoint; empty: the path recorded in the manifest.
-  std::string checkpoint;
-  /// CPU variant; empty: $COMFYQUANT_CPU_VARIANT, else the best supported.
-  std::string variant;
-  /// Threads per call; 0: $COMFYQUANT_THREADS, else availableCores().
-  int threads = 0;
-  /// Runs task(i) for i in [0, count) and returns when all have returned;
-  /// empty: the session's own worker pool.
-  std::function<void(int count, const std::function<void(int)> &task)>
-      parallelFor;
-  /// "cpu" (also when empty) or "cuda".
-  std::string backend;
-  /// cuda: the device ordinal, and a CUstream of the host to run on (null:
-  /// the session's own).
-  int device = 0;
-  void *cudaStream = nullptr;
-};
 
 class Executor;
 
