@@ -48,12 +48,19 @@ template <typename Range> std::string names(const Range &table) {
 /// --help-hidden).
 cl::OptionCategory toolOptions("comfyquant-compile options");
 
+// Help texts generated from the target table. cl::desc keeps a StringRef,
+// so the strings must outlive the options: built here, before them.
+const std::string targetHelp =
+    "Targets: cpu, cuda[:ARCH,...] or both (cpu,cuda:sm_90a,sm_120a); archs: " +
+    names(getCUDAArchs()) + " (cuda alone: all)";
+const std::string variantsHelp =
+    "CPU variants (" + names(getCPUVariants()) + "; default all)";
+
 cl::opt<std::string> inputFile(cl::cat(toolOptions), cl::Positional,
                                cl::desc("<checkpoint>"), cl::Required);
 cl::opt<std::string> target(
     cl::cat(toolOptions), "target",
-    cl::desc("Targets: cpu, cuda[:ARCH,...] or both (cpu,cuda:sm_90a,sm_120a); "
-             "archs: " + names(getCUDAArchs()) + " (cuda alone: all)"),
+    cl::desc(targetHelp),
     cl::init("cpu"));
 cl::opt<std::string> outputDir(cl::cat(toolOptions), "o",
                                cl::desc("Artifact directory (never the "
@@ -68,9 +75,7 @@ cl::list<std::string> dtypes(cl::cat(toolOptions), "dtypes",
                              cl::desc("Activation dtypes (f32,bf16,f16)"),
                              cl::CommaSeparated);
 cl::list<std::string> variants(cl::cat(toolOptions), "variants",
-                               cl::desc("CPU variants (" +
-                                        names(getCPUVariants()) +
-                                        "; default all)"),
+                               cl::desc(variantsHelp),
                                cl::CommaSeparated);
 cl::opt<std::string> emit(
     cl::cat(toolOptions), "emit",
