@@ -85,8 +85,10 @@ def _has_cuda_device():
 if _has_cuda_device():
     config.available_features.add("cuda-device")
 # The CUDA toolkit the compiler uses (ptxas, libdevice) is found through
-# $CUDA_HOME where it is set.
-llvm_config.with_system_environment(["CUDA_HOME", "CUDA_PATH"])
+# $CUDA_HOME where it is set; COMFYQUANT_SWEEP_SEED draws other shapes in
+# the shape sweeps (docs/Testing.md).
+llvm_config.with_system_environment(["CUDA_HOME", "CUDA_PATH",
+                                     "COMFYQUANT_SWEEP_SEED"])
 # The fake libcuda of the unit tests (host memory, logs launches).
 config.substitutions.append(("%fake_libcuda",
                              os.path.join(config.comfyquant_obj_root, "lib",

@@ -1,11 +1,14 @@
 """lit driver: compiled kernels and the reference path vs comfy-kitchen's
 forward results (test/fixtures/forward).
 
-For each checkpoint of CHECKPOINTS (every format; Linear, every expert of
-the MoE banks, embeddings; padded NVFP4/MXFP8 at their logical shape), it
-compiles the checkpoint (`comfyquant-compile --dtypes f32,bf16`) and runs
-every forward fixture of it through `comfyquant-run --artifact` and
-`--reference`, comparing y with kitchen's y per element within the bound of
+For each checkpoint that has forward fixtures (forward.json: every format
+and variant; Linear, every expert of the MoE banks, embeddings; padded
+NVFP4/MXFP8 at their logical shape), it compiles the checkpoint
+(`comfyquant-compile --dtypes f32,bf16`, the CPU variants of --variants) and
+runs every forward fixture of it through `comfyquant-run --artifact` once
+per variant given ($COMFYQUANT_CPU_VARIANT: each variant this CPU runs, not
+only the best) and `--reference`, comparing y with kitchen's y per element
+within the bound of
 tolerances.json ("vs_kitchen", see compare.py and docs/Testing.md). Embedding
 outputs are F32 through comfyquant-run, so only the f32 embedding fixtures
 are compared here (the unit tests cover bf16).
@@ -39,31 +42,24 @@ ap.add_argument("--variants", default="",
 args = ap.parse_args()
 variants = ["--variants", args.variants] if args.variants else []
 bindir, fixtures = args.bindir, args.fixtures
-CHECKPOINTS = [
-    "ckpt/fp8_e4m3_linear.safetensors", "ckpt/fp8_e5m2_linear.safetensors",
-    "ckpt/fp8_e4m3_bias.safetensors",
-    "ckpt/nvfp4_pqs.safetensors", "ckpt/mxfp8_aligned.safetensors",
-    "ckpt/int8_rowwise.safetensors", "ckpt/int8_convrot_g16.safetensors",
-    "ckpt/w4a4_g64.safetensors", "ckpt/w4a4_g256_int8act.safetensors",
-    "ckpt/w4a8_codebook_g16.safetensors", "ckpt/w6a8_g16.safetensors",
-    "ckpt/sample_mixed.safetensors", "ckpt/moe_flat_w4a8.safetensors",
-    "ckpt/fp8_e4m3_exporter_fpmm.safetensors",
-    "ckpt/moe_fp8.safetensors", "ckpt/moe_nvfp4.safetensors",
-    "ckpt/moe_mxfp8.safetensors", "ckpt/moe_w4a4.safetensors",
-    "ckpt/moe_int8_per_expert.safetensors",
-    "ckpt/emb_fp8.safetensors", "ckpt/emb_int8_rows.safetensors",
-    "ckpt/emb_int8_convrot64.safetensors",
-]
 PADDED = {"nvfp4", "mxfp8"}
 tmp = tempfile.mkdtemp()
 cases = json.load(open(os.path.join(fixtures, "forward.json")))
+# Every checkpoint kitchen has forward results of, in a fixed order.
+CHECKPOINTS = sorted({fx["checkpoint"] for fx in cases})
+# The compiled path runs once per variant asked for (none: the runtime's
+# choice); the reference path once.
+run_variants = args.variants.split(",") if args.variants else [""]
 modules = json.load(open(os.path.join(fixtures, "fixtures.json")))
 paths = args.paths.split(",")
 failures = total = 0
 
 
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def run(cmd, variant=""):
+    env = dict(os.environ)
+    if variant:
+        env["COMFYQUANT_CPU_VARIANT"] = variant
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     return p.returncode, p.stderr.strip()
 
 
@@ -110,7 +106,9 @@ for ck in (args.checkpoints.split(",") if args.checkpoints else CHECKPOINTS):
             b = b[(fx["expert"] or 0) * n:][:n]
             bias = [b[i % n] for i in range(len(want))]
         ulps, c = cmp.tolerance("vs_kitchen", fx["format"], ydt, fx["has_bias"], fx["kind"])
-        for how in paths:
+        runs = [(how, v) for how in paths
+                for v in (run_variants if how == "compiled" else [""])]
+        for how, variant in runs:
             total += 1
             out = os.path.join(tmp, "y_%s.safetensors" % how)
             if os.path.exists(out):
@@ -120,8 +118,9 @@ for ck in (args.checkpoints.split(",") if args.checkpoints else CHECKPOINTS):
             cmd += ["--artifact", art] if how == "compiled" else ["--reference"]
             if fx["expert"] is not None:
                 cmd += ["--expert", str(fx["expert"])]
-            rc, err = run(cmd)
-            name = "%s %s (%s %s %s)" % (how, fx["file"], fx["format"], fx["kind"], ydt)
+            rc, err = run(cmd, variant)
+            name = "%s%s %s (%s %s %s)" % (how, ":" + variant if variant else "",
+                                           fx["file"], fx["format"], fx["kind"], ydt)
             if rc != 0:
                 print("FAIL %s: exit %d: %s" % (name, rc, err))
                 failures += 1

@@ -236,42 +236,79 @@ def main():
     cases = ([("linear", f) for f in LINEAR] + [("embedding", f) for f in EMBEDDING]
              + [("moe", f) for f in MOE])
     cases = [c for c in cases if c[0] in kinds]
+    def add_module(kind, label, name, N, K, opts, E=None, share=None, fpmm=None):
+        """Draws the tensors of one module; `share` (MoE: one scalar for
+        every expert) and `fpmm` are drawn unless given."""
+        fmt = label.split(":")[0]
+        if kind == "moe":
+            experts = [linear_tensors(g, fmt, N, K, opts) for _ in range(E)]
+            cq = experts[0][1]
+            t = {}
+            for key in experts[0][0]:
+                parts = [e[0][key] for e in experts]
+                if key == "weight_codebook":
+                    t[key] = parts[0]
+                elif parts[0][1] == [] and (g.r.random() < 0.5 if share is None else share) \
+                        and key != "weight_scale_2":
+                    t[key] = parts[0]  # one scalar shared by every expert
+                elif parts[0][1] == []:
+                    t[key] = ("F32", [E], b"".join(p[2] for p in parts))
+                else:
+                    t[key] = stack(parts)
+            cq["num_experts"] = E
+        else:
+            t, cq = linear_tensors(g, fmt, N, K, opts)
+            if kind == "embedding" and g.r.random() < 0.3 and "convrot" not in cq \
+                    and fmt != "int8_tensorwise":
+                del t["weight_scale"]  # absent scale means 1.0
+        cq = dict(format=fmt, **cq)
+        if kind != "embedding" and (g.r.random() < 0.15 if fpmm is None else fpmm):
+            cq["full_precision_matrix_mult"] = True
+            opts["fpmm"] = True
+        for key in sorted(t):
+            tensors["%s.%s" % (name, key)] = t[key]
+        raw = json.dumps(cq).encode()
+        tensors[name + ".comfy_quant"] = ("U8", [len(raw)], raw)
+        modules.append(dict(name=name, kind=kind, format=fmt, n=N, k=K,
+                            experts=E or 0, options={k: v for k, v in opts.items() if v}))
+
     for kind, label in cases:
         fmt = label.split(":")[0]
         for i in range(per_case):
             N, K, opts = draw_case(g, label, fmt, kind, top)
             name = "sweep.%s.%s.%d" % (kind, label.replace(":", "_"), i)
             E = g.r.randint(1, 3) if kind == "moe" else None
-            if kind == "moe":
-                experts = [linear_tensors(g, fmt, N, K, opts) for _ in range(E)]
-                cq = experts[0][1]
-                t = {}
-                for key in experts[0][0]:
-                    parts = [e[0][key] for e in experts]
-                    if key == "weight_codebook":
-                        t[key] = parts[0]
-                    elif parts[0][1] == [] and g.r.random() < 0.5 and key != "weight_scale_2":
-                        t[key] = parts[0]  # one scalar shared by every expert
-                    elif parts[0][1] == []:
-                        t[key] = ("F32", [E], b"".join(p[2] for p in parts))
-                    else:
-                        t[key] = stack(parts)
-                cq["num_experts"] = E
-            else:
-                t, cq = linear_tensors(g, fmt, N, K, opts)
-                if kind == "embedding" and g.r.random() < 0.3 and "convrot" not in cq \
-                        and fmt != "int8_tensorwise":
-                    del t["weight_scale"]  # absent scale means 1.0
-            cq = dict(format=fmt, **cq)
-            if kind != "embedding" and g.r.random() < 0.15:
-                cq["full_precision_matrix_mult"] = True
-                opts["fpmm"] = True
-            for key in sorted(t):
-                tensors["%s.%s" % (name, key)] = t[key]
-            raw = json.dumps(cq).encode()
-            tensors[name + ".comfy_quant"] = ("U8", [len(raw)], raw)
-            modules.append(dict(name=name, kind=kind, format=fmt, n=N, k=K,
-                                experts=E or 0, options={k: v for k, v in opts.items() if v}))
+            add_module(kind, label, name, N, K, opts, E)
+
+    # Configurations a one-draw-per-case run may never reach, in every draw
+    # (after the random cases, whose draws they leave unchanged): every
+    # ConvRot group, full-precision GEMMs of rotated weights, a codebook
+    # with F32 s_rel, NVFP4 without fpmm, a MoE bank sharing one scalar
+    # scale across its experts.
+    forced = []
+    for G in (4, 16, 64):
+        forced.append(("int8_tensorwise:convrot", "convrot%d_fpmm" % G,
+                       dict(convrot=G), dict(fpmm=True), G))
+    forced += [
+        ("convrot_w4a4", "fpmm", {}, dict(fpmm=True), 64),
+        ("asym_w4a8_int8", "codebook_srel_f32", dict(codebook=True, srel_f32=True), {}, 0),
+        ("w6a8_int8", "fpmm", {}, dict(fpmm=True), 0),
+        ("nvfp4", "no_fpmm", {}, dict(fpmm=False), 0),
+        ("int8_tensorwise", "shared_scalar", dict(rows=False), dict(share=True), 0),
+    ]
+    for kind in [k for k in ("linear", "moe") if k in kinds]:
+        for label, tag, over, how, kmult in forced:
+            fmt = label.split(":")[0]
+            if kind == "linear" and how.get("share"):
+                continue  # sharing is a bank's
+            N, K, opts = draw_case(g, label, fmt, kind, top)
+            if kmult:
+                K = pick(g, kmult, max(top, kmult), kmult)
+            opts.update(over)
+            E = g.r.randint(2, 3) if kind == "moe" else None
+            name = "sweep.%s.forced.%s_%s" % (kind, label.replace(":", "_"), tag)
+            add_module(kind, label, name, N, K, opts, E, share=how.get("share"),
+                       fpmm=how.get("fpmm"))
     st.write(out, tensors)
     with open(out_json, "w") as f:
         json.dump(dict(seed=seed, modules=modules), f, indent=1)
