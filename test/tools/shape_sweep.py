@@ -2,6 +2,7 @@
 
   shape_sweep.py BINDIR WORKDIR [--kinds linear,embedding,moe] [--seed S]
                  [--per-case N] [--only NAME,...] [--variants V,...]
+                 [--mutate nan|scale|scale10|truncate]
 
 Writes a seeded random checkpoint (make_sweep_checkpoint.py: every format x
 kind with its variants, N and K drawn from 1..130 among the values each
@@ -16,7 +17,8 @@ path and compares y through compare.py with the bounds of tolerances.json:
     weight, and c given per sqrt(K)); full-precision GEMMs use the "*" entry;
   * "compiled_vs_reference_fpmm_convrot" for a full-precision GEMM of a
     ConvRot weight (the weight is un-rotated in f32 in another order and
-    rounded to x's dtype: one unit of that dtype per weight);
+    rounded to x's dtype: one unit of that dtype per weight, a term of S not
+    scaled by sqrt(K)), plus the any-shape "*" entry's f32 GEMM term;
   * embeddings bit-identical, except ConvRot un-rotation sums ("*" entry,
     S = sum of |terms| of the butterfly).
 NaN or Inf on either side where the other is finite fails, and so does a
@@ -72,6 +74,9 @@ def main():
     ap.add_argument("--only", default="",
                     help="compile and check only these modules of the draw "
                          "(comma-separated names; the draw itself is unchanged)")
+    ap.add_argument("--mutate", default="",
+                    help="doctor every compiled output first (compare.py: nan, "
+                         "scale, scale10, truncate): the check's own test")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="CPU variants to compile (comma-separated; default: all)")
     args = ap.parse_args()
@@ -79,6 +84,7 @@ def main():
     if unknown:
         ap.error("unknown variant %s (known: %s)" % (", ".join(unknown), ", ".join(VARIANTS)))
     bindir, work, seed, per_case = args.bindir, args.work, args.seed, args.per_case
+    mutation = args.mutate
     os.makedirs(work, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
     ckpt = os.path.join(work, "sweep.safetensors")
@@ -239,6 +245,9 @@ def main():
                     if a[0] != b[0]:
                         fail("%s: compiled y is %s, reference %s" % (what, a[0], b[0]))
                         continue
+                    if mutation:
+                        shape, raw = cmp.mutate(mutation, a[0], a[1], a[2])
+                        a = (a[0], shape, raw) + tuple(a[3:])
                     av, bv = cmp.decode(a[0], a[2]), cmp.decode(b[0], b[2])
                     bad_shape = cmp.shape_mismatch(a[1], b[1], av, bv)
                     if bad_shape:
@@ -266,9 +275,17 @@ def main():
                         if bvec is not None:
                             bias = [bvec[i % N] for i in range(len(bv))]
                             S = [S[i] + abs(bias[i]) for i in range(len(bv))]
-                    # The sweep's entries give c per sqrt(K): the f32 sums'
-                    # error grows with K.
-                    c *= math.sqrt(K)
+                    # The sweep's any-shape entries give c per sqrt(K): the
+                    # f32 sums' error grows with K. The fpmm-ConvRot entry is
+                    # the weight's own rounding (one unit of x's dtype per
+                    # weight, |W_nk| |x_k| each: already a term of S, so not
+                    # scaled), plus the any-shape f32 GEMM's.
+                    if check == "compiled_vs_reference_fpmm_convrot":
+                        _, c_gemm = cmp.tolerance("compiled_vs_reference_any_shape", "*",
+                                                  a[0], has_bias=bias_of(m, e) is not None)
+                        c += c_gemm * math.sqrt(K)
+                    else:
+                        c *= math.sqrt(K)
                     if ulps == 0 and c == 0:
                         r = cmp.compare_exact(a[2], b[2], len(a[2]) // max(len(av), 1))
                     else:
