@@ -167,15 +167,17 @@ def compare_exact(got_raw, want_raw, elem_size):
 
 def mutate(kind, dtype, shape, raw):
     """A doctored copy of an output, for the drivers' expected-failure tests:
-    nan (every third element NaN), scale (x1.03), scale10 (x1.10), truncate
-    (last row gone)."""
+    nan (every third element NaN), scale (x1.03), scale10 (x1.10), scale005
+    (x1.005: how far the bounds see a small systematic error), truncate (last
+    row gone)."""
     if not kind:
         return shape, raw
     vals = decode(dtype, raw)
     if kind == "nan":
         vals = [math.nan if i % 3 == 1 else v for i, v in enumerate(vals)]
-    elif kind in ("scale", "scale10"):
-        vals = [v * (1.03 if kind == "scale" else 1.10) for v in vals]
+    elif kind in ("scale", "scale10", "scale005"):
+        vals = [v * {"scale": 1.03, "scale10": 1.10, "scale005": 1.005}[kind]
+                for v in vals]
         if dtype == "BF16":  # round to nearest bf16, not truncate
             vals = [struct.unpack("<f", struct.pack("<I", (struct.unpack(
                 "<I", struct.pack("<f", v))[0] + 0x8000) & 0xFFFF0000))[0] for v in vals]
@@ -184,5 +186,6 @@ def mutate(kind, dtype, shape, raw):
         shape = [shape[0] - 1] + list(shape[1:]) if shape else shape
         vals = vals[:len(vals) - row]
     else:
-        raise ValueError("unknown mutation %r (nan, scale, scale10, truncate)" % kind)
+        raise ValueError("unknown mutation %r (nan, scale, scale10, scale005, "
+                         "truncate)" % kind)
     return shape, encode(dtype, vals)
