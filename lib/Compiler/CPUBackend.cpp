@@ -49,17 +49,12 @@ public:
 
   StringRef name() const override { return "cpu"; }
 
-  bool lowerToLinalg(ModuleOp decomposed, const PassManagerSetup &pm,
-                     const std::string &dtype, std::string &error) override {
+  ConvertComfyQuantToLinalgOptions linalgOptions() const override {
     // CPU micro-kernels read GEMM operands decoded to f32; a rotated
     // activation is quantized row by row.
-    return runPipeline(decomposed, pm, "lowering to linalg (" + dtype + ")",
-                       [](OpPassManager &p) {
-                         ConvertComfyQuantToLinalgOptions o;
-                         o.rotatedQuantize = RotatedQuantize::Rows;
-                         p.addPass(createConvertComfyQuantToLinalg(o));
-                       },
-                       error);
+    ConvertComfyQuantToLinalgOptions o;
+    o.rotatedQuantize = RotatedQuantize::Rows;
+    return o;
   }
 
   bool compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,

@@ -151,17 +151,11 @@ public:
 
   StringRef name() const override { return "cuda"; }
 
-  bool lowerToLinalg(ModuleOp decomposed, const PassManagerSetup &pm,
-                     const std::string &dtype, std::string &error) override {
+  ConvertComfyQuantToLinalgOptions linalgOptions() const override {
     // Tensor cores read GEMM operands as stored: FP8 codes, exact f16.
-    return runPipeline(decomposed, pm,
-                       "lowering to linalg for CUDA (" + dtype + ")",
-                       [](OpPassManager &p) {
-                         ConvertComfyQuantToLinalgOptions o;
-                         o.gemmOperands = GemmOperands::Native;
-                         p.addPass(createConvertComfyQuantToLinalg(o));
-                       },
-                       error);
+    ConvertComfyQuantToLinalgOptions o;
+    o.gemmOperands = GemmOperands::Native;
+    return o;
   }
 
   bool compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,

@@ -14,6 +14,7 @@
 #define COMFYQUANT_COMPILER_BACKEND_H
 
 #include "comfyquant/Compiler/CompileOptions.h"
+#include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/runtime/Manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -50,10 +51,14 @@ public:
   /// The target's name: "cpu" or "cuda".
   virtual llvm::StringRef name() const = 0;
 
+  /// The conversion's options for this back end's kernels: its GEMM operand
+  /// form and rotated-quantize form.
+  virtual ConvertComfyQuantToLinalgOptions linalgOptions() const = 0;
+
   /// Lowers every function of `decomposed` (comfyquant computation ops) to
-  /// linalg in this back end's GEMM operand form.
-  virtual bool lowerToLinalg(ModuleOp decomposed, const PassManagerSetup &pm,
-                             const std::string &dtype, std::string &error) = 0;
+  /// linalg in this back end's GEMM operand form (linalgOptions).
+  bool lowerToLinalg(ModuleOp decomposed, const PassManagerSetup &pm,
+                     const std::string &dtype, std::string &error) const;
 
   /// Compiles `kernels` (in index order) into files below `dir` (EmitKind::Artifact) or
   /// prints the form the options ask for. `ctx` holds every dialect the
