@@ -320,13 +320,9 @@ bool Driver::plan(MLIRContext &ctx, std::string &error) {
     for (auto &[dt, ki] : r.kernelOf)
       r.owns = r.owns || kernels[ki].owner == name;
   }
-  // Row independence: every activation row is computed on its own, except
-  // NVFP4 without input_scale (a dynamic global scale over all rows).
   for (const rt::ResolvedModule &m : resolved.modules)
     if (auto it = records.find(m.desc.name); it != records.end())
-      it->second.rowIndependent =
-          !(m.desc.format == rt::Format::NVFP4 && !m.desc.fullPrecision &&
-            !m.tensor("input_scale"));
+      it->second.rowIndependent = m.rowsIndependent();
   return true;
 }
 

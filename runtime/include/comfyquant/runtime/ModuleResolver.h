@@ -42,6 +42,14 @@ struct ResolvedModule {
     auto it = tensors.find(role);
     return it == tensors.end() ? nullptr : it->second;
   }
+
+  /// Whether each activation row is computed on its own (rows may be split
+  /// across threads): all formats but NVFP4 quantizing x without an
+  /// input_scale, whose global scale is the amax over every row.
+  bool rowsIndependent() const {
+    return !(desc.format == Format::NVFP4 && !desc.fullPrecision &&
+             !tensor("input_scale"));
+  }
 };
 
 struct ResolvedCheckpoint {
