@@ -120,14 +120,10 @@ bool mlir::comfyquant::checkCompileOptions(const CompileOptions &o,
             o.cpuTune + "'";
     return false;
   }
-  if (!o.gemmDecode.empty() &&
-      !llvm::is_contained({"panel", "register", "adaptive"}, o.gemmDecode)) {
+  if (o.gemmDecode && (*o.gemmDecode == CpuDecode::none ||
+                       *o.gemmDecode == CpuDecode::whole)) {
     error = "--gemm-decode takes panel, register or adaptive, not '" +
-            o.gemmDecode + "'";
-    return false;
-  }
-  if (!o.gemmForm.empty() && o.gemmForm != "inner" && o.gemmForm != "outer") {
-    error = "--gemm-form takes inner or outer, not '" + o.gemmForm + "'";
+            stringifyCpuDecode(*o.gemmDecode).str() + "'";
     return false;
   }
   const bool cuda = !o.targets.cudaArchs.empty();
@@ -160,7 +156,7 @@ bool mlir::comfyquant::checkCompileOptions(const CompileOptions &o,
     return false;
   }
   for (const std::string &d : o.dtypes)
-    if (d != "f32" && d != "bf16" && d != "f16") {
+    if (!symbolizeActivationType(d)) {
       error = "unknown dtype '" + d + "' (f32, bf16, f16)";
       return false;
     }

@@ -253,7 +253,8 @@ bool Driver::plan(MLIRContext &ctx, std::string &error) {
                      "decomposition (" + dt + ")",
                      [&](OpPassManager &pm) {
                        DecomposeOptions d;
-                       d.activationType = dt;
+                       // checkCompileOptions admits only the enum's names.
+                       d.activationType = *symbolizeActivationType(dt);
                        buildComfyQuantDecomposePipeline(pm, d);
                      },
                      error))

@@ -55,10 +55,8 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   // (quantizers, per-tile decoders, epilogues), once dead full-size
   // producers are gone.
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeReductions());
-  ComfyQuantCPUVectorizeElementwiseOptions elementwise;
-  elementwise.tune = options.tune;
-  pm.addNestedPass<func::FuncOp>(
-      createComfyQuantCPUVectorizeElementwise(elementwise));
+  // The tuning reaches it through each function's #comfyquant.target.
+  pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeElementwise());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Integer decode arithmetic in the narrowest lanes its value range allows

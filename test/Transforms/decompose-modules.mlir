@@ -8,7 +8,7 @@
 // ops: one split per format family (fp8, nvfp4, mxfp8, int8 ± ConvRot,
 // convrot_w4a4, grouped), embeddings, 3-D and flattened MoE banks.
 
-// BADTYPE: error: activation-type must be f32, bf16 or f16, got 'f64'
+// BADTYPE: for the --activation-type option: Cannot find option named 'f64'
 
 // Module ops are replaced; the checkpoint stays.
 // CHECK-LABEL: comfyquant.checkpoint @ckpt path "fp8.safetensors"

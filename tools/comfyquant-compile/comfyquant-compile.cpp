@@ -91,9 +91,10 @@ cl::opt<bool> quiet(cl::cat(toolOptions), "quiet",
 cl::opt<bool> asJson(cl::cat(toolOptions), "json",
                      cl::desc("Print a machine-readable summary of the "
                               "artifact to stdout"));
-cl::opt<std::string> ukernel(cl::cat(toolOptions), "ukernel",
-                             cl::desc("Force a GEMM micro-kernel"),
-                             cl::init(""));
+cl::opt<EnumChoice<CpuMicroKernel>>
+    ukernel(cl::cat(toolOptions), "ukernel",
+            cl::desc("Force a GEMM micro-kernel (f32-fma, i8-vnni, i8-amx, "
+                     "bf16-dot, ...)"));
 cl::opt<std::string> cpuTune(
     cl::cat(toolOptions), "cpu-tune",
     cl::desc("CPU the kernels are tuned for, as LLVM's -mtune: generic "
@@ -107,16 +108,14 @@ cl::opt<std::string> gemmTiles(
              "MRxNR[xMC[xKC]] (tuning; 0 keeps the strategy's value, except "
              "KC 0: all of K)"),
     cl::init(""));
-cl::opt<std::string> gemmDecode(
+cl::opt<EnumChoice<CpuDecode>> gemmDecode(
     cl::cat(toolOptions), "gemm-decode",
     cl::desc("Where every vector GEMM decodes B: panel, register or adaptive "
-             "(tuning and tests; default: the strategy's)"),
-    cl::init(""));
-cl::opt<std::string> gemmForm(
+             "(tuning and tests; default: the strategy's)"));
+cl::opt<EnumChoice<CpuGemmForm>> gemmForm(
     cl::cat(toolOptions), "gemm-form",
     cl::desc("Accumulator layout of every vector GEMM: inner or outer "
-             "(tuning and tests; default: the strategy's)"),
-    cl::init(""));
+             "(tuning and tests; default: the strategy's)"));
 cl::list<std::string> kinds(cl::cat(toolOptions), "kind",
                             cl::desc("Module kind override "
                                      "NAME=linear|embedding|moe"));

@@ -8,6 +8,8 @@
 #define COMFYQUANT_COMPILER_COMPILEOPTIONS_H
 
 #include "comfyquant/Compiler/KernelText.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/EnumChoice.h"
 #include "comfyquant/runtime/Targets.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -61,9 +63,10 @@ struct CompileOptions {
   std::vector<std::string> moduleGlobs, kindOverrides, shapeOverrides;
 
   /// CPU strategy overrides (tuning and tests): "" keeps the strategy's.
-  std::string ukernel;
+  EnumChoice<CpuMicroKernel> ukernel;
   std::string cpuTune = "generic";
-  std::string gemmDecode, gemmForm;
+  EnumChoice<CpuDecode> gemmDecode;
+  EnumChoice<CpuGemmForm> gemmForm;
   GemmTileOverride gemmTiles;
 
   /// Parallel codegen jobs (0: all hardware threads).

@@ -6,6 +6,9 @@
 #ifndef COMFYQUANT_PIPELINES_PIPELINES_H
 #define COMFYQUANT_PIPELINES_PIPELINES_H
 
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/EnumChoice.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -15,11 +18,13 @@ namespace mlir::comfyquant {
 
 /// Options of the decompose pipeline.
 struct DecomposeOptions : public PassPipelineOptions<DecomposeOptions> {
-  PassOptions::Option<std::string> activationType{
+  PassOptions::Option<ActivationType> activationType{
       *this, "activation-type",
-      llvm::cl::desc("Activation (and output) element type of the functions: "
-                     "f32, bf16 or f16"),
-      llvm::cl::init("bf16")};
+      llvm::cl::desc("Activation (and output) element type of the functions"),
+      llvm::cl::init(ActivationType::bf16),
+      llvm::cl::values(clEnumValN(ActivationType::f32, "f32", "f32"),
+                       clEnumValN(ActivationType::bf16, "bf16", "bf16"),
+                       clEnumValN(ActivationType::f16, "f16", "f16"))};
 };
 
 /// Module ops to fused computation functions: comfyquant-decompose-modules,
@@ -38,14 +43,15 @@ struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
                               llvm::cl::desc("CPU variant (x86-64-v3, "
                                              "avx512-vnni, avx512-bf16, amx)"),
                               llvm::cl::init("x86-64-v3")};
-  Option<std::string> ukernel{*this, "ukernel",
-                              llvm::cl::desc("Force a GEMM micro-kernel"),
-                              llvm::cl::init("")};
+  Option<EnumChoice<CpuMicroKernel>> ukernel{
+      *this, "ukernel",
+      llvm::cl::desc("Force a GEMM micro-kernel (empty: the strategy's)")};
   Option<std::string> tune{
       *this, "tune",
       llvm::cl::desc("CPU the kernels are tuned for: generic, host or an "
-                     "LLVM x86 CPU name"),
-      llvm::cl::init("generic")};
+                     "LLVM x86 CPU name (empty: the pinned target's, else "
+                     "generic)"),
+      llvm::cl::init("")};
   Option<int64_t> mr{*this, "mr", llvm::cl::desc("Register tile rows"),
                      llvm::cl::init(0)};
   Option<int64_t> nr{*this, "nr", llvm::cl::desc("Register tile columns"),
@@ -56,14 +62,12 @@ struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
                      llvm::cl::desc("K block of the outer form (0: all of K; "
                                     "-1: the strategy's)"),
                      llvm::cl::init(-1)};
-  Option<std::string> decode{
+  Option<EnumChoice<CpuDecode>> decode{
       *this, "decode",
-      llvm::cl::desc("Where B's decoder runs: panel, register or adaptive"),
-      llvm::cl::init("")};
-  Option<std::string> form{
+      llvm::cl::desc("Where B's decoder runs: panel, register or adaptive")};
+  Option<EnumChoice<CpuGemmForm>> form{
       *this, "form",
-      llvm::cl::desc("Accumulator layout of the vector GEMMs: inner or outer"),
-      llvm::cl::init("")};
+      llvm::cl::desc("Accumulator layout of the vector GEMMs: inner or outer")};
   Option<bool> lowerComfyQuant{
       *this, "lower-comfyquant",
       llvm::cl::desc("Run convert-comfyquant-to-linalg first"),

@@ -35,10 +35,6 @@ std::optional<GemmConfig> readGemmConfig(Operation *op);
 
 CpuGemmAttr gemmConfigAttr(MLIRContext *ctx, const GemmConfig &c);
 
-/// A micro-kernel named as on the command line ("i8-amx-emulated") or as in
-/// IR ("i8_amx_emulated").
-std::optional<CpuMicroKernel> parseMicroKernel(llvm::StringRef name);
-
 /// The lane count a vectorizing pass uses: `requested` when positive (its
 /// `lanes` option), else the f32 lanes of the function's target's vector
 /// registers (recorded by comfyquant-cpu-select-strategy, or the target
@@ -74,6 +70,10 @@ FailureOr<CpuTuning> lookupCpuTuning(Operation *op, llvm::StringRef tune);
 /// The CPU variant of the function's target (or its module's); nullptr
 /// without one.
 const ::comfyquant::rt::CpuVariantInfo *targetVariant(func::FuncOp func);
+
+/// The tuning of the function's target (or its module's): its `tune`;
+/// generic without a CPU target.
+CpuTuning targetTuning(func::FuncOp func);
 
 } // namespace mlir::comfyquant::detail
 

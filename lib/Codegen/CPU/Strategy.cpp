@@ -60,13 +60,28 @@ CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
                           c.decode, c.form, c.row);
 }
 
-const ::comfyquant::rt::CpuVariantInfo *
-mlir::comfyquant::detail::targetVariant(func::FuncOp func) {
-  auto target = func->getAttrOfType<TargetAttr>(ComfyQuantDialect::getTargetAttrName());
+/// The function's #comfyquant.target, else its module's.
+static TargetAttr targetOf(func::FuncOp func) {
+  auto target =
+      func->getAttrOfType<TargetAttr>(ComfyQuantDialect::getTargetAttrName());
   if (!target)
     if (auto module = func->getParentOfType<ModuleOp>())
-      target = module->getAttrOfType<TargetAttr>(ComfyQuantDialect::getTargetAttrName());
+      target = module->getAttrOfType<TargetAttr>(
+          ComfyQuantDialect::getTargetAttrName());
+  return target;
+}
+
+const ::comfyquant::rt::CpuVariantInfo *
+mlir::comfyquant::detail::targetVariant(func::FuncOp func) {
+  TargetAttr target = targetOf(func);
   return target ? target.getCpuVariant() : nullptr;
+}
+
+CpuTuning mlir::comfyquant::detail::targetTuning(func::FuncOp func) {
+  TargetAttr target = targetOf(func);
+  return cpuTuning(target && target.getKind() == TargetKind::cpu
+                       ? target.getTune()
+                       : StringRef("generic"));
 }
 
 int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func,
@@ -77,12 +92,6 @@ int64_t mlir::comfyquant::detail::targetLanes(func::FuncOp func,
   return v ? v->vectorBits / 32 : 0;
 }
 
-std::optional<CpuMicroKernel>
-mlir::comfyquant::detail::parseMicroKernel(StringRef name) {
-  std::string spelling = name.str();
-  std::replace(spelling.begin(), spelling.end(), '-', '_');
-  return symbolizeCpuMicroKernel(spelling);
-}
 
 //===----------------------------------------------------------------------===//
 // The pass
@@ -91,12 +100,6 @@ mlir::comfyquant::detail::parseMicroKernel(StringRef name) {
 //===----------------------------------------------------------------------===//
 // Tuning
 //===----------------------------------------------------------------------===//
-
-bool mlir::comfyquant::isCpuTuneName(StringRef tune) {
-  return tune == "generic" || tune == "host" ||
-         llvm::X86::parseArchX86(tune, /*Only64Bit=*/true) !=
-             llvm::X86::CK_None;
-}
 
 CpuTuning mlir::comfyquant::detail::cpuTuning(StringRef tune) {
   std::string cpu =
@@ -132,9 +135,10 @@ struct SelectStrategyPass
   /// What `tune` says of the CPU.
   CpuTuning tuning;
 
-  /// The default micro-kernel and tiles for a GEMM kind on a variant.
-  LogicalResult choose(const CPUVariant &v, const GemmMatch &m,
-                       linalg::GenericOp op, GemmConfig &c) {
+  /// The micro-kernel and tiles the strategy picks for a GEMM kind on a
+  /// variant, before overrides.
+  void chooseMicroKernel(const CPUVariant &v, const GemmMatch &m,
+                         bool bf16Operands, GemmConfig &c) {
     const bool wide = v.vectorBits >= 512;
     const bool isFloat = m.kind == GemmMatch::Kind::FloatF32;
     // Register budget: 16 ymm (AVX2) or 32 zmm (AVX-512) registers hold
@@ -147,20 +151,14 @@ struct SelectStrategyPass
     // 3x8, 4x8 and 5x6 were slower.
     c.mr = 4;
     c.nr = wide ? 6 : (isFloat ? 3 : 2);
-    // A B operand decoded per N tile is worth a larger M block.
-    bool decoded = op.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
-    c.mc = decoded ? 256 : 64;
-    const bool amxVariant = v.amxTiles;
-    const bool amxShape = m.n % 16 == 0 && m.k % 64 == 0;
     // bf16 x bf16 products are exact in f32: vdpbf16ps takes two per lane.
-    const bool bf16Operands = isFloat && m.aElt.isBF16() && m.bElt.isBF16();
     if (bf16Operands && v.bf16Dot && !tuning.halfRateBF16Dot) {
       c.ukernel = CpuMicroKernel::bf16_dot;
       c.kv = 32;
     } else if (isFloat) {
       c.ukernel = CpuMicroKernel::f32_fma;
       c.kv = v.vectorBits / 32;
-    } else if (amxVariant && amxShape) {
+    } else if (v.amxTiles && amxShape(m)) {
       // 16 x 16 i32 tiles of C, 64-byte K steps (tdpbssd).
       c.ukernel = CpuMicroKernel::i8_amx;
       c.mr = 16;
@@ -173,53 +171,66 @@ struct SelectStrategyPass
       c.ukernel = CpuMicroKernel::i8_pmaddwd;
       c.kv = 16;
     }
-    if (!ukernel.empty()) {
-      std::optional<CpuMicroKernel> k = parseMicroKernel(ukernel);
-      if (!k)
-        return op.emitError("unknown micro-kernel '") << ukernel << "'";
-      c.ukernel = *k;
-      const bool f = m.kind == GemmMatch::Kind::FloatF32;
-      bool applies = !f;
-      switch (*k) {
-      case CpuMicroKernel::f32_fma:
-        applies = f;
-        c.kv = v.vectorBits / 32;
-        break;
-      case CpuMicroKernel::bf16_dot:
-      case CpuMicroKernel::bf16_dot_emulated:
-        applies = bf16Operands;
-        c.kv = v.vectorBits / 16;
-        break;
-      case CpuMicroKernel::i8_generic:
-      case CpuMicroKernel::i8_pmaddwd:
-        c.kv = v.vectorBits / 16;
-        break;
-      case CpuMicroKernel::i8_vnni:
-      case CpuMicroKernel::i8_vnni_emulated:
-        c.kv = 64;
-        break;
-      case CpuMicroKernel::i8_amx:
-      case CpuMicroKernel::i8_amx_emulated:
-        applies = !f && amxShape;
-        c.mr = c.nr = 16, c.kv = 64;
-        break;
-      }
-      if (!applies)
-        return op.emitError("micro-kernel '")
-               << ukernel << "' does not apply to this GEMM";
-      if (*k == CpuMicroKernel::i8_vnni && !wide)
-        return op.emitError("micro-kernel 'i8-vnni' needs a 512-bit variant");
-      if (*k == CpuMicroKernel::bf16_dot && !v.bf16Dot)
-        return op.emitError("micro-kernel 'bf16-dot' needs a variant with "
-                            "AVX512-BF16");
-      if (*k == CpuMicroKernel::i8_amx && !amxVariant)
-        return op.emitError("micro-kernel 'i8-amx' needs the amx variant");
+  }
+
+  static bool amxShape(const GemmMatch &m) {
+    return m.n % 16 == 0 && m.k % 64 == 0;
+  }
+
+  /// The `ukernel` option's micro-kernel, where it applies to the GEMM and
+  /// the variant has its instructions.
+  LogicalResult forceMicroKernel(const CPUVariant &v, const GemmMatch &m,
+                                 bool bf16Operands, linalg::GenericOp op,
+                                 GemmConfig &c) {
+    const CpuMicroKernel k = *ukernel;
+    c.ukernel = k;
+    const bool isFloat = m.kind == GemmMatch::Kind::FloatF32;
+    bool applies = !isFloat;
+    switch (k) {
+    case CpuMicroKernel::f32_fma:
+      applies = isFloat;
+      c.kv = v.vectorBits / 32;
+      break;
+    case CpuMicroKernel::bf16_dot:
+    case CpuMicroKernel::bf16_dot_emulated:
+      applies = bf16Operands;
+      c.kv = v.vectorBits / 16;
+      break;
+    case CpuMicroKernel::i8_generic:
+    case CpuMicroKernel::i8_pmaddwd:
+      c.kv = v.vectorBits / 16;
+      break;
+    case CpuMicroKernel::i8_vnni:
+    case CpuMicroKernel::i8_vnni_emulated:
+      c.kv = 64;
+      break;
+    case CpuMicroKernel::i8_amx:
+    case CpuMicroKernel::i8_amx_emulated:
+      applies = !isFloat && amxShape(m);
+      c.mr = c.nr = 16, c.kv = 64;
+      break;
     }
-    // The outer-product form (N along the lanes, broadcast A, a K-major B
-    // panel) wherever the micro-kernel has one: no horizontal reduction per
-    // tile, one B load per mr multiply-adds (pmaddwd: on i16 pairs, A
-    // widened once per call). 6 rows x 4 vectors (AVX-512) or
-    // 6 x 2 (AVX2) leave registers for the B vectors and the broadcast.
+    if (!applies)
+      return op.emitError("micro-kernel '")
+             << ukernel.getValue().str() << "' does not apply to this GEMM";
+    if (k == CpuMicroKernel::i8_vnni && v.vectorBits < 512)
+      return op.emitError("micro-kernel 'i8-vnni' needs a 512-bit variant");
+    if (k == CpuMicroKernel::bf16_dot && !v.bf16Dot)
+      return op.emitError("micro-kernel 'bf16-dot' needs a variant with "
+                          "AVX512-BF16");
+    if (k == CpuMicroKernel::i8_amx && !v.amxTiles)
+      return op.emitError("micro-kernel 'i8-amx' needs the amx variant");
+    return success();
+  }
+
+  /// The accumulator form: the outer-product form (N along the lanes,
+  /// broadcast A, a K-major B panel) wherever the micro-kernel has one: no
+  /// horizontal reduction per tile, one B load per mr multiply-adds
+  /// (pmaddwd: on i16 pairs, A widened once per call). 6 rows x 4 vectors
+  /// (AVX-512) or 6 x 2 (AVX2) leave registers for the B vectors and the
+  /// broadcast.
+  LogicalResult chooseForm(const CPUVariant &v, linalg::GenericOp op,
+                           GemmConfig &c) {
     const bool outerKernel = c.ukernel == CpuMicroKernel::f32_fma ||
                              c.ukernel == CpuMicroKernel::i8_pmaddwd ||
                              c.ukernel == CpuMicroKernel::i8_vnni ||
@@ -227,34 +238,37 @@ struct SelectStrategyPass
                              c.ukernel == CpuMicroKernel::bf16_dot ||
                              c.ukernel == CpuMicroKernel::bf16_dot_emulated;
     // decode = register (asked for) keeps the inner form unless the outer
-    // one is asked for too (then it is an error below).
-    c.form = outerKernel && decode != "register" ? CpuGemmForm::outer
-                                                 : CpuGemmForm::inner;
-    if (!form.empty()) {
-      std::optional<CpuGemmForm> f = symbolizeCpuGemmForm(form);
-      if (!f)
-        return op.emitError("form must be inner or outer, not '")
-               << form << "'";
-      if (*f == CpuGemmForm::outer && !outerKernel)
+    // one is asked for too (then it is an error in chooseDecode).
+    const bool registerDecode = decode && *decode == CpuDecode::reg;
+    c.form = outerKernel && !registerDecode ? CpuGemmForm::outer
+                                            : CpuGemmForm::inner;
+    if (form) {
+      if (*form == CpuGemmForm::outer && !outerKernel)
         return op.emitError("form = outer needs the f32-fma, pmaddwd, a "
                             "VNNI or a "
                             "bf16 micro-kernel, not ")
                << stringifyCpuMicroKernel(c.ukernel);
-      c.form = *f;
+      c.form = *form;
     }
     if (c.isOuter()) {
       c.mr = 6;
-      c.nr = wide ? 4 : 2;
+      c.nr = v.vectorBits >= 512 ? 4 : 2;
     }
-    // On 512-bit variants the int8 GEMM on stored weights also gains from
-    // the larger M block (Zen 5, 3072², M = 256, one core, 4x6: mc = 256
-    // 639 GOPS, 128: 488, 64: 477); AMX keeps its block.
-    if (wide && !c.isAmx())
-      c.mc = 256;
-    const bool amxKernel = c.isAmx();
-    if (mr > 0 && !amxKernel)
+    return success();
+  }
+
+  /// The M block and the K block, with the tile options applied.
+  LogicalResult chooseBlocks(const CPUVariant &v, const GemmMatch &m,
+                             bool decoded, linalg::GenericOp op,
+                             GemmConfig &c) {
+    // A B operand decoded per N tile is worth a larger M block. On 512-bit
+    // variants the int8 GEMM on stored weights also gains from it (Zen 5,
+    // 3072², M = 256, one core, 4x6: mc = 256 639 GOPS, 128: 488, 64:
+    // 477); AMX keeps its block.
+    c.mc = decoded || (v.vectorBits >= 512 && !c.isAmx()) ? 256 : 64;
+    if (mr > 0 && !c.isAmx())
       c.mr = mr;
-    if (nr > 0 && !amxKernel)
+    if (nr > 0 && !c.isAmx())
       c.nr = nr;
     if (mc > 0)
       c.mc = mc;
@@ -299,25 +313,46 @@ struct SelectStrategyPass
     // One block covering K is no blocking.
     if (c.kc >= m.k)
       c.kc = 0;
-    // B's decoder: AMX tiles read it decoded whole; the vector kernels
-    // decode it in registers when the M block is one row (decoded values
-    // used once: a panel would be written and read back once) and into a
-    // panel shared by the block's rows otherwise.
+    return success();
+  }
+
+  /// B's decoder: AMX tiles read it decoded whole; the vector kernels
+  /// decode it in registers when the M block is one row (decoded values
+  /// used once: a panel would be written and read back once) and into a
+  /// panel shared by the block's rows otherwise.
+  LogicalResult chooseDecode(bool decoded, linalg::GenericOp op,
+                             GemmConfig &c) {
     if (!decoded)
       c.decode = CpuDecode::none;
     else if (c.isAmx())
       c.decode = CpuDecode::whole;
-    else if (!decode.empty()) {
-      std::optional<CpuDecode> d = symbolizeCpuDecode(decode);
-      if (!d || *d == CpuDecode::none || *d == CpuDecode::whole)
+    else if (decode) {
+      if (*decode == CpuDecode::none || *decode == CpuDecode::whole)
         return op.emitError("decode must be panel, register or adaptive, not '")
-               << decode << "'";
-      if (*d == CpuDecode::reg && c.isOuter())
+               << decode.getValue().str() << "'";
+      if (*decode == CpuDecode::reg && c.isOuter())
         return op.emitError("decode = register needs form = inner (the "
                             "outer form packs B per N tile)");
-      c.decode = *d;
+      c.decode = *decode;
     } else
       c.decode = CpuDecode::adaptive;
+    return success();
+  }
+
+  /// The whole decision for one GEMM.
+  LogicalResult choose(const CPUVariant &v, const GemmMatch &m,
+                       linalg::GenericOp op, GemmConfig &c) {
+    const bool isFloat = m.kind == GemmMatch::Kind::FloatF32;
+    const bool bf16Operands = isFloat && m.aElt.isBF16() && m.bElt.isBF16();
+    const bool decoded =
+        op.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>() != nullptr;
+    chooseMicroKernel(v, m, bf16Operands, c);
+    if (ukernel && failed(forceMicroKernel(v, m, bf16Operands, op, c)))
+      return failure();
+    if (failed(chooseForm(v, op, c)) ||
+        failed(chooseBlocks(v, m, decoded, op, c)) ||
+        failed(chooseDecode(decoded, op, c)))
+      return failure();
     c.row = chooseRowKernel(v, c, op, bf16Operands);
     return success();
   }
@@ -354,11 +389,16 @@ struct SelectStrategyPass
         resolveTarget(getOperation(), variant, TargetKind::cpu, "x86-64-v3");
     if (!target)
       return signalPassFailure();
+    // The tune option overrides the pinned target's; the functions record
+    // the result, where the vectorizers read it.
+    if (!tune.empty()) {
+      if (failed(lookupCpuTuning(getOperation(), tune)))
+        return signalPassFailure();
+      target = TargetAttr::get(&getContext(), TargetKind::cpu,
+                               target.getName(), tune);
+    }
     const CPUVariant *v = target.getCpuVariant();
-    FailureOr<CpuTuning> t = lookupCpuTuning(getOperation(), tune);
-    if (failed(t))
-      return signalPassFailure();
-    tuning = *t;
+    tuning = cpuTuning(target.getTune());
     MLIRContext *ctx = &getContext();
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -383,8 +423,7 @@ struct SelectStrategyPass
       });
       if (r.wasInterrupted())
         return signalPassFailure();
-      func->setAttr(ComfyQuantDialect::getTargetAttrName(),
-                    TargetAttr::get(ctx, TargetKind::cpu, v->name));
+      func->setAttr(ComfyQuantDialect::getTargetAttrName(), target);
     }
   }
 };

@@ -216,13 +216,14 @@ struct VectorizeElementwisePass
           VectorizeElementwisePass> {
   using Base::Base;
 
-  /// The tuning of `tune`, resolved once per pass instance (`host` asks
-  /// LLVM for this machine's name); none for a name it does not know, which
+  /// The tuning of a `tune` option, resolved once per pass instance (`host`
+  /// asks LLVM for this machine's name); none without the option (each
+  /// function's target says) or for a name it does not know, which
   /// runOnOperation reports.
   std::optional<mlir::comfyquant::detail::CpuTuning> tuning;
 
   LogicalResult initialize(MLIRContext *) override {
-    if (mlir::comfyquant::isCpuTuneName(tune))
+    if (!tune.empty() && mlir::comfyquant::isCpuTuneName(tune))
       tuning = mlir::comfyquant::detail::cpuTuning(tune);
     return success();
   }
@@ -278,13 +279,15 @@ struct VectorizeElementwisePass
     mlir::comfyquant::detail::foldLaneAffineIndices(func);
     const ::comfyquant::rt::CpuVariantInfo *variant =
         mlir::comfyquant::detail::targetVariant(func);
-    if (!tuning) {
+    if (!tune.empty() && !tuning) {
       (void)mlir::comfyquant::detail::lookupCpuTuning(func, tune);
       return signalPassFailure();
     }
+    const mlir::comfyquant::detail::CpuTuning t =
+        tuning ? *tuning : mlir::comfyquant::detail::targetTuning(func);
     lowerTableLookups(func, width,
                       width == 16 && variant && variant->bytePermute,
-                      tuning->slowTwoTableWordPermute);
+                      t.slowTwoTableWordPermute);
     // Canonical form (one-iteration tile loops and full-size slices gone),
     // with work on uniform values (a block scale, a per-row scale) done once
     // in scalars and broadcast rather than in every lane, and on a block's

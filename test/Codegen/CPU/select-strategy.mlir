@@ -6,7 +6,7 @@
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni form=inner" | FileCheck %s --check-prefix=INNER
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-generic form=outer" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-ERR
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="form=diagonal" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORM-ERR
-// FORM-ERR: error: form must be inner or outer, not 'diagonal'
+// FORM-ERR: for the --form option: 'diagonal' is not one of: inner, outer
 
 // The strategy is recorded on the function (its target, a CPU variant of
 // the runtime's table: LLVM cpu, vector width) and on every matmul-like op
@@ -103,9 +103,10 @@ func.func @not_a_gemm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16
 
 // -----
 
-// A micro-kernel name the strategy does not know.
+// A micro-kernel name the dialect's CpuMicroKernel does not hold: the option
+// parser lists the cases.
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-sse" 2>&1 >/dev/null | FileCheck %s --check-prefix=UNKNOWN
-// UNKNOWN: error: unknown micro-kernel 'i8-sse'
+// UNKNOWN: for the --ukernel option: 'i8-sse' is not one of: f32-fma, i8-generic, i8-pmaddwd, i8-vnni, i8-vnni-emulated, i8-amx, i8-amx-emulated, bf16-dot, bf16-dot-emulated
 
 // -----
 
@@ -185,7 +186,7 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // VNNI-LABEL:   func.func @bf16_operands
 // VNNI:           #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer>
 // BF16-LABEL:   func.func @bf16_operands
-// BF16-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-bf16">
+// BF16-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-bf16"{{(, tune = "znver4")?}}>
 // BF16:           #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
 // AMX-LABEL:    func.func @bf16_operands
 // AMX:            #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
@@ -402,4 +403,37 @@ func.func @bf16_block_scaled_16(%a: tensor<?x128xbf16>, %codes: tensor<8x128xi8>
     linalg.yield %s2 : f32
   } -> tensor<?x8xf32>
   return %r : tensor<?x8xf32>
+}
+
+// -----
+
+// A target pinned with its tuning: the strategy reads the tune from it (f32
+// FMAs for bf16 operands on emeraldrapids) and records it on the function,
+// where the vectorizers read it; a tune option overrides it; a variant
+// option naming another variant drops it (generic).
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy | FileCheck %s --check-prefix=PIN-TUNE
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=tune=znver4 | FileCheck %s --check-prefix=PIN-RETUNE
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=amx | FileCheck %s --check-prefix=PIN-OTHER
+// PIN-TUNE-LABEL:   func.func @pinned_tune
+// PIN-TUNE-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-bf16", tune = "emeraldrapids">
+// PIN-TUNE:           #comfyquant.cpu_gemm<f32_fma,
+// PIN-RETUNE-LABEL: func.func @pinned_tune
+// PIN-RETUNE-SAME:    comfyquant.target = #comfyquant.target<cpu, "avx512-bf16", tune = "znver4">
+// PIN-RETUNE:         #comfyquant.cpu_gemm<bf16_dot,
+// PIN-OTHER-LABEL:  func.func @pinned_tune
+// PIN-OTHER-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">}
+// PIN-OTHER:          #comfyquant.cpu_gemm<bf16_dot,
+module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16", tune = "emeraldrapids">} {
+  func.func @pinned_tune(%a: tensor<?x64xbf16>, %b: tensor<32x64xbf16>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
+    %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%a, %b : tensor<?x64xbf16>, tensor<32x64xbf16>) outs(%c : tensor<?x32xf32>) {
+    ^bb0(%x: bf16, %y: bf16, %acc: f32):
+      %x32 = arith.extf %x : bf16 to f32
+      %y32 = arith.extf %y : bf16 to f32
+      %p = arith.mulf %x32, %y32 : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<?x32xf32>
+    return %r : tensor<?x32xf32>
+  }
 }

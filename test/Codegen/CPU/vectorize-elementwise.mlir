@@ -2,6 +2,9 @@
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise --canonicalize | FileCheck %s --check-prefix=STRATEGY
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise=lanes=16 --canonicalize | FileCheck %s --check-prefix=AVX512
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise="lanes=16 tune=emeraldrapids" --canonicalize | FileCheck %s --check-prefix=AFFINE
+// Without the option, the tuning is the one the strategy recorded in each
+// function's #comfyquant.target.
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=emeraldrapids" --comfyquant-cpu-vectorize-elementwise=lanes=16 --canonicalize | FileCheck %s --check-prefix=AFFINE
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-elementwise="lanes=16 tune=pentium-z" 2>&1 >/dev/null | FileCheck %s --check-prefix=TUNE-ERR
 // TUNE-ERR: error: tune = 'pentium-z' is not generic, host or an LLVM x86-64 CPU name
 

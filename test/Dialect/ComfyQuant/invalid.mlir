@@ -2617,6 +2617,17 @@ func.func private @f() attributes {t = #comfyquant.target<cuda, "sm_75">}
 
 // -----
 
+// The tuning CPU is an x86 one: LLVM must know the name.
+// expected-error @+1 {{tune = "pentium-z" is not generic, host or an LLVM x86-64 CPU name}}
+func.func private @f() attributes {t = #comfyquant.target<cpu, "avx512-bf16", tune = "pentium-z">}
+
+// -----
+
+// expected-error @+1 {{tune = "znver4" applies to CPU targets only}}
+func.func private @f() attributes {t = #comfyquant.target<cuda, "sm_90a", tune = "znver4">}
+
+// -----
+
 // expected-error @+1 {{i8_amx computes 16 x 16 tiles with K steps of 64}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 4, nr = 4, kv = 64, mc = 64, decode = none>}
 

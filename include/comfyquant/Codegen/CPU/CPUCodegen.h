@@ -28,10 +28,6 @@ const std::vector<CPUVariant> &getCPUVariants();
 /// nullptr for an unknown name.
 const CPUVariant *lookupCPUVariant(llvm::StringRef name);
 
-/// Whether `tune` names a CPU the kernels can be tuned for (--cpu-tune, the
-/// passes' `tune`): generic, host or an LLVM x86-64 CPU name.
-bool isCpuTuneName(llvm::StringRef tune);
-
 } // namespace comfyquant
 } // namespace mlir
 

@@ -3,6 +3,7 @@
 #define COMFYQUANT_CODEGEN_CPU_PASSES_H
 
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+#include "comfyquant/Dialect/ComfyQuant/IR/EnumChoice.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -80,31 +80,41 @@ def ComfyQuantCPUSelectStrategy
     (fewer instructions per weight than FMAs on a decoded f32).
 
     The variant is the `variant` option, else the module's
-    `comfyquant.target` (so test IR can pin it), else x86-64-v3.
+    `comfyquant.target` (so test IR can pin it), else x86-64-v3; the tuning
+    is the `tune` option, else the pinned target's (while its variant is
+    the one used), else generic. Each function records the result as its
+    `#comfyquant.target<cpu, "variant", tune = "...">`, which the vectorizers
+    read.
   }];
   let dependentDialects = ["::mlir::comfyquant::ComfyQuantDialect"];
   let options = [
     Option<"variant", "variant", "std::string", "\"\"",
            "CPU variant: x86-64-v3, avx512-vnni, avx512-bf16 or amx; empty: "
            "the module's comfyquant.target, else x86-64-v3">,
-    Option<"ukernel", "ukernel", "std::string", "\"\"",
-           "Force a micro-kernel (f32-fma, bf16-dot, bf16-dot-emulated, "
-           "i8-generic, i8-pmaddwd, i8-vnni, i8-vnni-emulated, i8-amx, "
-           "i8-amx-emulated)">,
+    Option<"ukernel", "ukernel",
+           "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuMicroKernel>",
+           "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuMicroKernel>()",
+           "Force a micro-kernel (a CpuMicroKernel case: f32-fma, bf16-dot, "
+           "i8-vnni, i8-amx, ...; empty: the strategy's)">,
     Option<"mr", "mr", "int64_t", "0", "Register tile rows (0: default)">,
     Option<"nr", "nr", "int64_t", "0", "Register tile columns (0: default)">,
     Option<"mc", "mc", "int64_t", "0", "M block (0: default)">,
     Option<"kc", "kc", "int64_t", "-1",
            "K block of the outer form, a multiple of its kv (0: all of K; -1: default; inner forms ignore it)">,
-    Option<"decode", "decode", "std::string", "",
+    Option<"decode", "decode",
+           "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuDecode>",
+           "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuDecode>()",
            "Where B's decoder runs: panel, register or adaptive (empty: "
-           "default)">,
-    Option<"form", "form", "std::string", "",
+           "the strategy's)">,
+    Option<"form", "form",
+           "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuGemmForm>",
+           "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuGemmForm>()",
            "Accumulator layout of the vector micro-kernels: inner or outer "
-           "(empty: default)">,
-    Option<"tune", "tune", "std::string", "\"generic\"",
+           "(empty: the strategy's)">,
+    Option<"tune", "tune", "std::string", "\"\"",
            "CPU the kernels are tuned for: generic, host (this machine) or "
-           "an LLVM x86 CPU name (e.g. znver4, emeraldrapids)">
+           "an LLVM x86 CPU name (e.g. znver4, emeraldrapids); empty: the "
+           "pinned target's tune, else generic">
   ];
 }
 
@@ -282,9 +292,10 @@ def ComfyQuantCPUVectorizeElementwise
     Option<"lanes", "lanes", "int64_t", "0",
            "Vector length along the innermost dimension (0: from the "
            "function's comfyquant.target)">,
-    Option<"tune", "tune", "std::string", "\"generic\"",
-           "CPU the kernels are tuned for, as comfyquant-cpu-select-"
-           "strategy's: generic, host or an LLVM x86 CPU name">
+    Option<"tune", "tune", "std::string", "\"\"",
+           "CPU the kernels are tuned for: generic, host or an LLVM x86 CPU "
+           "name; empty: the function's target's (recorded by comfyquant-"
+           "cpu-select-strategy), else generic">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::tensor::TensorDialect",

@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 using namespace mlir;
 using namespace mlir::comfyquant;
@@ -140,8 +141,21 @@ ModuleInfoAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // TargetAttr
 //===----------------------------------------------------------------------===//
 
+bool mlir::comfyquant::isCpuTuneName(StringRef tune) {
+  return tune == "generic" || tune == "host" ||
+         llvm::X86::parseArchX86(tune, /*Only64Bit=*/true) !=
+             llvm::X86::CK_None;
+}
+
 LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 TargetKind kind, StringRef name) {
+                                 TargetKind kind, StringRef name,
+                                 StringRef tune) {
+  if (kind == TargetKind::cuda && tune != "generic")
+    return emitError() << "tune = \"" << tune
+                       << "\" applies to CPU targets only";
+  if (!isCpuTuneName(tune))
+    return emitError() << "tune = \"" << tune
+                       << "\" is not generic, host or an LLVM x86-64 CPU name";
   if (kind == TargetKind::cpu ? !rt::findCpuVariant(name.str())
                               : !rt::findCudaArch(name.str())) {
     InFlightDiagnostic d = emitError();
@@ -192,7 +206,11 @@ TargetAttr mlir::comfyquant::resolveTarget(Operation *op, StringRef option,
                           << name << "'";
     return nullptr;
   }
-  return TargetAttr::get(op->getContext(), kind, name);
+  // A pinned target's tuning stays with it while the name is its own.
+  StringRef tune = pinned && pinned.getKind() == kind && pinned.getName() == name
+                       ? pinned.getTune()
+                       : StringRef("generic");
+  return TargetAttr::get(op->getContext(), kind, name, tune);
 }
 
 //===----------------------------------------------------------------------===//

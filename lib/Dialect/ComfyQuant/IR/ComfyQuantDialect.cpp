@@ -104,6 +104,19 @@ ComfyQuantDialect::verifyOperationAttribute(Operation *op,
   return success();
 }
 
+FloatType mlir::comfyquant::getActivationElementType(MLIRContext *ctx,
+                                                    ActivationType type) {
+  switch (type) {
+  case ActivationType::f32:
+    return Float32Type::get(ctx);
+  case ActivationType::bf16:
+    return BFloat16Type::get(ctx);
+  case ActivationType::f16:
+    return Float16Type::get(ctx);
+  }
+  llvm_unreachable("unknown activation type");
+}
+
 Type mlir::comfyquant::getElementType(MLIRContext *ctx, rt::DType dtype) {
   auto integer = [&](unsigned w, bool isUnsigned) -> Type {
     return IntegerType::get(ctx, w,

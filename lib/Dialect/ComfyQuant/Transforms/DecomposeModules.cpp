@@ -373,17 +373,7 @@ struct DecomposeModulesPass
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    FloatType act = llvm::StringSwitch<FloatType>(activationType)
-                        .Case("f32", Float32Type::get(ctx))
-                        .Case("bf16", BFloat16Type::get(ctx))
-                        .Case("f16", Float16Type::get(ctx))
-                        .Default(FloatType());
-    if (!act) {
-      getOperation().emitError(
-          "activation-type must be f32, bf16 or f16, got '")
-          << activationType << "'";
-      return signalPassFailure();
-    }
+    FloatType act = getActivationElementType(ctx, activationType);
     SmallVector<Operation *> modules;
     for (Operation &op : getOperation().getBody()->getOperations())
       if (isa<LinearOp, EmbeddingOp, MoEOp>(op))

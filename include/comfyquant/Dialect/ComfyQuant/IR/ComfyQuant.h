@@ -31,6 +31,9 @@ Type getElementType(MLIRContext *ctx, ::comfyquant::rt::DType dtype);
 /// The safetensors dtype of an MLIR element type, if it has one.
 std::optional<::comfyquant::rt::DType> getDType(Type elementType);
 
+/// The MLIR float type of an activation type.
+FloatType getActivationElementType(MLIRContext *ctx, ActivationType type);
+
 /// Registry format <-> dialect enum (same case order).
 inline ::comfyquant::rt::Format toRegistry(FormatKind k) {
   return static_cast<::comfyquant::rt::Format>(static_cast<uint32_t>(k));
@@ -39,9 +42,14 @@ inline FormatKind fromRegistry(::comfyquant::rt::Format f) {
   return static_cast<FormatKind>(static_cast<uint32_t>(f));
 }
 
+/// Whether `tune` names a CPU to tune for: generic, host (the compiling
+/// machine) or an LLVM x86-64 CPU name.
+bool isCpuTuneName(llvm::StringRef tune);
+
 /// The target a pass generates code for: the pass's option when set (a name
 /// of the target table), else the `comfyquant.target` pinned on `op` (so
-/// test IR can pin it), else `fallback`. Emits an error on `op` (prefixed
+/// test IR can pin it), else `fallback`; a pinned target's `tune` is kept
+/// when the name is the pinned one. Emits an error on `op` (prefixed
 /// with `what`, e.g. the pass) and returns null for a pinned target of
 /// another kind or a name the table does not hold.
 TargetAttr resolveTarget(Operation *op, llvm::StringRef option,

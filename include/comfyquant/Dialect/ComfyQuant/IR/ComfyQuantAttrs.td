@@ -76,6 +76,15 @@ def ComfyQuant_TargetKind : I32EnumAttr<"TargetKind",
   let genSpecializedAttr = 0;
 }
 
+def ComfyQuant_ActivationType : I32EnumAttr<"ActivationType",
+    "element type of the activations and outputs of computation functions", [
+    I32EnumAttrCase<"f32", 0>,
+    I32EnumAttrCase<"bf16", 1>,
+    I32EnumAttrCase<"f16", 2>]> {
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
 def ComfyQuant_CpuMicroKernel : I32EnumAttr<"CpuMicroKernel",
     "the register-blocked inner loop of a CPU GEMM", [
     I32EnumAttrCase<"f32_fma", 0>,          // f32 broadcast-FMA
@@ -324,14 +333,27 @@ def ComfyQuant_TargetAttr : ComfyQuant_Attr<"Target", "target"> {
     target come from that table, so IR that pins a target means the same
     thing to every tool.
 
+    A CPU target may also name the CPU its kernels are tuned for, beyond
+    what the variant's ISA says (as LLVM's -mtune): `generic` (the default,
+    left out of the printed form), `host` (the compiling machine) or an
+    LLVM x86-64 CPU name. The strategy and the vectorizers read it here.
+
     ```mlir
     #comfyquant.target<cpu, "avx512-vnni">
+    #comfyquant.target<cpu, "avx512-bf16", tune = "emeraldrapids">
     #comfyquant.target<cuda, "sm_90a">
     ```
   }];
   let parameters = (ins EnumParameter<ComfyQuant_TargetKind>:$kind,
-                        StringRefParameter<"variant or arch name">:$name);
-  let assemblyFormat = "`<` $kind `,` $name `>`";
+                        StringRefParameter<"variant or arch name">:$name,
+                        StringRefParameter<"CPU the kernels are tuned for",
+                                           "\"generic\"">:$tune);
+  let builders = [
+    AttrBuilder<(ins "TargetKind":$kind, "::llvm::StringRef":$name), [{
+      return $_get($_ctxt, kind, name, "generic");
+    }]>
+  ];
+  let assemblyFormat = "`<` $kind `,` $name (`,` `tune` `=` $tune^)? `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The CPU variant (null for a CUDA target).

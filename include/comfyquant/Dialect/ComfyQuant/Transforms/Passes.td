@@ -55,9 +55,14 @@ def ComfyQuantDecomposeModules
     shapes, scale dtypes) come from the format registry.
   }];
   let options = [
-    Option<"activationType", "activation-type", "std::string",
-           /*default=*/"\"bf16\"",
-           "Activation (and output) element type of the functions: f32, bf16 or f16">
+    Option<"activationType", "activation-type",
+           "::mlir::comfyquant::ActivationType",
+           /*default=*/"::mlir::comfyquant::ActivationType::bf16",
+           "Activation (and output) element type of the functions",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::comfyquant::ActivationType::f32, "f32", "f32"),
+             clEnumValN(::mlir::comfyquant::ActivationType::bf16, "bf16", "bf16"),
+             clEnumValN(::mlir::comfyquant::ActivationType::f16, "f16", "f16"))}]>
   ];
   let dependentDialects = [
     "::mlir::comfyquant::ComfyQuantDialect",
