@@ -28,6 +28,7 @@
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Codegen/GPU/ScaleTile.h"
 #include "comfyquant/Codegen/GPU/Tcgen05.h"
+#include "comfyquant/Codegen/GPU/ThreadIndex.h"
 #include "comfyquant/Codegen/GPU/TileLayout.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
@@ -46,6 +47,7 @@ namespace mlir::comfyquant {
 
 using namespace mlir;
 using namespace mlir::comfyquant;
+using namespace mlir::comfyquant::gpu_codegen;
 
 namespace {
 
@@ -125,10 +127,6 @@ Value emulate(OpBuilder &b, Location loc, MmaFP8Op op) {
   return acc;
 }
 
-/// An index constant.
-Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
 
 /// The 32-bit register holding row `r` of an 8-bit fragment.
 Value packed(OpBuilder &b, Location loc, Value v, int64_t r) {
@@ -238,9 +236,9 @@ struct LaneIds {
 };
 
 LaneIds laneIds(OpBuilder &b, Location loc) {
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value lane = arith::RemUIOp::create(b, loc, tid, indexConstant(b, loc, 32));
-  Value warp = arith::DivUIOp::create(b, loc, tid, indexConstant(b, loc, 32));
+  Value tid = threadIndex(b, loc);
+  Value lane = laneOf(b, loc, tid);
+  Value warp = warpOf(b, loc, tid);
   Value g = arith::DivUIOp::create(b, loc, lane, indexConstant(b, loc, 4));
   Value t = arith::RemUIOp::create(b, loc, lane, indexConstant(b, loc, 4));
   return {warp, g, t};

@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/GPU/Tcgen05.h"
 #include "comfyquant/Codegen/GPU/ScaleTile.h"
+#include "comfyquant/Codegen/GPU/ThreadIndex.h"
 #include "comfyquant/Codegen/GPU/TileLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -43,6 +44,7 @@
 
 using namespace mlir;
 using namespace mlir::comfyquant;
+using namespace mlir::comfyquant::gpu_codegen;
 
 namespace {
 
@@ -55,7 +57,7 @@ constexpr int64_t kWideWords = kScaledRows * WarpgroupMmaOp::kStepBytes / 4;
 constexpr int64_t kWaitHintNs = 10000000;
 
 Value idx(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
+  return indexConstant(b, loc, v);
 }
 Value i32(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
@@ -116,9 +118,9 @@ struct Ids {
 };
 
 Ids ids(OpBuilder &b, Location loc) {
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value warp = arith::DivUIOp::create(b, loc, tid, idx(b, loc, 32));
-  Value lane = arith::RemUIOp::create(b, loc, tid, idx(b, loc, 32));
+  Value tid = threadIndex(b, loc);
+  Value warp = warpOf(b, loc, tid);
+  Value lane = laneOf(b, loc, tid);
   return {tid, warp, lane};
 }
 

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/Common/Gemm.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Codegen/GPU/ThreadIndex.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -41,6 +42,7 @@ namespace mlir::comfyquant {
 
 using namespace mlir;
 using namespace mlir::comfyquant;
+using namespace mlir::comfyquant::gpu_codegen;
 
 namespace {
 
@@ -63,7 +65,7 @@ struct Builder {
   Location loc;
   /// Operands read through the elementwise op that fills them.
   const llvm::DenseMap<Value, linalg::GenericOp> *producers = nullptr;
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value idx(int64_t v) { return indexConstant(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
   Value mul(Value x, int64_t y) {
@@ -453,8 +455,8 @@ struct TensorCoreGemmPass
     Value zeroAcc =
         arith::ConstantOp::create(b, loc, b.getZeroAttr(family.acc));
     Value tid = launch.getThreadIds().x;
-    Value lane = arith::RemUIOp::create(b, loc, tid, h.idx(32));
-    Value warp = arith::DivUIOp::create(b, loc, tid, h.idx(32));
+    Value lane = laneOf(b, loc, tid);
+    Value warp = warpOf(b, loc, tid);
     Value g = arith::DivUIOp::create(b, loc, lane, h.idx(4));
     Value t = arith::RemUIOp::create(b, loc, lane, h.idx(4));
     Value blockM = h.mul(launch.getBlockIds().y, kBlockM);
