@@ -122,91 +122,38 @@ float roundToActivation(float v, DType t) {
   }
 }
 
-std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
-                                     const ActivationView &x, int64_t expert,
-                                     ForwardTrace *trace) {
-  const ModuleDesc &d = m.desc;
-  const std::string subject = moduleSubject(d.name);
-  const int64_t M = x.rows, K = d.inFeatures, N = d.outFeatures;
-  const DType T = x.dtype;
-  if (d.kind == ModuleKind::Embedding)
-    throw Error(fileOf(m), subject, "an embedding takes indices, not activations");
-  if (!isActivationDType(T))
-    throw Error(fileOf(m), subject,
-                std::string("activations must be F32, BF16 or F16, got ") +
-                    dtypeName(T));
-  if (x.cols != K)
-    throw Error(fileOf(m), subject,
-                "input has " + std::to_string(x.cols) +
-                    " features, the module takes K = " + std::to_string(K));
-  const int64_t E = d.kind == ModuleKind::MoE ? d.experts : 1;
-  if (expert < 0 || expert >= E)
-    throw Error(fileOf(m), subject,
-                "expert " + std::to_string(expert) + " is out of range [0, " +
-                    std::to_string(E) + ")");
-  ForwardTrace local;
-  ForwardTrace &tr = trace ? *trace : local;
+namespace {
 
-  // The activation as values of its dtype.
-  std::vector<float> a(static_cast<size_t>(M * K));
-  for (int64_t i = 0; i < M * K; ++i)
-    a[i] = loadActivation(x, i);
-  // nvfp4 AWQ smoothing, always (also on the full-precision path):
-  // x * pre_quant_scale.to(x.dtype), product in x's dtype.
-  if (const TensorInfo *pqs = m.tensor("pre_quant_scale"))
-    for (int64_t r = 0; r < M; ++r)
+/// y[r, n] = epilogue(sum_c x[r, c] · w[n, c], n), the sum in f32 in K
+/// order (the float paths' contraction).
+template <typename Epilogue>
+void floatMatmul(const std::vector<float> &x, const std::vector<float> &w,
+                 int64_t M, int64_t N, int64_t K, std::vector<float> &y,
+                 Epilogue epilogue) {
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      float acc = 0.0f;
       for (int64_t c = 0; c < K; ++c)
-        a[r * K + c] = roundToActivation(
-            a[r * K + c] * roundToActivation(loadF32(*pqs, c), T), T);
-
-  // Bias, cast to the activation dtype.
-  std::vector<float> bias(static_cast<size_t>(N), 0.0f);
-  if (const TensorInfo *b = m.tensor("bias"))
-    for (int64_t n = 0; n < N; ++n)
-      bias[n] = roundToActivation(loadF32(*b, expert * N + n), T);
-
-  std::vector<float> y(static_cast<size_t>(M * N));
-  std::vector<float> w(static_cast<size_t>(N * K));
-
-  if (d.fullPrecision) {
-    // Dequantize into the activation dtype, float matmul (f32 accumulation).
-    tr.path = "full_precision";
-    dequantizeRows(m, expert, 0, N, w.data());
-    for (float &v : w)
-      v = roundToActivation(v, T);
-    tr.quantizerInput = a;
-    for (int64_t r = 0; r < M; ++r)
-      for (int64_t n = 0; n < N; ++n) {
-        float acc = 0.0f;
-        for (int64_t c = 0; c < K; ++c)
-          acc += a[r * K + c] * w[n * K + c];
-        y[r * N + n] = acc + bias[n];
-      }
-    return storeActivations(y, T);
-  }
-
-  tr.path = "quantized";
-  weightOperandRows(m, expert, 0, N, w.data());
-  std::vector<float> rowScale(static_cast<size_t>(N));
-  for (int64_t n = 0; n < N; ++n)
-    rowScale[n] = weightRowScale(m, expert, n);
-
-  // ConvRot: rotate the activation (fast butterfly, f32), then round to x's
-  // dtype as kitchen's rotation in the activation dtype does.
-  if (d.rotationGroup)
-    for (int64_t r = 0; r < M; ++r) {
-      fwhtRowF32(a.data() + r * K, K, d.rotationGroup);
-      for (int64_t c = 0; c < K; ++c)
-        a[r * K + c] = roundToActivation(a[r * K + c], T);
+        acc += x[r * K + c] * w[n * K + c];
+      y[r * N + n] = epilogue(acc, n);
     }
-  tr.quantizerInput = a;
-  tr.codes.assign(static_cast<size_t>(M * K), 0);
+}
 
-  switch (d.format) {
-  case Format::Int8Tensorwise:
-  case Format::ConvRotW4A4:
-  case Format::AsymW4A8Int8:
-  case Format::W6A8Int8: {
+/// What the quantized paths share: the module, the shape, the activation
+/// (rotated where the format rotates), the weight operand and its row
+/// scales, the bias, and the trace to fill.
+struct QuantizedLinear {
+  const ResolvedModule &m;
+  int64_t M, N, K;
+  DType T;
+  const std::vector<float> &a, &w, &rowScale, &bias;
+  ForwardTrace &tr;
+  std::vector<float> &y;
+
+  /// int8 (tensor or row scales), ConvRot W4A4, W4A8 and W6A8: per-row
+  /// symmetric int8 (int4) activations, exact i32 dot products.
+  void integer() {
+    const ModuleDesc &d = m.desc;
     const bool int4 =
         d.format == Format::ConvRotW4A4 && d.linearDtype == "int4";
     tr.scales.assign(static_cast<size_t>(M), 0.0f);
@@ -225,11 +172,12 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
             (static_cast<float>(acc) * sx) * rowScale[n] + bias[n];
       }
     }
-    break;
   }
-  case Format::Float8E4M3FN:
-  case Format::Float8E5M2: {
-    const bool e4m3 = d.format == Format::Float8E4M3FN;
+
+  /// FP8 e4m3 / e5m2: the activation times 1/input_scale in x's dtype,
+  /// clamped, encoded.
+  void fp8() {
+    const bool e4m3 = m.desc.format == Format::Float8E4M3FN;
     const float maxv = float(e4m3 ? kE4M3Max : kE5M2Max);
     const float s = tensorScalar(m.tensor("input_scale"), 1.0f);
     const float recip = roundToActivation(1.0f / s, T);
@@ -242,16 +190,14 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
       tr.codes[i] = code;
       xq[i] = e4m3 ? decodeE4M3(code) : decodeE5M2(code);
     }
-    for (int64_t r = 0; r < M; ++r)
-      for (int64_t n = 0; n < N; ++n) {
-        float acc = 0.0f;
-        for (int64_t c = 0; c < K; ++c)
-          acc += xq[r * K + c] * w[n * K + c];
-        y[r * N + n] = acc * s * rowScale[n] + bias[n];
-      }
-    break;
+    floatMatmul(xq, w, M, N, K, y, [&](float acc, int64_t n) {
+      return acc * s * rowScale[n] + bias[n];
+    });
   }
-  case Format::NVFP4: {
+
+  /// NVFP4: E2M1 codes in 16-element blocks with E4M3 block scales under a
+  /// global scale.
+  void nvfp4() {
     // Global scale: input_scale, else amax/2688 formed in x's dtype.
     float g;
     if (const TensorInfo *is = m.tensor("input_scale")) {
@@ -286,16 +232,13 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
         }
       }
     const float alpha = g * rowScale[0]; // input global · weight_scale_2
-    for (int64_t r = 0; r < M; ++r)
-      for (int64_t n = 0; n < N; ++n) {
-        float acc = 0.0f;
-        for (int64_t c = 0; c < K; ++c)
-          acc += xd[r * K + c] * w[n * K + c];
-        y[r * N + n] = acc * alpha + bias[n];
-      }
-    break;
+    floatMatmul(xd, w, M, N, K, y, [&](float acc, int64_t n) {
+      return acc * alpha + bias[n];
+    });
   }
-  case Format::MXFP8: {
+
+  /// MXFP8: E4M3 codes in 32-element blocks with E8M0 scales.
+  void mxfp8() {
     const int64_t blocks = (K + 31) / 32;
     tr.scales.assign(static_cast<size_t>(M * blocks), 0.0f);
     std::vector<float> xd(static_cast<size_t>(M * K)); // code · 2^(e-127)
@@ -316,15 +259,115 @@ std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
           xd[r * K + c] = decodeE4M3(code) * scale;
         }
       }
-    for (int64_t r = 0; r < M; ++r)
-      for (int64_t n = 0; n < N; ++n) {
-        float acc = 0.0f;
-        for (int64_t c = 0; c < K; ++c)
-          acc += xd[r * K + c] * w[n * K + c];
-        y[r * N + n] = acc + bias[n];
-      }
-    break;
+    floatMatmul(xd, w, M, N, K, y,
+                [&](float acc, int64_t n) { return acc + bias[n]; });
   }
+};
+
+/// Rejects what no Linear forward takes: an embedding, a non-activation
+/// dtype, the wrong K, an expert out of range.
+void checkLinearCall(const ResolvedModule &m, const ActivationView &x,
+                     int64_t expert) {
+  const ModuleDesc &d = m.desc;
+  const std::string subject = moduleSubject(d.name);
+  const int64_t K = d.inFeatures;
+  if (d.kind == ModuleKind::Embedding)
+    throw Error(fileOf(m), subject, "an embedding takes indices, not activations");
+  if (!isActivationDType(x.dtype))
+    throw Error(fileOf(m), subject,
+                std::string("activations must be F32, BF16 or F16, got ") +
+                    dtypeName(x.dtype));
+  if (x.cols != K)
+    throw Error(fileOf(m), subject,
+                "input has " + std::to_string(x.cols) +
+                    " features, the module takes K = " + std::to_string(K));
+  const int64_t E = d.kind == ModuleKind::MoE ? d.experts : 1;
+  if (expert < 0 || expert >= E)
+    throw Error(fileOf(m), subject,
+                "expert " + std::to_string(expert) + " is out of range [0, " +
+                    std::to_string(E) + ")");
+}
+
+} // namespace
+
+std::vector<uint8_t> referenceLinear(const ResolvedModule &m,
+                                     const ActivationView &x, int64_t expert,
+                                     ForwardTrace *trace) {
+  checkLinearCall(m, x, expert);
+  const ModuleDesc &d = m.desc;
+  const int64_t M = x.rows, K = d.inFeatures, N = d.outFeatures;
+  const DType T = x.dtype;
+  ForwardTrace local;
+  ForwardTrace &tr = trace ? *trace : local;
+
+  // The activation as values of its dtype.
+  std::vector<float> a(static_cast<size_t>(M * K));
+  for (int64_t i = 0; i < M * K; ++i)
+    a[i] = loadActivation(x, i);
+  // nvfp4 AWQ smoothing, always (also on the full-precision path):
+  // x * pre_quant_scale.to(x.dtype), product in x's dtype.
+  if (const TensorInfo *pqs = m.tensor("pre_quant_scale"))
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t c = 0; c < K; ++c)
+        a[r * K + c] = roundToActivation(
+            a[r * K + c] * roundToActivation(loadF32(*pqs, c), T), T);
+
+  // Bias, cast to the activation dtype.
+  std::vector<float> bias(static_cast<size_t>(N), 0.0f);
+  if (const TensorInfo *b = m.tensor("bias"))
+    for (int64_t n = 0; n < N; ++n)
+      bias[n] = roundToActivation(loadF32(*b, expert * N + n), T);
+
+  std::vector<float> y(static_cast<size_t>(M * N));
+  std::vector<float> w(static_cast<size_t>(N * K));
+
+  if (d.fullPrecision) {
+    // Dequantize into the activation dtype, float matmul (f32 accumulation).
+    tr.path = "full_precision";
+    dequantizeRows(m, expert, 0, N, w.data());
+    for (float &v : w)
+      v = roundToActivation(v, T);
+    tr.quantizerInput = a;
+    floatMatmul(a, w, M, N, K, y,
+                [&](float acc, int64_t n) { return acc + bias[n]; });
+    return storeActivations(y, T);
+  }
+
+  tr.path = "quantized";
+  weightOperandRows(m, expert, 0, N, w.data());
+  std::vector<float> rowScale(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n)
+    rowScale[n] = weightRowScale(m, expert, n);
+
+  // ConvRot: rotate the activation (fast butterfly, f32), then round to x's
+  // dtype as kitchen's rotation in the activation dtype does.
+  if (d.rotationGroup)
+    for (int64_t r = 0; r < M; ++r) {
+      fwhtRowF32(a.data() + r * K, K, d.rotationGroup);
+      for (int64_t c = 0; c < K; ++c)
+        a[r * K + c] = roundToActivation(a[r * K + c], T);
+    }
+  tr.quantizerInput = a;
+  tr.codes.assign(static_cast<size_t>(M * K), 0);
+
+  QuantizedLinear q{m, M, N, K, T, a, w, rowScale, bias, tr, y};
+  switch (d.format) {
+  case Format::Int8Tensorwise:
+  case Format::ConvRotW4A4:
+  case Format::AsymW4A8Int8:
+  case Format::W6A8Int8:
+    q.integer();
+    break;
+  case Format::Float8E4M3FN:
+  case Format::Float8E5M2:
+    q.fp8();
+    break;
+  case Format::NVFP4:
+    q.nvfp4();
+    break;
+  case Format::MXFP8:
+    q.mxfp8();
+    break;
   }
   return storeActivations(y, T);
 }
