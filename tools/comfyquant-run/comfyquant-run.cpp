@@ -52,6 +52,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace rt = comfyquant::rt;
@@ -458,12 +459,9 @@ template <typename T> std::vector<uint8_t> bytesOf(const std::vector<T> &v) {
   return b;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  CommandLine cl;
-  if (std::string err = parseCommandLine(argc, argv, cl); !err.empty())
-    return fail(err);
+/// --help, --version, --cpu-variants and --devices: answered without a
+/// checkpoint. The exit code, or none for any other command.
+std::optional<int> answerQuery(const CommandLine &cl) {
   if (cl.has("--help")) {
     printHelp();
     return 0;
@@ -495,92 +493,123 @@ int main(int argc, char **argv) {
     }
   }
 
-  // The mode, and the options that apply to it.
-  const std::string &file = cl.file;
-  const std::string module = cl.get("--module"), output = cl.get("-o");
-  const std::string input = cl.get("--input"), artifact = cl.get("--artifact");
-  const bool dequantize = cl.has("--dequantize");
-  const bool reference = cl.has("--reference");
+  return std::nullopt;
+}
+
+/// A run's command line, checked: the mode and every option that applies
+/// to it.
+struct RunPlan {
+  std::string file, module, output, input, artifact, target, backend, dtype;
+  std::string cache; ///< the artifact cache (empty: not used)
+  bool dequantize = false, reference = false, cudaTarget = false;
+  bool useCache = false;
+  int64_t device = 0, expert = 0, threads = 0;
+  rt::ResolveOptions opts;
+};
+
+/// Fills `p` from `cl`; an error message, or empty.
+std::string planRun(const CommandLine &cl, RunPlan &p) {
+  p.file = cl.file;
+  p.module = cl.get("--module");
+  p.output = cl.get("-o");
+  p.input = cl.get("--input");
+  p.artifact = cl.get("--artifact");
+  p.dequantize = cl.has("--dequantize");
+  p.reference = cl.has("--reference");
+  const std::string &file = p.file, &module = p.module, &output = p.output;
+  const bool dequantize = p.dequantize, reference = p.reference;
   if (file.empty())
-    return fail(std::string("missing the checkpoint FILE\n") + kUsage);
+    return std::string("missing the checkpoint FILE\n") + kUsage;
   if (module.empty())
-    return fail(std::string("missing --module NAME\n") + kUsage);
+    return std::string("missing --module NAME\n") + kUsage;
   if (output.empty())
-    return fail(std::string("missing -o OUT.safetensors\n") + kUsage);
+    return std::string("missing -o OUT.safetensors\n") + kUsage;
   if (dequantize == cl.has("--input"))
-    return fail(std::string("give exactly one of --dequantize and --input\n") +
-                kUsage);
+    return std::string("give exactly one of --dequantize and --input\n") +
+                kUsage;
   if (dequantize) {
     for (const char *o : {"--artifact", "--target", "--reference",
                           "--no-cache", "--expert", "--threads", "--backend",
                           "--device"})
       if (cl.has(o))
-        return fail(std::string(o) +
+        return std::string(o) +
                     " does not apply to --dequantize (it runs the module on "
-                    "--input)");
+                    "--input)";
   } else if (cl.has("--dtype")) {
-    return fail("--dtype applies only to --dequantize (y is written in x's "
-                "dtype)");
+    return "--dtype applies only to --dequantize (y is written in x's "
+                "dtype)";
   }
   if (int(reference) + int(cl.has("--artifact")) + int(cl.has("--target")) > 1)
-    return fail("give at most one of --artifact, --target and --reference");
-  const std::string target = cl.get("--target", "cpu");
-  const bool cudaTarget = target.rfind("cuda:", 0) == 0 && target.size() > 5;
+    return "give at most one of --artifact, --target and --reference";
+  p.target = cl.get("--target", "cpu");
+  const std::string &target = p.target;
+  p.cudaTarget = target.rfind("cuda:", 0) == 0 && target.size() > 5;
+  const bool cudaTarget = p.cudaTarget;
   if (target != "cpu" && !cudaTarget)
-    return fail("--target must be cpu or cuda:ARCH[,ARCH...], got '" + target +
-                "'");
-  std::string backend = cl.get("--backend", cudaTarget ? "cuda" : "cpu");
+    return "--target must be cpu or cuda:ARCH[,ARCH...], got '" + target +
+                "'";
+  p.backend = cl.get("--backend", cudaTarget ? "cuda" : "cpu");
+  const std::string &backend = p.backend;
   if (backend != "cpu" && backend != "cuda")
-    return fail("--backend must be cpu or cuda, got '" + backend + "'");
+    return "--backend must be cpu or cuda, got '" + backend + "'";
   if (cudaTarget && backend != "cuda")
-    return fail("--target " + target + " runs on --backend cuda");
+    return "--target " + target + " runs on --backend cuda";
   if (reference && (cl.has("--backend") || cl.has("--device")))
-    return fail("--backend and --device apply only to compiled kernels, not "
-                "to --reference");
+    return "--backend and --device apply only to compiled kernels, not "
+                "to --reference";
   if (cl.has("--device") && backend != "cuda")
-    return fail("--device applies only to --backend cuda");
-  int64_t device = 0;
-  if (cl.has("--device") && !parseCount(cl.get("--device"), 1023, device))
-    return fail("--device must be a GPU index in [0, 1023], got '" +
-                cl.get("--device") + "'");
+    return "--device applies only to --backend cuda";
+  if (cl.has("--device") && !parseCount(cl.get("--device"), 1023, p.device))
+    return "--device must be a GPU index in [0, 1023], got '" +
+                cl.get("--device") + "'";
   if (backend == "cuda" && cl.has("--target") && !cudaTarget)
-    return fail("--backend cuda runs CUDA kernels: give --artifact DIR or "
-                "--target cuda:ARCH, not --target cpu");
+    return "--backend cuda runs CUDA kernels: give --artifact DIR or "
+                "--target cuda:ARCH, not --target cpu";
   if (cl.has("--no-cache") && (reference || cl.has("--artifact")))
-    return fail("--no-cache applies only to --target cpu or cuda:ARCH "
-                "(compiling on the fly)");
+    return "--no-cache applies only to --target cpu or cuda:ARCH "
+                "(compiling on the fly)";
   if (cl.has("--threads") && reference)
-    return fail("--threads applies only to compiled kernels, not to "
-                "--reference");
+    return "--threads applies only to compiled kernels, not to "
+                "--reference";
   if (cl.has("--threads") && backend == "cuda")
-    return fail("--threads applies only to --backend cpu");
-  int64_t expert = 0, threads = 0;
+    return "--threads applies only to --backend cpu";
   if (cl.has("--expert") &&
-      !parseCount(cl.get("--expert"), INT64_MAX / 2, expert))
-    return fail("--expert must be a non-negative integer, got '" +
-                cl.get("--expert") + "'");
-  if (cl.has("--threads") && !parseCount(cl.get("--threads"), 65536, threads))
-    return fail("--threads must be an integer in [0, 65536], got '" +
-                cl.get("--threads") + "'");
-  const std::string dtype = cl.get("--dtype", "f32");
-  if (dtype != "f32" && dtype != "bf16" && dtype != "f16")
-    return fail("--dtype must be f32, bf16 or f16, got '" + dtype + "'");
-  rt::ResolveOptions opts;
+      !parseCount(cl.get("--expert"), INT64_MAX / 2, p.expert))
+    return "--expert must be a non-negative integer, got '" +
+                cl.get("--expert") + "'";
+  if (cl.has("--threads") && !parseCount(cl.get("--threads"), 65536, p.threads))
+    return "--threads must be an integer in [0, 65536], got '" +
+                cl.get("--threads") + "'";
+  p.dtype = cl.get("--dtype", "f32");
+  if (p.dtype != "f32" && p.dtype != "bf16" && p.dtype != "f16")
+    return "--dtype must be f32, bf16 or f16, got '" + p.dtype + "'";
   for (const char *o : {"--kind", "--shape"})
     if (cl.has(o))
-      for (const std::string &v : cl.values[o])
+      for (const std::string &v : cl.values.at(o))
         if (std::string err = std::string(o) == "--kind"
-                                  ? rt::addKindOverride(opts, v)
-                                  : rt::addShapeOverride(opts, v);
+                                  ? rt::addKindOverride(p.opts, v)
+                                  : rt::addShapeOverride(p.opts, v);
             !err.empty())
-          return fail(err);
-  const bool useCache =
-      !dequantize && !reference && artifact.empty() && !cl.has("--no-cache");
-  const std::string cache = useCache ? cacheRoot() : "";
-  if (useCache && cache.empty())
-    return fail("no cache directory: set COMFYQUANT_CACHE_DIR, XDG_CACHE_HOME "
-                "or HOME, or pass --no-cache");
+          return err;
+  p.useCache =
+      !dequantize && !reference && p.artifact.empty() && !cl.has("--no-cache");
+  p.cache = p.useCache ? cacheRoot() : "";
+  if (p.useCache && p.cache.empty())
+    return "no cache directory: set COMFYQUANT_CACHE_DIR, XDG_CACHE_HOME "
+                "or HOME, or pass --no-cache";
+  return "";
+}
 
+/// Runs the planned command; the exit code.
+int runPlanned(const CommandLine &cl, const RunPlan &p) {
+  const std::string &file = p.file, &module = p.module, &output = p.output,
+                    &input = p.input, &artifact = p.artifact,
+                    &target = p.target, &backend = p.backend,
+                    &dtype = p.dtype, &cache = p.cache;
+  const bool dequantize = p.dequantize, reference = p.reference,
+             cudaTarget = p.cudaTarget, useCache = p.useCache;
+  const int64_t device = p.device, expert = p.expert, threads = p.threads;
+  const rt::ResolveOptions &opts = p.opts;
   try {
     // Without a usable GPU, say so before any other work.
     if (!dequantize && backend == "cuda")
@@ -676,4 +705,18 @@ int main(int argc, char **argv) {
   } catch (const std::exception &e) {
     return fail(file + ": " + e.what());
   }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CommandLine cl;
+  if (std::string err = parseCommandLine(argc, argv, cl); !err.empty())
+    return fail(err);
+  if (std::optional<int> code = answerQuery(cl))
+    return *code;
+  RunPlan plan;
+  if (std::string err = planRun(cl, plan); !err.empty())
+    return fail(err);
+  return runPlanned(cl, plan);
 }
