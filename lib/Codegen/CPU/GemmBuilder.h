@@ -29,6 +29,26 @@ public:
   LogicalResult build(RewriterBase &rw);
 
 private:
+  /// Finds A, B, the destination, the epilogue and B's decoder, and builds
+  /// the decoder tables the configuration reads.
+  LogicalResult analyzeOperands(RewriterBase &rw);
+  /// The f32 FMA kernels multiply f32 and the outer pmaddwd kernel i16
+  /// pairs: A is widened once per call, not at every use.
+  void widenA(ImplicitLocOpBuilder &b);
+  /// Columns per full N tile: nr vectors of lanes (outer form) or nr
+  /// columns.
+  int64_t tileWidth() const { return outer() ? c.nr * lanes() : c.nr; }
+  /// One full N tile at n0 of the M block [mb, mEnd).
+  Value fullTile(ImplicitLocOpBuilder &b, Value C, Value n0, Value mb,
+                 Value mEnd);
+  /// An M block's columns [colBegin, colEnd): full tiles, then single
+  /// vectors (outer form), then single columns.
+  Value columnRangeBlock(ImplicitLocOpBuilder &b, Value C, Value mb,
+                         Value mEnd);
+  /// An M block's N columns: full tiles, then the tail.
+  Value allColumnsBlock(ImplicitLocOpBuilder &b, Value C, Value mb,
+                        Value mEnd);
+
   linalg::GenericOp op;
   GemmMatch m;
   GemmConfig c;

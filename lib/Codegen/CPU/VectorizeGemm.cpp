@@ -84,7 +84,7 @@ using namespace mlir;
 using namespace mlir::comfyquant;
 using namespace mlir::comfyquant::detail;
 
-LogicalResult GemmBuilder::build(RewriterBase &rw) {
+LogicalResult GemmBuilder::analyzeOperands(RewriterBase &rw) {
   A = op.getDpsInputs()[0];
   B = op.getDpsInputs()[1];
   dest = accInit = op.getDpsInits()[0];
@@ -134,15 +134,10 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
        c.ukernel == CpuMicroKernel::f32_fma))
     bProducerF32 = widenExactNarrowing(rw, bProducer);
 
-  // With an epilogue, the nest replaces it (its other operands are defined
-  // before it; the GEMM's operands dominate it too).
-  rw.setInsertionPoint(epilogue ? epilogue.getOperation() : op.getOperation());
-  ImplicitLocOpBuilder b(op.getLoc(), rw);
-  // Columns per N tile: nr vectors of lanes (outer form) or nr columns.
-  const int64_t width = outer() ? c.nr * lanes() : c.nr;
-  const int64_t N = m.n, nFull = N - N % width;
-  Value M = tensor::DimOp::create(b, A, 0);
-  anchor = M.getDefiningOp();
+  return success();
+}
+
+void GemmBuilder::widenA(ImplicitLocOpBuilder &b) {
   // The f32 FMA kernels multiply f32: a bf16 / f16 A is widened once per
   // call, not at every use (the outer form broadcasts each A element once
   // per N tile, which as a 16-bit scalar is a load, a shift and a move to
@@ -176,16 +171,120 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
               .getResult(0);
     }
   }
+}
+
+Value GemmBuilder::fullTile(ImplicitLocOpBuilder &b, Value C, Value n0,
+                            Value mb, Value mEnd) {
+  return outer() ? outerTile(b, C, n0, c.nr, mb, mEnd)
+                 : nTile(b, C, n0, c.nr, mb, mEnd);
+}
+
+Value GemmBuilder::columnRangeBlock(ImplicitLocOpBuilder &ib, Value C,
+                                    Value mb, Value mEnd) {
+  const int64_t N = m.n, width = tileWidth();
+    // A column range: full tiles, then single columns. The range lies
+    // in [0, N] (y has N columns), so a loop whose step exceeds N
+    // never runs and is not built: a narrow module's wide tiles would
+    // be dead code that bufferization's analysis and LLVM still pay
+    // for (96-column AVX-512 outer tiles made an 11-column module
+    // take 17 s to compile).
+    Value restBegin = colBegin, Cr = C;
+    if (N >= width) {
+      Value nrC = arith::ConstantIndexOp::create(ib, width);
+      Value span = arith::SubIOp::create(ib, colEnd, colBegin);
+      Value fullEnd = arith::AddIOp::create(
+          ib, colBegin,
+          arith::MulIOp::create(ib, arith::DivUIOp::create(ib, span, nrC),
+                                nrC));
+      auto tiles = scf::ForOp::create(
+          ib, colBegin, fullEnd, nrC, ValueRange{C},
+          [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
+            ImplicitLocOpBuilder ib2(loc2, nb2);
+            scf::YieldOp::create(ib2, fullTile(ib2, it2[0], n0, mb, mEnd));
+          });
+      restBegin = fullEnd;
+      Cr = tiles.getResult(0);
+    }
+    if (outer() && N >= lanes()) {
+      // Then single vectors: with a range that starts at a multiple of
+      // lanes, every column below the last whole vector of N takes the
+      // outer form and the others the inner one, however the columns
+      // are split (float sums do not depend on the thread count).
+      Value lanesC = arith::ConstantIndexOp::create(ib, lanes());
+      Value left = arith::SubIOp::create(ib, colEnd, restBegin);
+      Value vecEnd = arith::AddIOp::create(
+          ib, restBegin,
+          arith::MulIOp::create(
+              ib, arith::DivUIOp::create(ib, left, lanesC), lanesC));
+      auto vecs = scf::ForOp::create(
+          ib, restBegin, vecEnd, lanesC, ValueRange{Cr},
+          [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
+            ImplicitLocOpBuilder ib2(loc2, nb2);
+            scf::YieldOp::create(ib2,
+                                 outerTile(ib2, it2[0], n0, 1, mb, mEnd));
+          });
+      restBegin = vecEnd;
+      Cr = vecs.getResult(0);
+    }
+    auto rest = scf::ForOp::create(
+        ib, restBegin, colEnd, arith::ConstantIndexOp::create(ib, 1),
+        ValueRange{Cr},
+        [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
+          ImplicitLocOpBuilder ib2(loc2, nb2);
+          scf::YieldOp::create(ib2, nTile(ib2, it2[0], n0, 1, mb, mEnd));
+        });
+  return rest.getResult(0);
+}
+
+Value GemmBuilder::allColumnsBlock(ImplicitLocOpBuilder &ib, Value C,
+                                   Value mb, Value mEnd) {
+  const int64_t N = m.n, width = tileWidth(), nFull = N - N % width;
+  if (nFull > 0) {
+    Value lb = arith::ConstantIndexOp::create(ib, 0);
+    Value ub = arith::ConstantIndexOp::create(ib, nFull);
+    Value nStep = arith::ConstantIndexOp::create(ib, width);
+    auto tiles = scf::ForOp::create(
+        ib, lb, ub, nStep, ValueRange{C},
+        [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
+          ImplicitLocOpBuilder ib2(loc2, nb2);
+          scf::YieldOp::create(ib2, fullTile(ib2, it2[0], n0, mb, mEnd));
+        });
+    C = tiles.getResult(0);
+  }
+  const int64_t tail = N % width;
+  if (tail && !outer())
+    C = nTile(ib, C, arith::ConstantIndexOp::create(ib, nFull), tail, mb,
+              mEnd);
+  // Outer form: whole vectors of the tail, then its last columns in
+  // the inner form.
+  const int64_t tailVecs = outer() ? tail / lanes() : 0;
+  if (tailVecs)
+    C = outerTile(ib, C, arith::ConstantIndexOp::create(ib, nFull),
+                  tailVecs, mb, mEnd);
+  if (outer() && tail % lanes()) {
+    Value n0 =
+        arith::ConstantIndexOp::create(ib, nFull + tailVecs * lanes());
+    C = innerColumns(ib, C, n0, tail % lanes(), mb, mEnd,
+                     /*oneRow=*/false);
+  }
+  return C;
+}
+
+LogicalResult GemmBuilder::build(RewriterBase &rw) {
+  if (failed(analyzeOperands(rw)))
+    return failure();
+  // With an epilogue, the nest replaces it (its other operands are defined
+  // before it; the GEMM's operands dominate it too).
+  rw.setInsertionPoint(epilogue ? epilogue.getOperation() : op.getOperation());
+  ImplicitLocOpBuilder b(op.getLoc(), rw);
+  Value M = tensor::DimOp::create(b, A, 0);
+  anchor = M.getDefiningOp();
+  widenA(b);
   Value zero = arith::ConstantIndexOp::create(b, 0);
   Value mcC = arith::ConstantIndexOp::create(b, c.mc);
   std::tie(colBegin, colEnd) =
       columnRange(epilogue ? epilogue.getOperation() : op.getOperation());
-  // A full N tile at n0.
-  auto tile = [&](ImplicitLocOpBuilder &ib, Value C, Value n0, Value mb,
-                  Value mEnd) {
-    return outer() ? outerTile(ib, C, n0, c.nr, mb, mEnd)
-                   : nTile(ib, C, n0, c.nr, mb, mEnd);
-  };
+  // M blocks of mc rows; in each, the N tiles of the block's rows.
   auto blocks = scf::ForOp::create(
       b, zero, M, mcC, ValueRange{dest},
       [&](OpBuilder &nb, Location loc, Value mb, ValueRange iter) {
@@ -197,90 +296,9 @@ LogicalResult GemmBuilder::build(RewriterBase &rw) {
           blockStart = mb;
           aSums = aRowSums(ib, mb, mEnd);
         }
-        if (colBegin) {
-          // A column range: full tiles, then single columns. The range lies
-          // in [0, N] (y has N columns), so a loop whose step exceeds N
-          // never runs and is not built: a narrow module's wide tiles would
-          // be dead code that bufferization's analysis and LLVM still pay
-          // for (96-column AVX-512 outer tiles made an 11-column module
-          // take 17 s to compile).
-          Value restBegin = colBegin, Cr = C;
-          if (N >= width) {
-            Value nrC = arith::ConstantIndexOp::create(ib, width);
-            Value span = arith::SubIOp::create(ib, colEnd, colBegin);
-            Value fullEnd = arith::AddIOp::create(
-                ib, colBegin,
-                arith::MulIOp::create(ib, arith::DivUIOp::create(ib, span, nrC),
-                                      nrC));
-            auto tiles = scf::ForOp::create(
-                ib, colBegin, fullEnd, nrC, ValueRange{C},
-                [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
-                  ImplicitLocOpBuilder ib2(loc2, nb2);
-                  scf::YieldOp::create(ib2, tile(ib2, it2[0], n0, mb, mEnd));
-                });
-            restBegin = fullEnd;
-            Cr = tiles.getResult(0);
-          }
-          if (outer() && N >= lanes()) {
-            // Then single vectors: with a range that starts at a multiple of
-            // lanes, every column below the last whole vector of N takes the
-            // outer form and the others the inner one, however the columns
-            // are split (float sums do not depend on the thread count).
-            Value lanesC = arith::ConstantIndexOp::create(ib, lanes());
-            Value left = arith::SubIOp::create(ib, colEnd, restBegin);
-            Value vecEnd = arith::AddIOp::create(
-                ib, restBegin,
-                arith::MulIOp::create(
-                    ib, arith::DivUIOp::create(ib, left, lanesC), lanesC));
-            auto vecs = scf::ForOp::create(
-                ib, restBegin, vecEnd, lanesC, ValueRange{Cr},
-                [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
-                  ImplicitLocOpBuilder ib2(loc2, nb2);
-                  scf::YieldOp::create(ib2,
-                                       outerTile(ib2, it2[0], n0, 1, mb, mEnd));
-                });
-            restBegin = vecEnd;
-            Cr = vecs.getResult(0);
-          }
-          auto rest = scf::ForOp::create(
-              ib, restBegin, colEnd, arith::ConstantIndexOp::create(ib, 1),
-              ValueRange{Cr},
-              [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
-                ImplicitLocOpBuilder ib2(loc2, nb2);
-                scf::YieldOp::create(ib2, nTile(ib2, it2[0], n0, 1, mb, mEnd));
-              });
-          scf::YieldOp::create(ib, rest.getResult(0));
-          return;
-        }
-        if (nFull > 0) {
-          Value lb = arith::ConstantIndexOp::create(ib, 0);
-          Value ub = arith::ConstantIndexOp::create(ib, nFull);
-          Value nStep = arith::ConstantIndexOp::create(ib, width);
-          auto tiles = scf::ForOp::create(
-              ib, lb, ub, nStep, ValueRange{C},
-              [&](OpBuilder &nb2, Location loc2, Value n0, ValueRange it2) {
-                ImplicitLocOpBuilder ib2(loc2, nb2);
-                scf::YieldOp::create(ib2, tile(ib2, it2[0], n0, mb, mEnd));
-              });
-          C = tiles.getResult(0);
-        }
-        const int64_t tail = N % width;
-        if (tail && !outer())
-          C = nTile(ib, C, arith::ConstantIndexOp::create(ib, nFull), tail, mb,
-                    mEnd);
-        // Outer form: whole vectors of the tail, then its last columns in
-        // the inner form.
-        const int64_t tailVecs = outer() ? tail / lanes() : 0;
-        if (tailVecs)
-          C = outerTile(ib, C, arith::ConstantIndexOp::create(ib, nFull),
-                        tailVecs, mb, mEnd);
-        if (outer() && tail % lanes()) {
-          Value n0 =
-              arith::ConstantIndexOp::create(ib, nFull + tailVecs * lanes());
-          C = innerColumns(ib, C, n0, tail % lanes(), mb, mEnd,
-                           /*oneRow=*/false);
-        }
-        scf::YieldOp::create(ib, C);
+        scf::YieldOp::create(ib, colBegin
+                                     ? columnRangeBlock(ib, C, mb, mEnd)
+                                     : allColumnsBlock(ib, C, mb, mEnd));
       });
   Value result = blocks.getResult(0);
   Operation *replaced = epilogue ? epilogue.getOperation() : op.getOperation();
