@@ -352,6 +352,500 @@ struct SelectStrategyPass
   }
 };
 
+/// Builds one tensor-core GEMM kernel in place of a linalg GEMM on
+/// buffers: the launch, each thread's place in it, the accumulators' first
+/// values, the copies of A and B (word fetch and pack, fused decoders,
+/// scale staging), the K loop around WarpgroupMmaOp, and the write-back
+/// through the fused epilogue. Ops are created one per statement, in a
+/// fixed order, so the IR does not depend on the host compiler.
+class TensorCoreKernelBuilder {
+public:
+  TensorCoreKernelBuilder(linalg::GenericOp op, const Family &family)
+      : op(op), family(family), fusion(fusionFor(op)), b(op),
+        loc(op.getLoc()), h{b, loc, &producers} {}
+
+  void build() {
+    // The consumer's operands must be defined where the kernel starts.
+    if (fusion.epilogue)
+      while (op->getNextNode() != fusion.epilogue.getOperation())
+        op->getNextNode()->moveBefore(op);
+    b.setInsertionPoint(op);
+    // Temporary operands an elementwise op fills (decoded weights, their
+    // unswizzled scales) are read through that op, from what it reads.
+    for (Value in : op.getDpsInputs())
+      if (linalg::GenericOp producer =
+              mlir::comfyquant::detail::operandProducer(in, op))
+        producers[in] = producer;
+    a = op.getDpsInputOperand(0)->get();
+    bm = op.getDpsInputOperand(1)->get();
+    scalesA = family.match.block ? op.getDpsInputOperand(2)->get() : Value();
+    scalesB = family.match.block ? op.getDpsInputOperand(3)->get() : Value();
+    c = op.getDpsInitOperand(0)->get();
+    createLaunch();
+    placeThread();
+    accType = VectorType::get({kFragments, 2, 2}, family.acc);
+    Value init = initialAccumulators();
+    // The copies, as two halves: `fetch` loads the words of one K step
+    // into registers, `store` writes them into a tile. The loop stores the
+    // words fetched one step earlier, then fetches the next step's before
+    // the MMA, so the global loads are in flight while it runs.
+    wordType = VectorType::get({p}, family.load);
+    i32 = b.getI32Type();
+    staticDepth = getConstantIntValue(depth);
+    alignedA = wordAligned(a);
+    alignedB = wordAligned(bm);
+    Value result = kLoop(init);
+    writeBack(result);
+    eraseReplaced();
+  }
+
+private:
+  linalg::GenericOp op;
+  const Family &family;
+  Fusion fusion;
+  OpBuilder b;
+  Location loc;
+  llvm::DenseMap<Value, linalg::GenericOp> producers;
+  Builder h;
+  /// The GEMM's operands and their sizes.
+  Value a, bm, scalesA, scalesB, c, rows, depth, cols;
+  gpu::LaunchOp launch;
+  Value tileA, tileB, scaleTileA, scaleTileB;
+  int64_t p = 0, tileK = 0;
+  Value zeroIn, zeroAcc, tid, g, t, blockM, blockN, row0, row1, t2;
+  /// The words this thread copies (see placeThread).
+  Value copyWord, copyRow, copyAt, copyK;
+  VectorType accType, wordType;
+  Type i32;
+  std::optional<int64_t> staticDepth;
+  Value alignedA, alignedB;
+
+  Value i32Constant(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v);
+  }
+
+  /// The grid (one block per 64 x 128 tile of C), its workgroup tiles, and
+  /// the insertion point at the start of its body.
+  void createLaunch() {
+    rows = b.createOrFold<memref::DimOp>(loc, a, 0);
+    depth = b.createOrFold<memref::DimOp>(loc, a, 1);
+    cols = b.createOrFold<memref::DimOp>(loc, bm, 0);
+    Value one = h.idx(1);
+    Value gridX = arith::CeilDivUIOp::create(b, loc, cols, h.idx(kBlockN));
+    Value gridY = arith::CeilDivUIOp::create(b, loc, rows, h.idx(kBlockM));
+    MLIRContext *ctx = b.getContext();
+    auto workgroup =
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    auto tileType = [&](int64_t tileRows) {
+      return MemRefType::get({tileRows * kRowWords}, b.getI32Type(),
+                             MemRefLayoutAttrInterface(), workgroup);
+    };
+    SmallVector<Type> tiles = {tileType(kBlockM), tileType(kBlockN)};
+    auto scaleTileType = [&](int64_t count) {
+      return MemRefType::get({count}, b.getI8Type(),
+                             MemRefLayoutAttrInterface(), workgroup);
+    };
+    if (family.stagedScales)
+      tiles.append({scaleTileType(kBlockM * family.scalesPerRow()),
+                    scaleTileType(kBlockN * family.scalesPerRow())});
+    launch = gpu::LaunchOp::create(
+        b, loc, gridX, gridY, one, h.idx(kThreads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+        /*asyncDependencies=*/{}, tiles);
+    tileA = launch.getWorkgroupAttributions()[0];
+    tileB = launch.getWorkgroupAttributions()[1];
+    if (family.stagedScales) {
+      scaleTileA = launch.getWorkgroupAttributions()[2];
+      scaleTileB = launch.getWorkgroupAttributions()[3];
+    }
+    b.setInsertionPointToStart(&launch.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointToStart(&launch.getBody().front());
+  }
+
+  /// Each thread's warp, lane, accumulator rows and columns, and the words
+  /// it copies: word `copyWord` of tile rows `copyRow + kRowsPerPass * i`,
+  /// stored at `copyAt + 128 * i` (the core-matrix layout, in words:
+  /// (row / 8) * 64 + (word / 4) * 32 + (row % 8) * 4 + word % 4).
+  void placeThread() {
+    p = family.perReg;
+    tileK = family.tileK();
+    zeroIn = arith::ConstantOp::create(b, loc, b.getZeroAttr(family.load));
+    zeroAcc = arith::ConstantOp::create(b, loc, b.getZeroAttr(family.acc));
+    tid = launch.getThreadIds().x;
+    Value lane = laneOf(b, loc, tid);
+    Value warp = warpOf(b, loc, tid);
+    g = arith::DivUIOp::create(b, loc, lane, h.idx(4));
+    t = arith::RemUIOp::create(b, loc, lane, h.idx(4));
+    blockM = h.mul(launch.getBlockIds().y, kBlockM);
+    blockN = h.mul(launch.getBlockIds().x, kBlockN);
+    row0 = h.add(h.add(blockM, h.mul(warp, 16)), g);
+    row1 = h.add(row0, 8);
+    t2 = h.mul(t, 2);
+
+    copyWord = arith::RemUIOp::create(b, loc, tid, h.idx(kRowWords));
+    copyRow = arith::DivUIOp::create(b, loc, tid, h.idx(kRowWords));
+    // One op per statement (argument evaluation order is the host
+    // compiler's).
+    Value rowGroup = arith::DivUIOp::create(b, loc, copyRow, h.idx(8));
+    Value rowGroupAt = h.mul(rowGroup, 64);
+    Value kHalf = arith::DivUIOp::create(b, loc, copyWord, h.idx(4));
+    Value kHalfAt = h.mul(kHalf, 32);
+    Value rowInGroup = arith::RemUIOp::create(b, loc, copyRow, h.idx(8));
+    Value rowInGroupAt = h.mul(rowInGroup, 4);
+    Value wordInRow = arith::RemUIOp::create(b, loc, copyWord, h.idx(4));
+    Value groupAt = h.add(rowGroupAt, kHalfAt);
+    Value inGroupAt = h.add(rowInGroupAt, wordInRow);
+    copyAt = h.add(groupAt, inGroupAt);
+    copyK = h.mul(copyWord, p);
+  }
+
+  /// Column of accumulator element (j, *, e).
+  Value cCol(int64_t j, int64_t e) {
+    return h.add(h.add(blockN, j * 8 + e), t2);
+  }
+
+  /// Zero (C zero-filled) or C's elements, zero outside it.
+  Value initialAccumulators() {
+    Value init;
+    if (fusion.zeroFill) {
+      init = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(accType, b.getZeroAttr(family.acc)));
+    } else {
+      SmallVector<Value> elems;
+      for (int64_t j = 0; j < kFragments; ++j)
+        for (Value row : {row0, row1})
+          for (int64_t e = 0; e < 2; ++e)
+            elems.push_back(
+                h.loadOrZero(c, row, cCol(j, e), rows, cols, zeroAcc));
+      init = vector::FromElementsOp::create(b, loc, accType, elems);
+    }
+    return init;
+  }
+
+  /// Whether the words of `from` may be loaded whole: a buffer read as
+  /// stored (no fused producer), 8- or 16-bit elements, rows of unit
+  /// stride and a multiple of 4 bytes apart, its first element 4-byte
+  /// aligned (an i1 computed once, before the K loop), K a multiple of the
+  /// word. Null when any static condition fails.
+  Value wordAligned(Value from) {
+    if (family.fp4() || !staticDepth || *staticDepth % p ||
+        (h.producers && h.producers->lookup(from)))
+      return Value();
+    auto type = cast<MemRefType>(from.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type.getRank() != 2 ||
+        failed(type.getStridesAndOffset(strides, offset)) || strides[1] != 1 ||
+        ShapedType::isDynamic(strides[0]) ||
+        (strides[0] * type.getElementTypeBitWidth() / 8) % 4)
+      return Value();
+    int64_t bytes = type.getElementTypeBitWidth() / 8;
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
+    Value first = base;
+    if (ShapedType::isDynamic(offset) || offset) {
+      Value elements =
+          ShapedType::isDynamic(offset)
+              ? memref::ExtractStridedMetadataOp::create(b, loc, from)
+                    .getOffset()
+              : h.idx(offset);
+      Value offsetBytes = h.mul(elements, bytes);
+      first = h.add(base, offsetBytes);
+    }
+    Value low = arith::RemUIOp::create(b, loc, first, h.idx(4));
+    Value zero = h.idx(0);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low, zero);
+  }
+
+  /// The word of `p` elements of `from` starting at (row, k).
+  Value packWord(Value from, Value fromRows, Value row, Value k) {
+    Value aligned = from == a ? alignedA : from == bm ? alignedB : Value();
+    if (aligned) {
+      // Inside the operand (k is a multiple of the word, K too), one
+      // aligned 4-byte load; the tails take the element path below.
+      Value rowInside = h.lt(row, fromRows);
+      Value kInside = h.lt(k, depth);
+      Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
+      Value whole = arith::AndIOp::create(b, loc, inside, aligned);
+      auto choice = scf::IfOp::create(b, loc, TypeRange{i32}, whole,
+                                      /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(choice.thenBlock());
+      Value word =
+          vector::LoadOp::create(b, loc, wordType, from, ValueRange{row, k},
+                                 /*nontemporal=*/false, llvm::MaybeAlign(4));
+      Value bits =
+          vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), word);
+      Value loaded = vector::ExtractOp::create(b, loc, bits, 0);
+      scf::YieldOp::create(b, loc, loaded);
+      b.setInsertionPointToStart(choice.elseBlock());
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < p; ++e)
+        elems.push_back(
+            h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+      Value packed = vector::FromElementsOp::create(b, loc, wordType, elems);
+      Value packedBits =
+          vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), packed);
+      Value slow = vector::ExtractOp::create(b, loc, packedBits, 0);
+      scf::YieldOp::create(b, loc, slow);
+      return choice.getResult(0);
+    }
+    SmallVector<Value> elems;
+    for (int64_t e = 0; e < p; ++e)
+      elems.push_back(
+          h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+    if (!family.fp4()) {
+      Value word = vector::FromElementsOp::create(b, loc, wordType, elems);
+      Value bits =
+          vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), word);
+      return vector::ExtractOp::create(b, loc, bits, 0);
+    }
+    // E2M1 codes, one per byte: element e is nibble e (the low nibble
+    // first, the order of the FP4 MMA registers).
+    Value word = i32Constant(0);
+    for (int64_t e = 0; e < p; ++e) {
+      Value wide = arith::ExtUIOp::create(b, loc, i32, elems[e]);
+      Value nibble = arith::AndIOp::create(b, loc, wide, i32Constant(0xF));
+      Value placed = arith::ShLIOp::create(b, loc, nibble, i32Constant(4 * e));
+      word = arith::OrIOp::create(b, loc, word, placed);
+    }
+    return word;
+  }
+
+  /// A scale of 1: E4M3 0x38, UE8M0 127.
+  Value neutralScale() {
+    return arith::ConstantIntOp::create(b, loc, b.getI8Type(),
+                                        family.fp4() ? 0x38 : 127);
+  }
+
+  /// FP4: the block scale of an E4M3 with its sign set is staged without
+  /// it (UE4M3) and the sign moves to the codes of its block, the product
+  /// being the same (a negative zero scale stays a zero factor).
+  Value foldScaleSign(Value word, Value scales, Value fromRows, Value row,
+                      Value k0) {
+    Value step = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+    Value firstBlock = h.mul(step, family.scalesPerRow());
+    Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
+    Value blockInStep = arith::DivUIOp::create(b, loc, copyWord, h.idx(2));
+    Value block = h.add(firstBlock, blockInStep);
+    Value scale =
+        h.loadOrZero(scales, row, block, fromRows, blocks, neutralScale());
+    Value wide = arith::ExtUIOp::create(b, loc, i32, scale);
+    Value sign = arith::AndIOp::create(b, loc, wide, i32Constant(0x80));
+    Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                           sign, i32Constant(0));
+    Value flipped =
+        arith::XOrIOp::create(b, loc, word, i32Constant(0x88888888));
+    return arith::SelectOp::create(b, loc, negative, flipped, word);
+  }
+
+  /// One pass of the block's threads per iteration of a loop rather than
+  /// unrolled copies: the kernel stays small (a fused weight decode is in
+  /// it once) and quick to compile. The words of the step at `k0`, one per
+  /// pass, in a vector.
+  Value fetch(Value from, Value fromRows, Value firstRow, int64_t tileRows,
+              Value scales, Value k0) {
+    int64_t count = tileRows / kRowsPerPass;
+    auto wordsType = VectorType::get({count}, i32);
+    Value none = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(0)));
+    Value first = h.idx(0);
+    Value passes = h.idx(count);
+    Value one = h.idx(1);
+    auto passLoop =
+        scf::ForOp::create(b, loc, first, passes, one, ValueRange{none});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(passLoop.getBody());
+    Value i = passLoop.getInductionVar();
+    Value base = h.add(firstRow, copyRow);
+    Value passRow = h.mul(i, kRowsPerPass);
+    Value row = h.add(base, passRow);
+    Value k = h.add(k0, copyK);
+    Value w = packWord(from, fromRows, row, k);
+    if (family.fp4())
+      w = foldScaleSign(w, scales, fromRows, row, k0);
+    // Lane i of the vector by a select on a lane mask: a dynamic
+    // insert would put the vector in local memory when the loop is not
+    // unrolled.
+    Value words = passLoop.getRegionIterArgs()[0];
+    auto lanesType = VectorType::get({count}, b.getIndexType());
+    Value lanes = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(lanesType,
+                               llvm::map_to_vector(llvm::seq<int64_t>(0, count),
+                                                   [&](int64_t j) -> Attribute {
+                                                     return b.getIndexAttr(j);
+                                                   })));
+    Value pass = vector::BroadcastOp::create(b, loc, lanesType, i);
+    Value mask =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lanes, pass);
+    Value wide = vector::BroadcastOp::create(b, loc, wordsType, w);
+    Value placed = arith::SelectOp::create(b, loc, mask, wide, words);
+    scf::YieldOp::create(b, loc, placed);
+    return passLoop.getResult(0);
+  }
+
+  /// Stores `words` into the tile `to` (cheap to unroll: no decode).
+  void store(Value words, Value to) {
+    int64_t count = cast<VectorType>(words.getType()).getDimSize(0);
+    for (int64_t i = 0; i < count; ++i) {
+      Value w = vector::ExtractOp::create(b, loc, words, i);
+      Value at = h.add(copyAt, 128 * i);
+      memref::StoreOp::create(b, loc, w, to, ValueRange{at});
+    }
+  }
+
+  /// This K step's scale bytes of every tile row and column: MXFP8 one
+  /// (byte `row`), FP4 four (byte `4 * row + block`, the sign dropped);
+  /// outside the operands a factor of 1 (never NaN).
+  void stageScales(Value scales, Value fromRows, Value firstRow, Value to,
+                   int64_t tileRows, Value kb, Value neutral) {
+    int64_t perRow = family.scalesPerRow();
+    Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
+    for (int64_t i = 0; i < tileRows * perRow; i += kThreads) {
+      // Entries past the tile (MXFP8's 64 A rows) are stored twice.
+      int64_t count = tileRows * perRow;
+      Value entry = h.add(tid, i);
+      if (count % kThreads)
+        entry = arith::RemUIOp::create(b, loc, entry, h.idx(count));
+      Value rowInTile =
+          perRow == 1 ? entry
+                      : arith::DivUIOp::create(b, loc, entry, h.idx(perRow))
+                            .getResult();
+      Value block = kb;
+      if (family.fp4()) {
+        Value blockInStep =
+            arith::RemUIOp::create(b, loc, entry, h.idx(perRow));
+        Value firstBlock = h.mul(kb, perRow);
+        block = h.add(firstBlock, blockInStep);
+      }
+      Value v = h.loadOrZero(scales, h.add(firstRow, rowInTile), block,
+                             fromRows, blocks, neutral);
+      if (family.fp4())
+        v = arith::AndIOp::create(
+            b, loc, v,
+            arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0x7F));
+      memref::StoreOp::create(b, loc, v, to, ValueRange{entry});
+    }
+  }
+
+  /// The MMA of one K step from the tiles, added to `acc`.
+  Value mmaStep(Value acc, Value k0) {
+    Value next;
+    if (family.stagedScales) {
+      Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+      Value neutral = neutralScale();
+      stageScales(scalesA, rows, blockM, scaleTileA, kBlockM, kb, neutral);
+      stageScales(scalesB, cols, blockN, scaleTileB, kBlockN, kb, neutral);
+      next =
+          WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc, scaleTileA,
+                                 scaleTileB, family.mmaA(), family.mmaB());
+    } else if (family.match.block) {
+      // One scale block per K step: the block's partial sums, rescaled
+      // in f32 and added to the accumulators.
+      Value partial = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB,
+                                             Value(), Value(), Value(),
+                                             family.mmaA(), family.mmaB());
+      Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+      Value rowScales[2] = {h.loadClamped(scalesA, row0, kb),
+                            h.loadClamped(scalesA, row1, kb)};
+      SmallVector<Value> sums;
+      for (int64_t j = 0; j < kFragments; ++j) {
+        Value colScales[2] = {h.loadClamped(scalesB, cCol(j, 0), kb),
+                              h.loadClamped(scalesB, cCol(j, 1), kb)};
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value scale =
+                blockScaleAt(b, op, family, rowScales[r], colScales[e]);
+            SmallVector<int64_t> pos = {j, r, e};
+            Value part = vector::ExtractOp::create(b, loc, partial, pos);
+            Value old = vector::ExtractOp::create(b, loc, acc, pos);
+            Value term = arith::MulFOp::create(b, loc, part, scale);
+            sums.push_back(arith::AddFOp::create(b, loc, old, term));
+          }
+      }
+      next = vector::FromElementsOp::create(b, loc, accType, sums);
+    } else {
+      next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc, Value(),
+                                    Value(), family.mmaA(), family.mmaB());
+    }
+    return next;
+  }
+
+  /// The K loop: store the fetched step, fetch the next, multiply.
+  Value kLoop(Value init) {
+    Value kStart = h.idx(0);
+    Value kStep = h.idx(tileK);
+    Value firstA = fetch(a, rows, blockM, kBlockM, scalesA, kStart);
+    Value firstB = fetch(bm, cols, blockN, kBlockN, scalesB, kStart);
+    auto loop = scf::ForOp::create(b, loc, kStart, depth, kStep,
+                                   ValueRange{init, firstA, firstB});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value k0 = loop.getInductionVar();
+      store(loop.getRegionIterArgs()[1], tileA);
+      store(loop.getRegionIterArgs()[2], tileB);
+      // Past the last step the fetch reads nothing: every element is
+      // outside K and loads as zero.
+      Value kNext = h.add(k0, tileK);
+      Value nextA = fetch(a, rows, blockM, kBlockM, scalesA, kNext);
+      Value nextB = fetch(bm, cols, blockN, kBlockN, scalesB, kNext);
+      Value acc = loop.getRegionIterArgs()[0];
+      Value next = mmaStep(acc, k0);
+      // The next step overwrites the tiles the MMA read.
+      gpu::BarrierOp::create(b, loc);
+      scf::YieldOp::create(b, loc, ValueRange{next, nextA, nextB});
+    }
+    return loop.getResult(0);
+  }
+
+  /// Writes back the elements inside C, through the fused epilogue.
+  void writeBack(Value result) {
+    for (int64_t j = 0; j < kFragments; ++j)
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value row = r ? row1 : row0, col = cCol(j, e);
+          Value rowInside = h.lt(row, rows);
+          Value colInside = h.lt(col, cols);
+          Value inside = arith::AndIOp::create(b, loc, rowInside, colInside);
+          auto store = scf::IfOp::create(b, loc, inside, false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(store.thenBlock()->getTerminator());
+          Value v = vector::ExtractOp::create(b, loc, result,
+                                              ArrayRef<int64_t>{j, r, e});
+          if (!fusion.epilogue) {
+            memref::StoreOp::create(b, loc, v, c, ValueRange{row, col});
+            continue;
+          }
+          Value y = mlir::comfyquant::detail::emitEpilogueAt(
+              b, loc, fusion.epilogue, fusion.accOperand, v, row, col);
+          memref::StoreOp::create(b, loc, y,
+                                  fusion.epilogue.getDpsInitOperand(0)->get(),
+                                  ValueRange{row, col});
+        }
+  }
+
+  /// Erases what the kernel replaces.
+  void eraseReplaced() {
+    op.erase();
+    if (fusion.epilogue)
+      fusion.epilogue.erase();
+    for (auto &[operand, producer] : producers) {
+      producer.erase();
+      if (operand.use_empty())
+        operand.getDefiningOp()->erase();
+    }
+    // The kernel starts from zero and stores every element of C (or of the
+    // epilogue's output) inside the bounds, so the fill is dead; with the
+    // epilogue fused, so is C.
+    if (fusion.zeroFill)
+      fusion.zeroFill.erase();
+    if (auto alloc = c.getDefiningOp<memref::AllocOp>(); alloc && c.use_empty())
+      alloc.erase();
+  }
+};
+
 struct TensorCoreGemmPass
     : mlir::comfyquant::impl::ComfyQuantGPUTensorCoreGemmBase<
           TensorCoreGemmPass> {
@@ -391,434 +885,7 @@ struct TensorCoreGemmPass
   }
 
   void rewrite(linalg::GenericOp op, const Family &family) {
-    Fusion fusion = fusionFor(op);
-    // The consumer's operands must be defined where the kernel starts.
-    if (fusion.epilogue)
-      while (op->getNextNode() != fusion.epilogue.getOperation())
-        op->getNextNode()->moveBefore(op);
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    // Temporary operands an elementwise op fills (decoded weights, their
-    // unswizzled scales) are read through that op, from what it reads.
-    llvm::DenseMap<Value, linalg::GenericOp> producers;
-    for (Value in : op.getDpsInputs())
-      if (linalg::GenericOp producer =
-              mlir::comfyquant::detail::operandProducer(in, op))
-        producers[in] = producer;
-    Builder h{b, loc, &producers};
-    Value a = op.getDpsInputOperand(0)->get();
-    Value bm = op.getDpsInputOperand(1)->get();
-    Value scalesA =
-        family.match.block ? op.getDpsInputOperand(2)->get() : Value();
-    Value scalesB =
-        family.match.block ? op.getDpsInputOperand(3)->get() : Value();
-    Value c = op.getDpsInitOperand(0)->get();
-    Value rows = b.createOrFold<memref::DimOp>(loc, a, 0);
-    Value depth = b.createOrFold<memref::DimOp>(loc, a, 1);
-    Value cols = b.createOrFold<memref::DimOp>(loc, bm, 0);
-    Value one = h.idx(1);
-    Value gridX = arith::CeilDivUIOp::create(b, loc, cols, h.idx(kBlockN));
-    Value gridY = arith::CeilDivUIOp::create(b, loc, rows, h.idx(kBlockM));
-    MLIRContext *ctx = b.getContext();
-    auto workgroup =
-        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    auto tileType = [&](int64_t tileRows) {
-      return MemRefType::get({tileRows * kRowWords}, b.getI32Type(),
-                             MemRefLayoutAttrInterface(), workgroup);
-    };
-    SmallVector<Type> tiles = {tileType(kBlockM), tileType(kBlockN)};
-    auto scaleTileType = [&](int64_t count) {
-      return MemRefType::get({count}, b.getI8Type(),
-                             MemRefLayoutAttrInterface(), workgroup);
-    };
-    if (family.stagedScales)
-      tiles.append({scaleTileType(kBlockM * family.scalesPerRow()),
-                    scaleTileType(kBlockN * family.scalesPerRow())});
-    auto launch = gpu::LaunchOp::create(
-        b, loc, gridX, gridY, one, h.idx(kThreads), one, one,
-        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
-        /*asyncDependencies=*/{}, tiles);
-    Value tileA = launch.getWorkgroupAttributions()[0];
-    Value tileB = launch.getWorkgroupAttributions()[1];
-    Value scaleTileA, scaleTileB;
-    if (family.stagedScales) {
-      scaleTileA = launch.getWorkgroupAttributions()[2];
-      scaleTileB = launch.getWorkgroupAttributions()[3];
-    }
-    b.setInsertionPointToStart(&launch.getBody().front());
-    gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPointToStart(&launch.getBody().front());
-
-    const int64_t p = family.perReg, tileK = family.tileK();
-    Value zeroIn =
-        arith::ConstantOp::create(b, loc, b.getZeroAttr(family.load));
-    Value zeroAcc =
-        arith::ConstantOp::create(b, loc, b.getZeroAttr(family.acc));
-    Value tid = launch.getThreadIds().x;
-    Value lane = laneOf(b, loc, tid);
-    Value warp = warpOf(b, loc, tid);
-    Value g = arith::DivUIOp::create(b, loc, lane, h.idx(4));
-    Value t = arith::RemUIOp::create(b, loc, lane, h.idx(4));
-    Value blockM = h.mul(launch.getBlockIds().y, kBlockM);
-    Value blockN = h.mul(launch.getBlockIds().x, kBlockN);
-    Value row0 = h.add(h.add(blockM, h.mul(warp, 16)), g);
-    Value row1 = h.add(row0, 8);
-    Value t2 = h.mul(t, 2);
-
-    // The words this thread copies: word `copyWord` of tile rows
-    // `copyRow + kRowsPerPass * i`, stored at `copyAt + 128 * i` (the
-    // core-matrix layout, in words: (row / 8) * 64 + (word / 4) * 32 +
-    // (row % 8) * 4 + word % 4).
-    Value copyWord = arith::RemUIOp::create(b, loc, tid, h.idx(kRowWords));
-    Value copyRow = arith::DivUIOp::create(b, loc, tid, h.idx(kRowWords));
-    // One op per statement (argument evaluation order is the host
-    // compiler's).
-    Value rowGroup = arith::DivUIOp::create(b, loc, copyRow, h.idx(8));
-    Value rowGroupAt = h.mul(rowGroup, 64);
-    Value kHalf = arith::DivUIOp::create(b, loc, copyWord, h.idx(4));
-    Value kHalfAt = h.mul(kHalf, 32);
-    Value rowInGroup = arith::RemUIOp::create(b, loc, copyRow, h.idx(8));
-    Value rowInGroupAt = h.mul(rowInGroup, 4);
-    Value wordInRow = arith::RemUIOp::create(b, loc, copyWord, h.idx(4));
-    Value groupAt = h.add(rowGroupAt, kHalfAt);
-    Value inGroupAt = h.add(rowInGroupAt, wordInRow);
-    Value copyAt = h.add(groupAt, inGroupAt);
-    Value copyK = h.mul(copyWord, p);
-
-    auto accType = VectorType::get({kFragments, 2, 2}, family.acc);
-    // Column of accumulator element (j, *, e), and its row.
-    auto cCol = [&](int64_t j, int64_t e) {
-      return h.add(h.add(blockN, j * 8 + e), t2);
-    };
-    Value init;
-    if (fusion.zeroFill) {
-      init = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(accType, b.getZeroAttr(family.acc)));
-    } else {
-      SmallVector<Value> elems;
-      for (int64_t j = 0; j < kFragments; ++j)
-        for (Value row : {row0, row1})
-          for (int64_t e = 0; e < 2; ++e)
-            elems.push_back(
-                h.loadOrZero(c, row, cCol(j, e), rows, cols, zeroAcc));
-      init = vector::FromElementsOp::create(b, loc, accType, elems);
-    }
-
-    // The copies, as two halves: `fetch` loads the words of one K step
-    // into registers, `store` writes them into a tile. The loop stores the
-    // words fetched one step earlier, then fetches the next step's before
-    // the MMA, so the global loads are in flight while it runs.
-    auto wordType = VectorType::get({p}, family.load);
-    Type i32 = b.getI32Type();
-    auto i32Constant = [&](int64_t v) -> Value {
-      return arith::ConstantIntOp::create(b, loc, i32, v);
-    };
-    // Whether the words of `from` may be loaded whole: a buffer read as
-    // stored (no fused producer), 8- or 16-bit elements, rows of unit
-    // stride and a multiple of 4 bytes apart, its first element 4-byte
-    // aligned (an i1 computed once, before the K loop), K a multiple of the
-    // word. Null when any static condition fails.
-    std::optional<int64_t> staticDepth = getConstantIntValue(depth);
-    auto wordAligned = [&](Value from) -> Value {
-      if (family.fp4() || !staticDepth || *staticDepth % p ||
-          (h.producers && h.producers->lookup(from)))
-        return Value();
-      auto type = cast<MemRefType>(from.getType());
-      SmallVector<int64_t> strides;
-      int64_t offset;
-      if (type.getRank() != 2 ||
-          failed(type.getStridesAndOffset(strides, offset)) ||
-          strides[1] != 1 || ShapedType::isDynamic(strides[0]) ||
-          (strides[0] * type.getElementTypeBitWidth() / 8) % 4)
-        return Value();
-      int64_t bytes = type.getElementTypeBitWidth() / 8;
-      Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
-      Value first = base;
-      if (ShapedType::isDynamic(offset) || offset) {
-        Value elements =
-            ShapedType::isDynamic(offset)
-                ? memref::ExtractStridedMetadataOp::create(b, loc, from)
-                      .getOffset()
-                : h.idx(offset);
-        Value offsetBytes = h.mul(elements, bytes);
-        first = h.add(base, offsetBytes);
-      }
-      Value low = arith::RemUIOp::create(b, loc, first, h.idx(4));
-      Value zero = h.idx(0);
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low, zero);
-    };
-    Value alignedA = wordAligned(a);
-    Value alignedB = wordAligned(bm);
-    // The word of `p` elements of `from` starting at (row, k).
-    auto packWord = [&](Value from, Value fromRows, Value row,
-                        Value k) -> Value {
-      Value aligned = from == a ? alignedA : from == bm ? alignedB : Value();
-      if (aligned) {
-        // Inside the operand (k is a multiple of the word, K too), one
-        // aligned 4-byte load; the tails take the element path below.
-        Value rowInside = h.lt(row, fromRows);
-        Value kInside = h.lt(k, depth);
-        Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
-        Value whole = arith::AndIOp::create(b, loc, inside, aligned);
-        auto choice = scf::IfOp::create(b, loc, TypeRange{i32}, whole,
-                                        /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(choice.thenBlock());
-        Value word =
-            vector::LoadOp::create(b, loc, wordType, from, ValueRange{row, k},
-                                   /*nontemporal=*/false, llvm::MaybeAlign(4));
-        Value bits =
-            vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), word);
-        Value loaded = vector::ExtractOp::create(b, loc, bits, 0);
-        scf::YieldOp::create(b, loc, loaded);
-        b.setInsertionPointToStart(choice.elseBlock());
-        SmallVector<Value> elems;
-        for (int64_t e = 0; e < p; ++e)
-          elems.push_back(
-              h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
-        Value packed = vector::FromElementsOp::create(b, loc, wordType, elems);
-        Value packedBits = vector::BitCastOp::create(
-            b, loc, VectorType::get({1}, i32), packed);
-        Value slow = vector::ExtractOp::create(b, loc, packedBits, 0);
-        scf::YieldOp::create(b, loc, slow);
-        return choice.getResult(0);
-      }
-      SmallVector<Value> elems;
-      for (int64_t e = 0; e < p; ++e)
-        elems.push_back(
-            h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
-      if (!family.fp4()) {
-        Value word = vector::FromElementsOp::create(b, loc, wordType, elems);
-        Value bits =
-            vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), word);
-        return vector::ExtractOp::create(b, loc, bits, 0);
-      }
-      // E2M1 codes, one per byte: element e is nibble e (the low nibble
-      // first, the order of the FP4 MMA registers).
-      Value word = i32Constant(0);
-      for (int64_t e = 0; e < p; ++e) {
-        Value wide = arith::ExtUIOp::create(b, loc, i32, elems[e]);
-        Value nibble = arith::AndIOp::create(b, loc, wide, i32Constant(0xF));
-        Value placed =
-            arith::ShLIOp::create(b, loc, nibble, i32Constant(4 * e));
-        word = arith::OrIOp::create(b, loc, word, placed);
-      }
-      return word;
-    };
-    // A scale of 1: E4M3 0x38, UE8M0 127.
-    auto neutralScale = [&]() -> Value {
-      return arith::ConstantIntOp::create(b, loc, b.getI8Type(),
-                                          family.fp4() ? 0x38 : 127);
-    };
-    // FP4: the block scale of an E4M3 with its sign set is staged without
-    // it (UE4M3) and the sign moves to the codes of its block, the product
-    // being the same (a negative zero scale stays a zero factor).
-    auto foldScaleSign = [&](Value word, Value scales, Value fromRows,
-                             Value row, Value k0) -> Value {
-      Value step = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
-      Value firstBlock = h.mul(step, family.scalesPerRow());
-      Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
-      Value blockInStep = arith::DivUIOp::create(b, loc, copyWord, h.idx(2));
-      Value block = h.add(firstBlock, blockInStep);
-      Value scale =
-          h.loadOrZero(scales, row, block, fromRows, blocks, neutralScale());
-      Value wide = arith::ExtUIOp::create(b, loc, i32, scale);
-      Value sign = arith::AndIOp::create(b, loc, wide, i32Constant(0x80));
-      Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                             sign, i32Constant(0));
-      Value flipped =
-          arith::XOrIOp::create(b, loc, word, i32Constant(0x88888888));
-      return arith::SelectOp::create(b, loc, negative, flipped, word);
-    };
-    // One pass of the block's threads per iteration of a loop rather than
-    // unrolled copies: the kernel stays small (a fused weight decode is in
-    // it once) and quick to compile. The words of the step at `k0`, one
-    // per pass, in a vector.
-    auto fetch = [&](Value from, Value fromRows, Value firstRow,
-                     int64_t tileRows, Value scales, Value k0) -> Value {
-      int64_t count = tileRows / kRowsPerPass;
-      auto wordsType = VectorType::get({count}, i32);
-      Value none = arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(0)));
-      Value first = h.idx(0);
-      Value passes = h.idx(count);
-      Value one = h.idx(1);
-      auto passLoop =
-          scf::ForOp::create(b, loc, first, passes, one, ValueRange{none});
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(passLoop.getBody());
-      Value i = passLoop.getInductionVar();
-      Value base = h.add(firstRow, copyRow);
-      Value passRow = h.mul(i, kRowsPerPass);
-      Value row = h.add(base, passRow);
-      Value k = h.add(k0, copyK);
-      Value w = packWord(from, fromRows, row, k);
-      if (family.fp4())
-        w = foldScaleSign(w, scales, fromRows, row, k0);
-      // Lane i of the vector by a select on a lane mask: a dynamic
-      // insert would put the vector in local memory when the loop is not
-      // unrolled.
-      Value words = passLoop.getRegionIterArgs()[0];
-      auto lanesType = VectorType::get({count}, b.getIndexType());
-      Value lanes = arith::ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(
-              lanesType, llvm::map_to_vector(llvm::seq<int64_t>(0, count),
-                                             [&](int64_t j) -> Attribute {
-                                               return b.getIndexAttr(j);
-                                             })));
-      Value pass = vector::BroadcastOp::create(b, loc, lanesType, i);
-      Value mask =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lanes, pass);
-      Value wide = vector::BroadcastOp::create(b, loc, wordsType, w);
-      Value placed = arith::SelectOp::create(b, loc, mask, wide, words);
-      scf::YieldOp::create(b, loc, placed);
-      return passLoop.getResult(0);
-    };
-    // Stores are cheap to unroll (no decode in them).
-    auto store = [&](Value words, Value to) {
-      int64_t count = cast<VectorType>(words.getType()).getDimSize(0);
-      for (int64_t i = 0; i < count; ++i) {
-        Value w = vector::ExtractOp::create(b, loc, words, i);
-        Value at = h.add(copyAt, 128 * i);
-        memref::StoreOp::create(b, loc, w, to, ValueRange{at});
-      }
-    };
-
-    Value kStart = h.idx(0);
-    Value kStep = h.idx(tileK);
-    Value firstA = fetch(a, rows, blockM, kBlockM, scalesA, kStart);
-    Value firstB = fetch(bm, cols, blockN, kBlockN, scalesB, kStart);
-    auto loop = scf::ForOp::create(b, loc, kStart, depth, kStep,
-                                   ValueRange{init, firstA, firstB});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value k0 = loop.getInductionVar();
-      store(loop.getRegionIterArgs()[1], tileA);
-      store(loop.getRegionIterArgs()[2], tileB);
-      // Past the last step the fetch reads nothing: every element is
-      // outside K and loads as zero.
-      Value kNext = h.add(k0, tileK);
-      Value nextA = fetch(a, rows, blockM, kBlockM, scalesA, kNext);
-      Value nextB = fetch(bm, cols, blockN, kBlockN, scalesB, kNext);
-      Value acc = loop.getRegionIterArgs()[0];
-      Value next;
-      if (family.stagedScales) {
-        // This K step's scale bytes of every tile row and column: MXFP8
-        // one (byte `row`), FP4 four (byte `4 * row + block`, the sign
-        // dropped); outside the operands a factor of 1 (never NaN).
-        int64_t perRow = family.scalesPerRow();
-        Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
-        Value neutral = neutralScale();
-        auto stage = [&](Value scales, Value fromRows, Value firstRow, Value to,
-                         int64_t tileRows) {
-          Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
-          for (int64_t i = 0; i < tileRows * perRow; i += kThreads) {
-            // Entries past the tile (MXFP8's 64 A rows) are stored twice.
-            int64_t count = tileRows * perRow;
-            Value entry = h.add(tid, i);
-            if (count % kThreads)
-              entry = arith::RemUIOp::create(b, loc, entry, h.idx(count));
-            Value rowInTile =
-                perRow == 1
-                    ? entry
-                    : arith::DivUIOp::create(b, loc, entry, h.idx(perRow))
-                          .getResult();
-            Value block = kb;
-            if (family.fp4()) {
-              Value blockInStep =
-                  arith::RemUIOp::create(b, loc, entry, h.idx(perRow));
-              Value firstBlock = h.mul(kb, perRow);
-              block = h.add(firstBlock, blockInStep);
-            }
-            Value v = h.loadOrZero(scales, h.add(firstRow, rowInTile), block,
-                                   fromRows, blocks, neutral);
-            if (family.fp4())
-              v = arith::AndIOp::create(
-                  b, loc, v,
-                  arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0x7F));
-            memref::StoreOp::create(b, loc, v, to, ValueRange{entry});
-          }
-        };
-        stage(scalesA, rows, blockM, scaleTileA, kBlockM);
-        stage(scalesB, cols, blockN, scaleTileB, kBlockN);
-        next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc,
-                                      scaleTileA, scaleTileB, family.mmaA(),
-                                      family.mmaB());
-      } else if (family.match.block) {
-        // One scale block per K step: the block's partial sums, rescaled
-        // in f32 and added to the accumulators.
-        Value partial = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB,
-                                               Value(), Value(), Value(),
-                                               family.mmaA(), family.mmaB());
-        Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
-        Value rowScales[2] = {h.loadClamped(scalesA, row0, kb),
-                              h.loadClamped(scalesA, row1, kb)};
-        SmallVector<Value> sums;
-        for (int64_t j = 0; j < kFragments; ++j) {
-          Value colScales[2] = {h.loadClamped(scalesB, cCol(j, 0), kb),
-                                h.loadClamped(scalesB, cCol(j, 1), kb)};
-          for (int64_t r = 0; r < 2; ++r)
-            for (int64_t e = 0; e < 2; ++e) {
-              Value scale =
-                  blockScaleAt(b, op, family, rowScales[r], colScales[e]);
-              SmallVector<int64_t> pos = {j, r, e};
-              Value part = vector::ExtractOp::create(b, loc, partial, pos);
-              Value old = vector::ExtractOp::create(b, loc, acc, pos);
-              Value term = arith::MulFOp::create(b, loc, part, scale);
-              sums.push_back(arith::AddFOp::create(b, loc, old, term));
-            }
-        }
-        next = vector::FromElementsOp::create(b, loc, accType, sums);
-      } else {
-        next =
-            WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc, Value(),
-                                   Value(), family.mmaA(), family.mmaB());
-      }
-      // The next step overwrites the tiles the MMA read.
-      gpu::BarrierOp::create(b, loc);
-      scf::YieldOp::create(b, loc, ValueRange{next, nextA, nextB});
-    }
-
-    // Write back the elements inside C.
-    for (int64_t j = 0; j < kFragments; ++j)
-      for (int64_t r = 0; r < 2; ++r)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value row = r ? row1 : row0, col = cCol(j, e);
-          Value rowInside = h.lt(row, rows);
-          Value colInside = h.lt(col, cols);
-          Value inside = arith::AndIOp::create(b, loc, rowInside, colInside);
-          auto store = scf::IfOp::create(b, loc, inside, false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(store.thenBlock()->getTerminator());
-          Value v = vector::ExtractOp::create(b, loc, loop.getResult(0),
-                                              ArrayRef<int64_t>{j, r, e});
-          if (!fusion.epilogue) {
-            memref::StoreOp::create(b, loc, v, c, ValueRange{row, col});
-            continue;
-          }
-          Value y = mlir::comfyquant::detail::emitEpilogueAt(
-              b, loc, fusion.epilogue, fusion.accOperand, v, row, col);
-          memref::StoreOp::create(b, loc, y,
-                                  fusion.epilogue.getDpsInitOperand(0)->get(),
-                                  ValueRange{row, col});
-        }
-    op.erase();
-    if (fusion.epilogue)
-      fusion.epilogue.erase();
-    for (auto &[operand, producer] : producers) {
-      producer.erase();
-      if (operand.use_empty())
-        operand.getDefiningOp()->erase();
-    }
-    // The kernel starts from zero and stores every element of C (or of the
-    // epilogue's output) inside the bounds, so the fill is dead; with the
-    // epilogue fused, so is C.
-    if (fusion.zeroFill)
-      fusion.zeroFill.erase();
-    if (auto alloc = c.getDefiningOp<memref::AllocOp>(); alloc && c.use_empty())
-      alloc.erase();
+    TensorCoreKernelBuilder(op, family).build();
   }
 };
 
