@@ -362,6 +362,129 @@ scf::ForOp accumulationLoop(WarpgroupMmaOp op) {
   return alone ? loop : scf::ForOp();
 }
 
+/// Block-scaled steps: copies A's 64 rows into the interleaved buffer of
+/// 128 (zero rows between), as the M = 128 kinds read it. Every thread
+/// copies 16 bytes: group d = tid / 16 of A's 8-row groups (64 words each)
+/// to MMA group 4 * (d / 2) + d % 2.
+void interleaveScaledA(OpBuilder &b, Location loc, const KernelState &k,
+                       const Ids &id, Value a) {
+  gpu::BarrierOp::create(b, loc);
+  auto quad = VectorType::get({4}, b.getI32Type());
+  Value group = arith::DivUIOp::create(b, loc, id.tid, idx(b, loc, 16));
+  Value chunk = arith::RemUIOp::create(b, loc, id.tid, idx(b, loc, 16));
+  Value chunkAt = arith::MulIOp::create(b, loc, chunk, idx(b, loc, 4));
+  Value groupAt = arith::MulIOp::create(b, loc, group, idx(b, loc, 64));
+  Value from = arith::AddIOp::create(b, loc, groupAt, chunkAt);
+  Value v = vector::LoadOp::create(b, loc, quad, a, ValueRange{from});
+  Value pair = arith::DivUIOp::create(b, loc, group, idx(b, loc, 2));
+  Value pairAt = arith::MulIOp::create(b, loc, pair, idx(b, loc, 4 * 64));
+  Value odd = arith::RemUIOp::create(b, loc, group, idx(b, loc, 2));
+  Value oddAt = arith::MulIOp::create(b, loc, odd, idx(b, loc, 64));
+  Value toGroup = arith::AddIOp::create(b, loc, pairAt, oddAt);
+  Value to = arith::AddIOp::create(b, loc, toGroup, chunkAt);
+  vector::StoreOp::create(b, loc, v, k.wideA, ValueRange{to});
+}
+
+/// Block-scaled steps: stores the A and B scale words into tensor memory
+/// after the accumulator's columns.
+void storeScaleWords(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+                     const KernelState &k, const Ids &id, int64_t n, bool fp4) {
+  MLIRContext *ctx = op.getContext();
+  // Thread lane i of every warp stores word j of the A scales (MMA row
+  // 32j + i: data row 16j + i for i < 16, a zero row otherwise) and of
+  // the B scales (column 32j + i).
+  Value low = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                    id.lane, idx(b, loc, 16));
+  Value inGroup = arith::RemUIOp::create(b, loc, id.lane, idx(b, loc, 16));
+  Value neutral = i32(b, loc, fp4 ? 0x38383838 : 0x7F7F7F7F);
+  SmallVector<Value> aWords, bWords;
+  for (int64_t j = 0; j < kScaledRows / 32; ++j) {
+    Value row = arith::AddIOp::create(b, loc, inGroup, idx(b, loc, 16 * j));
+    Value word = loadScaleWord(b, loc, op.getAScales(), row, fp4);
+    aWords.push_back(arith::SelectOp::create(b, loc, low, word, neutral));
+  }
+  for (int64_t j = 0; j < n / 32; ++j) {
+    Value col = arith::AddIOp::create(b, loc, id.lane, idx(b, loc, 32 * j));
+    bWords.push_back(loadScaleWord(b, loc, op.getBScales(), col, fp4));
+  }
+  auto shape = NVVM::Tcgen05LdStShapeAttr::get(
+      ctx, NVVM::Tcgen05LdStShape::SHAPE_32X32B);
+  auto store = [&](ArrayRef<Value> words, int64_t column) {
+    // One word is an i32 (the op takes no 1-element vector).
+    Value v = words.size() == 1
+                  ? words.front()
+                  : vector::FromElementsOp::create(
+                        b, loc, wordVector(b, words.size()), words)
+                        .getResult();
+    NVVM::Tcgen05StOp::create(b, loc, UnitAttr(), shape,
+                              quarterAddress(b, loc, k, id.warp, column), v,
+                              Value());
+  };
+  store(aWords, n);
+  store(bWords, n + kScaledRows / 32);
+}
+
+/// Thread 0 issues the MMA of `op` (A from `a`, M rows, N = n) into the
+/// accumulator at k.base and commits it to the kernel's mbarrier.
+void issueMma(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+              const KernelState &k, Value a, int64_t m, int64_t n,
+              Value accumulate) {
+  MLIRContext *ctx = op.getContext();
+  bool scaled = static_cast<bool>(op.getAScales());
+  bool fp4 = isa<Float4E2M1FNType>(op.getAType());
+  Value d = tensorPointer(b, loc, k.base);
+  // Version 1 of the descriptor (bit 46): tcgen05's format.
+  constexpr int64_t kVersion = int64_t(1) << 46;
+  Value descA = tileDescriptor(b, loc, a, Value(), kVersion);
+  Value descB = tileDescriptor(b, loc, op.getB(), Value(), kVersion);
+  Value idesc = i32(b, loc, instructionDescriptor(op, m, n));
+  auto cta1 = NVVM::CTAGroupKindAttr::get(ctx, NVVM::CTAGroupKind::CTA_1);
+  auto discard = NVVM::Tcgen05MMACollectorOpAttr::get(
+      ctx, NVVM::Tcgen05MMACollectorOp::DISCARD);
+  if (scaled) {
+    Value sfaAt = arith::AddIOp::create(b, loc, k.base, i32(b, loc, n));
+    Value sfbAt = arith::AddIOp::create(b, loc, k.base,
+                                        i32(b, loc, n + kScaledRows / 32));
+    Value sfa = tensorPointer(b, loc, sfaAt);
+    Value sfb = tensorPointer(b, loc, sfbAt);
+    NVVM::Tcgen05MMABlockScaleOp::create(
+        b, loc,
+        NVVM::MMABlockScaleKindAttr::get(
+            ctx, fp4 ? NVVM::MMABlockScaleKind::MXF4NVF4
+                     : NVVM::MMABlockScaleKind::MXF8F6F4),
+        cta1,
+        NVVM::Tcgen05MMABlockScaleAttr::get(
+            ctx, fp4 ? NVVM::Tcgen05MMABlockScale::BLOCK16
+                     : NVVM::Tcgen05MMABlockScale::DEFAULT),
+        discard, d, descA, descB, idesc, accumulate, sfa, sfb);
+  } else {
+    Type t = op.getAType();
+    auto kind = t.isInteger(8) ? NVVM::Tcgen05MMAKind::I8
+                : isa<Float8E4M3FNType, Float8E5M2Type>(t)
+                    ? NVVM::Tcgen05MMAKind::F8F6F4
+                    : NVVM::Tcgen05MMAKind::F16;
+    NVVM::Tcgen05MMAOp::create(
+        b, loc, NVVM::Tcgen05MMAKindAttr::get(ctx, kind), cta1, discard,
+        UnitAttr(), d, descA, descB, idesc, accumulate, Value(), Value());
+  }
+  NVVM::Tcgen05CommitOp::create(b, loc, k.barrier, Value(), cta1);
+}
+
+/// Every thread waits for the committed MMA (the tiles are overwritten
+/// next) and flips the phase it waits for.
+void waitForMma(OpBuilder &b, Location loc, const KernelState &k) {
+  MLIRContext *ctx = b.getContext();
+  Value zero = idx(b, loc, 0);
+  Value phase = memref::LoadOp::create(b, loc, k.phase, ValueRange{zero});
+  waitForPhase(b, loc, k.barrier, phase);
+  Value flipped = arith::XOrIOp::create(b, loc, phase, i32(b, loc, 1));
+  memref::StoreOp::create(b, loc, flipped, k.phase, ValueRange{zero});
+  NVVM::Tcgen05FenceOp::create(
+      b, loc,
+      NVVM::Tcgen05FenceKindAttr::get(
+          ctx, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC));
+}
+
 /// Lowers one step; `loop`, when given, is the K loop whose accumulation
 /// it is (decided for every step of the kernel before any is lowered).
 LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
@@ -395,23 +518,7 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
 
   Value a = op.getA();
   if (scaled) {
-    // Every thread copies 16 bytes: group d = tid / 16 of A's 8-row
-    // groups (64 words each) to MMA group 4 * (d / 2) + d % 2.
-    gpu::BarrierOp::create(b, loc);
-    auto quad = VectorType::get({4}, b.getI32Type());
-    Value group = arith::DivUIOp::create(b, loc, id.tid, idx(b, loc, 16));
-    Value chunk = arith::RemUIOp::create(b, loc, id.tid, idx(b, loc, 16));
-    Value chunkAt = arith::MulIOp::create(b, loc, chunk, idx(b, loc, 4));
-    Value groupAt = arith::MulIOp::create(b, loc, group, idx(b, loc, 64));
-    Value from = arith::AddIOp::create(b, loc, groupAt, chunkAt);
-    Value v = vector::LoadOp::create(b, loc, quad, a, ValueRange{from});
-    Value pair = arith::DivUIOp::create(b, loc, group, idx(b, loc, 2));
-    Value pairAt = arith::MulIOp::create(b, loc, pair, idx(b, loc, 4 * 64));
-    Value odd = arith::RemUIOp::create(b, loc, group, idx(b, loc, 2));
-    Value oddAt = arith::MulIOp::create(b, loc, odd, idx(b, loc, 64));
-    Value toGroup = arith::AddIOp::create(b, loc, pairAt, oddAt);
-    Value to = arith::AddIOp::create(b, loc, toGroup, chunkAt);
-    vector::StoreOp::create(b, loc, v, k.wideA, ValueRange{to});
+    interleaveScaledA(b, loc, k, id, a);
     a = k.wideA;
   }
   bool stored = false;
@@ -420,38 +527,7 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
     stored = true;
   }
   if (scaled) {
-    // Thread lane i of every warp stores word j of the A scales (MMA row
-    // 32j + i: data row 16j + i for i < 16, a zero row otherwise) and of
-    // the B scales (column 32j + i).
-    Value low = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                      id.lane, idx(b, loc, 16));
-    Value inGroup = arith::RemUIOp::create(b, loc, id.lane, idx(b, loc, 16));
-    Value neutral = i32(b, loc, fp4 ? 0x38383838 : 0x7F7F7F7F);
-    SmallVector<Value> aWords, bWords;
-    for (int64_t j = 0; j < kScaledRows / 32; ++j) {
-      Value row = arith::AddIOp::create(b, loc, inGroup, idx(b, loc, 16 * j));
-      Value word = loadScaleWord(b, loc, op.getAScales(), row, fp4);
-      aWords.push_back(arith::SelectOp::create(b, loc, low, word, neutral));
-    }
-    for (int64_t j = 0; j < n / 32; ++j) {
-      Value col = arith::AddIOp::create(b, loc, id.lane, idx(b, loc, 32 * j));
-      bWords.push_back(loadScaleWord(b, loc, op.getBScales(), col, fp4));
-    }
-    auto shape = NVVM::Tcgen05LdStShapeAttr::get(
-        ctx, NVVM::Tcgen05LdStShape::SHAPE_32X32B);
-    auto store = [&](ArrayRef<Value> words, int64_t column) {
-      // One word is an i32 (the op takes no 1-element vector).
-      Value v = words.size() == 1
-                    ? words.front()
-                    : vector::FromElementsOp::create(
-                          b, loc, wordVector(b, words.size()), words)
-                          .getResult();
-      NVVM::Tcgen05StOp::create(b, loc, UnitAttr(), shape,
-                                quarterAddress(b, loc, k, id.warp, column), v,
-                                Value());
-    };
-    store(aWords, n);
-    store(bWords, n + kScaledRows / 32);
+    storeScaleWords(b, loc, op, k, id, n, fp4);
     stored = true;
   }
   if (stored)
@@ -474,53 +550,9 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
     accumulate = arith::ConstantIntOp::create(b, loc, b.getI1Type(),
                                               op.getAcc() ? 1 : 0);
   ifThen(b, loc, isZero(b, loc, id.tid), [&] {
-    Value d = tensorPointer(b, loc, k.base);
-    // Version 1 of the descriptor (bit 46): tcgen05's format.
-    constexpr int64_t kVersion = int64_t(1) << 46;
-    Value descA = tileDescriptor(b, loc, a, Value(), kVersion);
-    Value descB = tileDescriptor(b, loc, op.getB(), Value(), kVersion);
-    Value idesc = i32(b, loc, instructionDescriptor(op, m, n));
-    auto cta1 = NVVM::CTAGroupKindAttr::get(ctx, NVVM::CTAGroupKind::CTA_1);
-    auto discard = NVVM::Tcgen05MMACollectorOpAttr::get(
-        ctx, NVVM::Tcgen05MMACollectorOp::DISCARD);
-    if (scaled) {
-      Value sfaAt = arith::AddIOp::create(b, loc, k.base, i32(b, loc, n));
-      Value sfbAt = arith::AddIOp::create(b, loc, k.base,
-                                          i32(b, loc, n + kScaledRows / 32));
-      Value sfa = tensorPointer(b, loc, sfaAt);
-      Value sfb = tensorPointer(b, loc, sfbAt);
-      NVVM::Tcgen05MMABlockScaleOp::create(
-          b, loc,
-          NVVM::MMABlockScaleKindAttr::get(
-              ctx, fp4 ? NVVM::MMABlockScaleKind::MXF4NVF4
-                       : NVVM::MMABlockScaleKind::MXF8F6F4),
-          cta1,
-          NVVM::Tcgen05MMABlockScaleAttr::get(
-              ctx, fp4 ? NVVM::Tcgen05MMABlockScale::BLOCK16
-                       : NVVM::Tcgen05MMABlockScale::DEFAULT),
-          discard, d, descA, descB, idesc, accumulate, sfa, sfb);
-    } else {
-      Type t = op.getAType();
-      auto kind = t.isInteger(8) ? NVVM::Tcgen05MMAKind::I8
-                  : isa<Float8E4M3FNType, Float8E5M2Type>(t)
-                      ? NVVM::Tcgen05MMAKind::F8F6F4
-                      : NVVM::Tcgen05MMAKind::F16;
-      NVVM::Tcgen05MMAOp::create(
-          b, loc, NVVM::Tcgen05MMAKindAttr::get(ctx, kind), cta1, discard,
-          UnitAttr(), d, descA, descB, idesc, accumulate, Value(), Value());
-    }
-    NVVM::Tcgen05CommitOp::create(b, loc, k.barrier, Value(), cta1);
+    issueMma(b, loc, op, k, a, m, n, accumulate);
   });
-  // Every thread waits for the MMA: the tiles are overwritten next.
-  Value zero = idx(b, loc, 0);
-  Value phase = memref::LoadOp::create(b, loc, k.phase, ValueRange{zero});
-  waitForPhase(b, loc, k.barrier, phase);
-  Value flipped = arith::XOrIOp::create(b, loc, phase, i32(b, loc, 1));
-  memref::StoreOp::create(b, loc, flipped, k.phase, ValueRange{zero});
-  NVVM::Tcgen05FenceOp::create(
-      b, loc,
-      NVVM::Tcgen05FenceKindAttr::get(
-          ctx, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC));
+  waitForMma(b, loc, k);
 
   if (!loop) {
     op.getResult().replaceAllUsesWith(
