@@ -404,7 +404,7 @@ struct SelectStrategyPass
       if (func.isExternal())
         continue;
       WalkResult r = func.walk([&](linalg::GenericOp op) {
-        std::optional<GemmMatch> m = matchGemm(op);
+        std::optional<GemmMatch> m = taggedGemm(op);
         if (!m)
           return WalkResult::advance();
         // The CPU lowering decodes FP8 and FP4 before the contraction.

@@ -334,7 +334,7 @@ struct VectorizeGemmPass
       getOperation()->setAttr(ComfyQuantDialect::getGemmsAttrName(),
                               ArrayAttr::get(&getContext(), configs));
     for (linalg::GenericOp op : gemms) {
-      std::optional<GemmMatch> m = matchGemm(op);
+      std::optional<GemmMatch> m = taggedGemm(op);
       std::optional<GemmConfig> c = readGemmConfig(op);
       if (!m || !c) {
         op.emitError("comfyquant.gemm on an op that is not a supported GEMM "

@@ -101,11 +101,17 @@ struct FuseOperandProducersPass
     : mlir::comfyquant::impl::ComfyQuantFuseOperandProducersBase<
           FuseOperandProducersPass> {
   void runOnOperation() override {
+    // The first pass to read the GEMM tags checks each against its body.
     SmallVector<linalg::GenericOp> gemms;
-    getOperation().walk([&](linalg::GenericOp op) {
-      if (mlir::comfyquant::detail::matchGemm(op))
+    WalkResult checked = getOperation().walk([&](linalg::GenericOp op) {
+      if (failed(mlir::comfyquant::detail::verifyGemmTag(op)))
+        return WalkResult::interrupt();
+      if (mlir::comfyquant::detail::taggedGemm(op))
         gemms.push_back(op);
+      return WalkResult::advance();
     });
+    if (checked.wasInterrupted())
+      return signalPassFailure();
     IRRewriter rw(&getContext());
     for (linalg::GenericOp gemm : gemms) {
       auto producer = gemm.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();

@@ -199,6 +199,29 @@ bool hasContractionShape(linalg::GenericOp op, unsigned inputs) {
          iters[2] == utils::IteratorType::reduction;
 }
 
+/// Whether `v`, a value of a block-scaled contraction's body, is computed
+/// from the scale arguments (2 and 3) alone (and values defined outside).
+bool dependsOnScalesOnly(Block &body, Value v) {
+  SmallVector<Value> work = {v};
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(x)) {
+      if (arg.getOwner() == &body && arg.getArgNumber() != 2 &&
+          arg.getArgNumber() != 3)
+        return false;
+      continue;
+    }
+    Operation *def = x.getDefiningOp();
+    if (def->getBlock() != &body)
+      continue;
+    if (!isPure(def) || def->getNumRegions())
+      return false;
+    for (Value operand : def->getOperands())
+      work.push_back(operand);
+  }
+  return true;
+}
+
 /// The block-scaled FP8 and FP4 forms (see matchGemm).
 std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
   if (!hasContractionShape(op, 4))
@@ -266,26 +289,7 @@ std::optional<GemmMatch> matchBlockScaledGemm(linalg::GenericOp op) {
       continue;
     }
     // The scale must not depend on the codes or the accumulator.
-    bool fromScales = true;
-    SmallVector<Value> work = {scaleSide};
-    while (!work.empty() && fromScales) {
-      Value v = work.pop_back_val();
-      if (auto arg = dyn_cast<BlockArgument>(v)) {
-        if (arg.getOwner() == &body && arg.getArgNumber() != 2 &&
-            arg.getArgNumber() != 3)
-          fromScales = false;
-        continue;
-      }
-      Operation *def = v.getDefiningOp();
-      if (def->getBlock() != &body)
-        continue;
-      if (!isPure(def) || def->getNumRegions()) {
-        fromScales = false;
-        continue;
-      }
-      for (Value operand : def->getOperands())
-        work.push_back(operand);
-    }
+    bool fromScales = dependsOnScalesOnly(body, scaleSide);
     if (!fromScales)
       continue;
     GemmMatch g;
@@ -385,4 +389,67 @@ std::optional<GemmMatch> mlir::comfyquant::detail::matchGemm(
     return m;
   }
   return std::nullopt;
+}
+
+std::optional<GemmMatch> mlir::comfyquant::detail::taggedGemm(
+    linalg::GenericOp op) {
+  auto info = op->getAttrOfType<GemmInfoAttr>(
+      ComfyQuantDialect::getGemmInfoAttrName());
+  if (!info)
+    return std::nullopt;
+  auto bType = dyn_cast<ShapedType>(op.getDpsInputs()[1].getType());
+  if (!bType || !bType.hasStaticShape() || bType.getRank() != 2)
+    return std::nullopt;
+  GemmMatch g;
+  g.kind = info.getKind();
+  g.aElt = info.getAType();
+  g.bElt = info.getBType();
+  g.n = bType.getShape()[0];
+  g.k = bType.getShape()[1];
+  g.block = info.getBlock();
+  if (g.block) {
+    // yield(out + product * scale): the factor computed from the scales.
+    Block &body = op.getRegion().front();
+    Value sum = cast<linalg::YieldOp>(body.getTerminator()).getValues()[0];
+    auto add = sum.getDefiningOp<arith::AddFOp>();
+    Value out = body.getArgument(4);
+    auto outer = add ? (add.getLhs() == out ? add.getRhs() : add.getLhs())
+                           .getDefiningOp<arith::MulFOp>()
+                     : arith::MulFOp();
+    if (!outer)
+      return std::nullopt;
+    for (Value side : {outer.getRhs(), outer.getLhs()})
+      if (dependsOnScalesOnly(body, side)) {
+        g.blockScale = side;
+        break;
+      }
+    if (!g.blockScale)
+      return std::nullopt;
+  }
+  return g;
+}
+
+GemmInfoAttr mlir::comfyquant::detail::gemmInfo(MLIRContext *ctx,
+                                                const GemmMatch &m) {
+  return GemmInfoAttr::get(ctx, m.kind, m.aElt, m.bElt, m.block);
+}
+
+LogicalResult mlir::comfyquant::detail::verifyGemmTag(linalg::GenericOp op) {
+  auto info = op->getAttrOfType<GemmInfoAttr>(
+      ComfyQuantDialect::getGemmInfoAttrName());
+  if (!info)
+    return success();
+  std::optional<GemmMatch> m = matchGemm(op);
+  if (!m)
+    return op.emitOpError("is tagged ")
+           << info << " but its body is not a GEMM of that form";
+  GemmInfoAttr found = gemmInfo(op.getContext(), *m);
+  if (found != info)
+    return op.emitOpError("is tagged ")
+           << info << " but its body computes " << found;
+  std::optional<GemmMatch> t = taggedGemm(op);
+  if (!t || t->blockScale != m->blockScale)
+    return op.emitOpError("is tagged ")
+           << info << " but its block scale is not found from the tag";
+  return success();
 }

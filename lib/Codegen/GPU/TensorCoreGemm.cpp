@@ -318,7 +318,7 @@ Fusion fusionFor(linalg::GenericOp op) {
 std::optional<Family> tensorCoreFamily(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics())
     return std::nullopt;
-  std::optional<GemmMatch> m = mlir::comfyquant::detail::matchGemm(op);
+  std::optional<GemmMatch> m = mlir::comfyquant::detail::taggedGemm(op);
   if (!m)
     return std::nullopt;
   std::optional<Family> f = familyOf(*m, op);

@@ -78,6 +78,14 @@ Value floatOperand(OpBuilder &b, Location loc, Value v, Value scales,
 
 bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 
+/// Tags a contraction this conversion built with what it computes, so the
+/// back ends need not match its body again.
+void tagGemm(linalg::GenericOp gemm, GemmKind kind, Type a, Type b,
+             int64_t block = 0) {
+  gemm->setAttr(ComfyQuantDialect::getGemmInfoAttrName(),
+                GemmInfoAttr::get(gemm.getContext(), kind, a, b, block));
+}
+
 /// Whether every decoded value of (codes, scales) is a bf16 wherever it
 /// lies in bf16's normal range: FP8 codes times E8M0 block scales (MXFP8;
 /// a power of two only moves the exponent). A value below that range
@@ -175,6 +183,10 @@ Value buildBlockScaledGemm(PatternRewriter &rw, Location loc, Value lhs,
                                 arith::AddFOp::create(e.b, args[4], scaled)
                                     .getResult());
       });
+  const bool fp8 = isFP8(lhsElt);
+  Type fp4 = Float4E2M1FNType::get(ctx);
+  tagGemm(gemm, fp8 ? GemmKind::F8F8F32 : GemmKind::F4F4F32,
+          fp8 ? lhsElt : fp4, fp8 ? rhsElt : fp4, block);
   return gemm.getResult(0);
 }
 
@@ -264,6 +276,12 @@ FailureOr<Value> buildGemm(PatternRewriter &rw, Operation *op, Value lhs,
         }
         linalg::YieldOp::create(nb, nl, p);
       });
+  if (ints)
+    tagGemm(gemm, GemmKind::I8I8I32, elementOf(a), elementOf(b));
+  else if (lhsFP8)
+    tagGemm(gemm, GemmKind::F8F8F32, lhsFP8, rhsFP8);
+  else
+    tagGemm(gemm, GemmKind::FloatF32, elementOf(a), elementOf(b));
   return gemm.getResult(0);
 }
 

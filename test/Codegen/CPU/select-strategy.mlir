@@ -1,11 +1,11 @@
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy | FileCheck %s --check-prefix=V3
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=avx512-vnni | FileCheck %s --check-prefix=VNNI
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=amx | FileCheck %s --check-prefix=AMX
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-vnni-emulated mr=2 nr=5 mc=16" 2>/dev/null | FileCheck %s --check-prefix=FORCE
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-vnni-emulated mr=2 nr=5 mc=16" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORCE-ERR
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni form=inner" | FileCheck %s --check-prefix=INNER
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-generic form=outer" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-ERR
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="form=diagonal" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORM-ERR
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy | FileCheck %s --check-prefix=V3
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy=variant=avx512-vnni | FileCheck %s --check-prefix=VNNI
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy=variant=amx | FileCheck %s --check-prefix=AMX
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="ukernel=i8-vnni-emulated mr=2 nr=5 mc=16" 2>/dev/null | FileCheck %s --check-prefix=FORCE
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="ukernel=i8-vnni-emulated mr=2 nr=5 mc=16" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORCE-ERR
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-vnni form=inner" | FileCheck %s --check-prefix=INNER
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="ukernel=i8-generic form=outer" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-ERR
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="form=diagonal" 2>&1 >/dev/null | FileCheck %s --check-prefix=FORM-ERR
 // FORM-ERR: for the --form option: 'diagonal' is not one of: inner, outer
 
 // The strategy is recorded on the function (its target, a CPU variant of
@@ -105,7 +105,7 @@ func.func @not_a_gemm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16
 
 // A micro-kernel name the dialect's CpuMicroKernel does not hold: the option
 // parser lists the cases.
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=i8-sse" 2>&1 >/dev/null | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="ukernel=i8-sse" 2>&1 >/dev/null | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: for the --ukernel option: 'i8-sse' is not one of: f32-fma, i8-generic, i8-pmaddwd, i8-vnni, i8-vnni-emulated, i8-amx, i8-amx-emulated, bf16-dot, bf16-dot-emulated
 
 // -----
@@ -137,8 +137,8 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
 // Where B's decoder runs: in registers for one-row calls, through a
 // panel otherwise (adaptive) on the vector kernels; AMX reads B decoded
 // whole; the option forces a placement.
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni decode=register" 2>/dev/null | FileCheck %s --check-prefix=DECODE
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="decode=whole" 2>&1 >/dev/null | FileCheck %s --check-prefix=DECODE-ERR
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-vnni decode=register" 2>/dev/null | FileCheck %s --check-prefix=DECODE
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="decode=whole" 2>&1 >/dev/null | FileCheck %s --check-prefix=DECODE-ERR
 // V3-LABEL:     func.func @decoded_int8
 // V3:             decode = adaptive, form = outer>
 // VNNI-LABEL:   func.func @decoded_int8
@@ -150,7 +150,7 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
 // DECODE-ERR:   error: decode must be panel, register or adaptive, not 'whole'
 // decode = register keeps the inner form (DECODE); with form = outer it is
 // refused.
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni form=outer decode=register" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-REG
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-vnni form=outer decode=register" 2>&1 >/dev/null | FileCheck %s --check-prefix=OUTER-REG
 // OUTER-REG:    error: decode = register needs form = inner (the outer form packs B per N tile)
 func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
   %e = tensor.empty() : tensor<32x64xi8>
@@ -178,9 +178,9 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // on variants that have it (AVX512-BF16, AMX), f32-fma elsewhere; the
 // emulated kernel runs on any variant, the native one only where the CPU
 // has it, and neither takes f32 operands (@f32 above).
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=BF16
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="ukernel=bf16-dot-emulated" 2>/dev/null | FileCheck %s --check-prefix=BF16-EMU
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-vnni ukernel=bf16-dot" 2>&1 >/dev/null | FileCheck %s --check-prefix=BF16-ERR
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=BF16
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="ukernel=bf16-dot-emulated" 2>/dev/null | FileCheck %s --check-prefix=BF16-EMU
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-vnni ukernel=bf16-dot" 2>&1 >/dev/null | FileCheck %s --check-prefix=BF16-ERR
 // V3-LABEL:     func.func @bf16_operands
 // V3:             #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 2, kv = 8, mc = 258, decode = adaptive, form = outer>
 // VNNI-LABEL:   func.func @bf16_operands
@@ -196,19 +196,19 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // The tuning CPU: where vdpbf16ps issues at half the f32 FMA rate
 // (emeraldrapids) bf16 operands take f32-fma on the same variant; Zen 4 and
 // generic keep the bf16 dot product; a name LLVM does not know is an error.
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=emeraldrapids" | FileCheck %s --check-prefix=TUNE-FMA
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=amx tune=sapphirerapids" | FileCheck %s --check-prefix=TUNE-FMA
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=znver4" | FileCheck %s --check-prefix=BF16
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=generic" | FileCheck %s --check-prefix=BF16
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=pentium-z" 2>&1 >/dev/null | FileCheck %s --check-prefix=TUNE-ERR
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=emeraldrapids" | FileCheck %s --check-prefix=TUNE-FMA
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=amx tune=sapphirerapids" | FileCheck %s --check-prefix=TUNE-FMA
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=znver4" | FileCheck %s --check-prefix=BF16
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=generic" | FileCheck %s --check-prefix=BF16
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=pentium-z" 2>&1 >/dev/null | FileCheck %s --check-prefix=TUNE-ERR
 // TUNE-FMA-LABEL: func.func @bf16_operands
 // TUNE-FMA:         #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer, row = bf16_dot>
 // TUNE-ERR:       error: tune = 'pentium-z' is not generic, host or an LLVM x86-64 CPU name
 // K blocks: kc applies to outer forms (a multiple of kv; at least K is one
 // block, so no kc), not to inner ones.
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=32" 2>/dev/null | FileCheck %s --check-prefix=KC
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=64" | FileCheck %s --check-prefix=KC-ALL
-// RUN: not comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=48" 2>&1 >/dev/null | FileCheck %s --check-prefix=KC-ERR
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=32" 2>/dev/null | FileCheck %s --check-prefix=KC
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=64" | FileCheck %s --check-prefix=KC-ALL
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 kc=48" 2>&1 >/dev/null | FileCheck %s --check-prefix=KC-ERR
 // KC-LABEL:     func.func @bf16_operands
 // KC:             #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, kc = 32, decode = adaptive, form = outer>
 // KC-ALL-LABEL: func.func @bf16_operands
@@ -309,8 +309,8 @@ func.func @i8_long_k(%a: tensor<?x1024xi8>, %b: tensor<32x1024xi8>, %c: tensor<?
 // out, or bf16_dot under the FMA tuning); this decoder reads two bf16
 // tensors, so one-row calls take f32 FMAs (row = f32_fma) and the tuned
 // f32 kernel keeps its own.
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=ROW
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=emeraldrapids" | FileCheck %s --check-prefix=ROW-TUNE
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=ROW
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=emeraldrapids" | FileCheck %s --check-prefix=ROW-TUNE
 // ROW-LABEL:      func.func @bf16_not_a_table
 // ROW:              #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer, row = f32_fma>
 // ROW-TUNE-LABEL: func.func @bf16_not_a_table
@@ -339,7 +339,7 @@ func.func @bf16_not_a_table(%a: tensor<?x64xbf16>, %w: tensor<32x64xbf16>, %s: t
 
 // A scale per 32 K elements (one vdpbf16ps vector) factors out of each
 // vector's dot product: a table (row left out). Per 16: no table.
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=ROW-BLOCK
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy=variant=avx512-bf16 | FileCheck %s --check-prefix=ROW-BLOCK
 // ROW-BLOCK-LABEL: func.func @bf16_block_scaled_32
 // ROW-BLOCK:         #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
 // ROW-BLOCK-LABEL: func.func @bf16_block_scaled_16
@@ -411,9 +411,9 @@ func.func @bf16_block_scaled_16(%a: tensor<?x128xbf16>, %codes: tensor<8x128xi8>
 // FMAs for bf16 operands on emeraldrapids) and records it on the function,
 // where the vectorizers read it; a tune option overrides it; a variant
 // option naming another variant drops it (generic).
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy | FileCheck %s --check-prefix=PIN-TUNE
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=tune=znver4 | FileCheck %s --check-prefix=PIN-RETUNE
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-select-strategy=variant=amx | FileCheck %s --check-prefix=PIN-OTHER
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy | FileCheck %s --check-prefix=PIN-TUNE
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy=tune=znver4 | FileCheck %s --check-prefix=PIN-RETUNE
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy=variant=amx | FileCheck %s --check-prefix=PIN-OTHER
 // PIN-TUNE-LABEL:   func.func @pinned_tune
 // PIN-TUNE-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-bf16", tune = "emeraldrapids">
 // PIN-TUNE:           #comfyquant.cpu_gemm<f32_fma,

@@ -1,4 +1,4 @@
-// RUN: comfyquant-opt %s --split-input-file --verify-diagnostics --comfyquant-cpu-vectorize-gemm
+// RUN: comfyquant-opt %s --split-input-file --verify-diagnostics --comfyquant-tag-gemms --comfyquant-cpu-vectorize-gemm
 
 #A = affine_map<(m, n, k) -> (m, k)>
 #B = affine_map<(m, n, k) -> (n, k)>

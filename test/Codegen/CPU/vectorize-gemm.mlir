@@ -1,4 +1,4 @@
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-cpu-vectorize-gemm --canonicalize | FileCheck %s
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-vectorize-gemm --canonicalize | FileCheck %s
 
 #A = affine_map<(m, n, k) -> (m, k)>
 #B = affine_map<(m, n, k) -> (n, k)>

@@ -1,5 +1,5 @@
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-select-strategy))' | FileCheck %s
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm))' --verify-diagnostics | FileCheck %s --check-prefix=FORMED
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy))' | FileCheck %s
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm))' --verify-diagnostics | FileCheck %s --check-prefix=FORMED
 
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
@@ -30,7 +30,7 @@ func.func @int8_gemm(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40x
 
 // f32 x f32 stays SIMT: no config, nothing formed.
 // CHECK-LABEL: func.func @f32_gemm
-// CHECK-NOT:     comfyquant.gemm
+// CHECK-NOT:     comfyquant.gemm =
 // FORMED-LABEL: func.func @f32_gemm
 // FORMED-NOT:    gpu.launch
 // FORMED:        linalg.generic

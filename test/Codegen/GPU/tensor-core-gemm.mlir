@@ -1,7 +1,7 @@
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm))' | FileCheck %s
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_80})' | FileCheck %s --check-prefix=PTX80
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_90a})' | FileCheck %s --check-prefix=PTX90
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_120a})' | FileCheck %s --check-prefix=PTX120
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm))' | FileCheck %s
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_80})' | FileCheck %s --check-prefix=PTX80
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_90a})' | FileCheck %s --check-prefix=PTX90
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm),gpu-kernel-outlining,comfyquant-gpu-lower-device{arch=sm_120a})' | FileCheck %s --check-prefix=PTX120
 
 // C[m, n] += A[m, k] * B[n, k] in i8 -> i32: one warpgroup per 64 x 128
 // tile of C. The block copies A's 64 rows and B's 128 rows of each K step

@@ -9,6 +9,7 @@
 // CHECK-LABEL: func.func @int_gemm
 // CHECK:       %[[Z:.*]] = linalg.fill ins(%c0_i32 : i32)
 // CHECK:       linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<?x32xi8>, tensor<16x32xi8>) outs(%[[Z]] : tensor<?x16xi32>)
+// CHECK-SAME:    comfyquant.gemm_info = #comfyquant.gemm_info<i8, i8 x i8>
 // CHECK:         arith.extsi %{{.*}} : i8 to i32
 // CHECK:         arith.extsi %{{.*}} : i8 to i32
 // CHECK:         arith.muli
@@ -60,6 +61,7 @@ func.func @qgemm(%a: tensor<?x32xi8>, %b: tensor<16x32xi8>, %xs: tensor<?x1xf32>
 // NATIVE-LABEL: func.func @nvfp4_gemm
 // NATIVE-NOT:   iterator_types = ["parallel", "parallel"]}
 // NATIVE:       linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[SA4]], #[[SB4]], #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg2, %arg1, %arg3 : tensor<?x32xi8>, tensor<8x32xi8>, tensor<?x2xi8>, tensor<8x2xi8>)
+// NATIVE-SAME:    comfyquant.gemm_info = #comfyquant.gemm_info<fp4, f4E2M1FN x f4E2M1FN, block = 16>
 // NATIVE:         %[[X:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
 // NATIVE:         %[[Y:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
 // NATIVE:         %[[P:.*]] = arith.mulf %[[X]], %[[Y]] : f32
@@ -86,6 +88,7 @@ func.func @nvfp4_gemm(%a: tensor<?x32xf4E2M1FN>, %as: tensor<?x2xf8E4M3FN>, %b: 
 // NATIVE-LABEL: func.func @fp8_gemm(%arg0: tensor<?x64xi8>, %arg1: tensor<16x64xi8>
 // NATIVE-NOT:   iterator_types = ["parallel", "parallel"]}
 // NATIVE:       linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<?x64xi8>, tensor<16x64xi8>)
+// NATIVE-SAME:    comfyquant.gemm_info = #comfyquant.gemm_info<fp8, f8E4M3FN x f8E5M2>
 // NATIVE:         %[[X8:.*]] = arith.bitcast %{{.*}} : i8 to f8E4M3FN
 // NATIVE:         %[[X:.*]] = arith.extf %[[X8]] : f8E4M3FN to f32
 // NATIVE:         %[[W8:.*]] = arith.bitcast %{{.*}} : i8 to f8E5M2
@@ -116,6 +119,7 @@ func.func @fp8_gemm(%a: tensor<?x64xf8E4M3FN>, %b: tensor<16x64xf8E5M2>, %xs: te
 // NATIVE-DAG:  #[[SB:.*]] = affine_map<(d0, d1, d2) -> (d1, d2 floordiv 32)>
 // NATIVE-LABEL: func.func @mxfp8_gemm
 // NATIVE:       linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #[[SA]], #[[SB]], #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg2, %arg1, %arg3 : tensor<?x64xi8>, tensor<16x64xi8>, tensor<?x2xi8>, tensor<16x2xi8>)
+// NATIVE-SAME:    comfyquant.gemm_info = #comfyquant.gemm_info<fp8, f8E4M3FN x f8E4M3FN, block = 32>
 // NATIVE:         arith.extf %{{.*}} : f8E4M3FN to f32
 // NATIVE:         arith.extf %{{.*}} : f8E4M3FN to f32
 // NATIVE:         %[[P:.*]] = arith.mulf

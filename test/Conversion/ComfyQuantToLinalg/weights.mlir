@@ -17,6 +17,10 @@ comfyquant.checkpoint @checkpoint path "m.safetensors" size 4096 hash "fnv1a64:0
 // CHECK-SAME:    %{{.*}}: tensor<f32> {bufferization.writable = false, comfyquant.dtype = "F32", comfyquant.offset = 132 : i64, comfyquant.tensor = "p.input_scale"},
 // CHECK-SAME:    %{{.*}}: tensor<f32> {bufferization.writable = false, comfyquant.dtype = "F32", comfyquant.offset = 128 : i64, comfyquant.tensor = "p.weight_scale"})
 // CHECK-SAME:  comfyquant.weights = [{arg = 1 : i64, dtype = "F8_E4M3", offset = 256 : i64, shape = [8, 16], tensor = "p.weight"}, {arg = 2 : i64, dtype = "F32", offset = 132 : i64, shape = [], tensor = "p.input_scale"}, {arg = 3 : i64, dtype = "F32", offset = 128 : i64, shape = [], tensor = "p.weight_scale"}]
+// The contraction carries the conversion's tag, and nothing else of the
+// dialect is left.
+// CHECK-NOT:   comfyquant.
+// CHECK:       comfyquant.gemm_info = #comfyquant.gemm_info<float, bf16 x bf16>
 // CHECK-NOT:   comfyquant.
 // CHECK:       return
 func.func @fp8(%x: tensor<?x16xf32>) -> tensor<?x8xf32> {

@@ -2628,6 +2628,22 @@ func.func private @f() attributes {t = #comfyquant.target<cuda, "sm_90a", tune =
 
 // -----
 
+// A GEMM tag states types its kind multiplies: NVFP4 codes come in blocks.
+// expected-error @+1 {{a fp4 GEMM does not multiply 'f4E2M1FN' x 'f4E2M1FN'}}
+func.func private @f() attributes {t = #comfyquant.gemm_info<fp4, f4E2M1FN x f4E2M1FN>}
+
+// -----
+
+// expected-error @+1 {{a i8 GEMM does not multiply 'f32' x 'i8'}}
+func.func private @f() attributes {t = #comfyquant.gemm_info<i8, f32 x i8>}
+
+// -----
+
+// expected-error @+1 {{'comfyquant.gemm_info' must be a #comfyquant.gemm_info}}
+func.func private @f() attributes {comfyquant.gemm_info = 1 : i64}
+
+// -----
+
 // expected-error @+1 {{i8_amx computes 16 x 16 tiles with K steps of 64}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 4, nr = 4, kv = 64, mc = 64, decode = none>}
 

@@ -7,6 +7,8 @@
 #ifndef COMFYQUANT_CODEGEN_COMMON_GEMM_H
 #define COMFYQUANT_CODEGEN_COMMON_GEMM_H
 
+#include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -16,14 +18,9 @@ namespace mlir::comfyquant::detail {
 
 /// A `linalg.generic` computing C[m, n] += f(A[m, k]) * g(B[n, k]).
 struct GemmMatch {
-  enum class Kind {
-    I8I8I32,  ///< i8 x i8, sign-extended, i32 accumulator
-    FloatF32, ///< f32/bf16/f16 operands, f32 accumulator
-    F8F8F32,  ///< FP8 codes stored as i8, widened in the body, f32 accumulator
-    /// E2M1 codes stored one per i8, decoded by the body, block-scaled,
-    /// f32 accumulator (NVFP4)
-    F4F4F32,
-  };
+  /// The dialect's GemmKind: I8I8I32, FloatF32, F8F8F32 (FP8 codes, plain
+  /// or block-scaled), F4F4F32 (E2M1 codes, block-scaled).
+  using Kind = GemmKind;
   Kind kind;
   /// Operand element types as multiplied: i8; f32, bf16 or f16; for
   /// F8F8F32 the FP8 type (f8E4M3FN or f8E5M2) of codes stored as i8; for
@@ -47,6 +44,19 @@ struct GemmMatch {
 /// s(scale_a, scale_b)`, `dec` being the FP8 widening or a decode of E2M1
 /// codes (checked at every code).
 std::optional<GemmMatch> matchGemm(linalg::GenericOp op);
+
+/// The GEMM `op` is by its `comfyquant.gemm_info` tag (the conversion's, or
+/// comfyquant-tag-gemms'): none for an untagged op. The back ends find
+/// their GEMMs this way; the body is not matched again (the tag is checked
+/// against it by verifyGemmTag).
+std::optional<GemmMatch> taggedGemm(linalg::GenericOp op);
+
+/// The tag of a matched GEMM.
+GemmInfoAttr gemmInfo(MLIRContext *ctx, const GemmMatch &m);
+
+/// Fails with an error on `op` when its tag does not describe its body
+/// (what matchGemm finds).
+LogicalResult verifyGemmTag(linalg::GenericOp op);
 
 /// The ops of `op`'s body that `v` depends on.
 llvm::SmallPtrSet<Operation *, 16> bodySlice(linalg::GenericOp op, Value v);

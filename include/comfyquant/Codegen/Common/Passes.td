@@ -8,6 +8,20 @@
 
 include "mlir/Pass/PassBase.td"
 
+def ComfyQuantTagGemms : Pass<"comfyquant-tag-gemms"> {
+  let summary = "Tag the GEMM contractions of IR not built by the conversion";
+  let description = [{
+    The back ends find GEMMs by their `comfyquant.gemm_info` tag, which
+    `convert-comfyquant-to-linalg` puts on every contraction it builds.
+    This pass tags the `linalg.generic` ops of other IR (written by hand in
+    tests, or by another producer) whose body is a GEMM of a form the back
+    ends compile (C[m, n] += f(A[m, k]) * g(B[n, k]); i8, float, FP8 codes,
+    block-scaled MXFP8 and NVFP4); ops already tagged are left alone. Runs
+    on any op.
+  }];
+  let dependentDialects = ["::mlir::comfyquant::ComfyQuantDialect"];
+}
+
 def ComfyQuantFuseOperandProducers
     : Pass<"comfyquant-fuse-operand-producers", "::mlir::func::FuncOp"> {
   let summary = "Fold chains of elementwise weight decoders into the one "

@@ -214,6 +214,39 @@ TargetAttr mlir::comfyquant::resolveTarget(Operation *op, StringRef option,
 }
 
 //===----------------------------------------------------------------------===//
+// GemmInfoAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmInfoAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   GemmKind kind, Type aType, Type bType,
+                                   int64_t block) {
+  auto isFP8 = [](Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); };
+  auto isAct = [](Type t) { return t.isF32() || t.isBF16() || t.isF16(); };
+  bool ok = false;
+  switch (kind) {
+  case GemmKind::I8I8I32:
+    ok = aType.isSignlessInteger(8) && bType.isSignlessInteger(8) && !block;
+    break;
+  case GemmKind::FloatF32:
+    ok = isAct(aType) && isAct(bType) && !block;
+    break;
+  case GemmKind::F8F8F32:
+    ok = isFP8(aType) && isFP8(bType) && block >= 0;
+    break;
+  case GemmKind::F4F4F32:
+    ok = isa<Float4E2M1FNType>(aType) && isa<Float4E2M1FNType>(bType) &&
+         block > 0;
+    break;
+  }
+  if (!ok)
+    return emitError() << "a " << stringifyGemmKind(kind) << " GEMM does not "
+                       << "multiply " << aType << " x " << bType
+                       << (block ? " in blocks of " + std::to_string(block)
+                                 : std::string());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CpuGemmAttr
 //===----------------------------------------------------------------------===//
 

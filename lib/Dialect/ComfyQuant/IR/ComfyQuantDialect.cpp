@@ -38,6 +38,12 @@ ComfyQuantDialect::verifyOperationAttribute(Operation *op,
                              "(#comfyquant.cpu_gemm, #comfyquant.gpu_gemm)");
     return success();
   }
+  if (name == ComfyQuantDialect::getGemmInfoAttrName()) {
+    if (!llvm::isa<GemmInfoAttr>(value))
+      return op->emitOpError("'comfyquant.gemm_info' must be a "
+                             "#comfyquant.gemm_info");
+    return success();
+  }
   if (name == ComfyQuantDialect::getGemmsAttrName()) {
     auto array = llvm::dyn_cast<ArrayAttr>(value);
     if (!array || !llvm::all_of(array, [](Attribute a) {

@@ -363,6 +363,44 @@ def ComfyQuant_TargetAttr : ComfyQuant_Attr<"Target", "target"> {
   }];
 }
 
+def ComfyQuant_GemmKind : I32EnumAttr<"GemmKind",
+    "what a GEMM contraction multiplies and accumulates in", [
+    I32EnumAttrCase<"I8I8I32", 0, "i8">,    // i8 x i8, sign-extended, i32
+    I32EnumAttrCase<"FloatF32", 1, "float">, // f32/bf16/f16 operands, f32
+    I32EnumAttrCase<"F8F8F32", 2, "fp8">,   // FP8 codes stored as i8, widened
+                                            // in the body (optionally block-
+                                            // scaled: MXFP8), f32
+    I32EnumAttrCase<"F4F4F32", 3, "fp4">]> { // E2M1 codes one per i8, decoded
+                                            // in the body, block-scaled
+                                            // (NVFP4), f32
+  let cppNamespace = "::mlir::comfyquant";
+  let genSpecializedAttr = 0;
+}
+
+def ComfyQuant_GemmInfoAttr : ComfyQuant_Attr<"GemmInfo", "gemm_info"> {
+  let summary = "What a linalg contraction built from a GEMM computes";
+  let description = [{
+    The conversion to linalg tags each contraction it builds from a
+    `comfyquant.qmatmul`/`qgemm` (`comfyquant.gemm_info`): the kind, the
+    element types as multiplied (for FP8 and FP4 codes stored as i8, their
+    float type) and, for block-scaled contractions, the block size of the
+    scale operands (inputs 2 and 3). The back ends find their GEMMs by this
+    tag instead of matching the body again; `comfyquant-tag-gemms` tags
+    contractions written by hand (tests, other producers).
+
+    ```mlir
+    #comfyquant.gemm_info<i8, i8 x i8>
+    #comfyquant.gemm_info<fp4, f4E2M1FN x f4E2M1FN, block = 16>
+    ```
+  }];
+  let parameters = (ins EnumParameter<ComfyQuant_GemmKind>:$kind,
+                        "::mlir::Type":$aType, "::mlir::Type":$bType,
+                        DefaultValuedParameter<"int64_t", "0">:$block);
+  let assemblyFormat =
+      "`<` $kind `,` $aType `x` $bType (`,` `block` `=` $block^)? `>`";
+  let genVerifyDecl = 1;
+}
+
 def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
     DeclareAttrInterfaceMethods<ComfyQuant_GemmConfigAttrInterface>]> {
   let summary = "How the CPU back end computes one GEMM";

@@ -40,6 +40,10 @@ def ComfyQuant_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getGemmAttrName() {
       return ::llvm::StringLiteral("comfyquant.gemm");
     }
+    /// What a contraction built from a GEMM computes (#comfyquant.gemm_info).
+    static constexpr ::llvm::StringLiteral getGemmInfoAttrName() {
+      return ::llvm::StringLiteral("comfyquant.gemm_info");
+    }
     /// The configs of the tensor-core GEMMs a function was formed with.
     static constexpr ::llvm::StringLiteral getGemmsAttrName() {
       return ::llvm::StringLiteral("comfyquant.gemms");
