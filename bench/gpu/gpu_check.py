@@ -255,6 +255,8 @@ def run_case(args, bundle_dir, case, tmp):
     if p.returncode != 0:
         return False, "exit %d: %s" % (p.returncode, p.stderr.strip())
     gdt, gshape, graw = st.read(y)[0]["y"]
+    if args.mutate:  # the checker's own test: a doctored y must fail
+        gshape, graw = cmp.mutate(args.mutate, gdt, gshape, graw)
     want, meta = st.read(os.path.join(bundle_dir, case["want"]))
     ydt, yshape, yraw = want["y"]
     if gdt != ydt or list(gshape) != list(yshape):
@@ -583,6 +585,11 @@ def main():
     r.add_argument("--work", required=True)
     r.add_argument("--out", default="")
     r.add_argument("--fake", action="store_true")
+    r.add_argument("--mutate", default="",
+                   choices=["", "nan", "scale", "scale10", "scale005", "ulpdown",
+                            "truncate"],
+                   help="doctor every output before the comparison (the "
+                        "checker's self-test: every case must then fail)")
     r.add_argument("--path", choices=["cuda", "reference"], default="cuda",
                    help="reference: run the cases on the reference path and stop "
                    "(a check of the comparison itself: every case must pass)")

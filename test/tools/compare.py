@@ -165,11 +165,26 @@ def compare_exact(got_raw, want_raw, elem_size):
     return r
 
 
+def toward_zero(dtype, v):
+    """v one unit of `dtype` (F32, BF16, F16) closer to zero; zeros and
+    non-finite values unchanged."""
+    if v == 0 or not math.isfinite(v):
+        return v
+    if dtype == "F16":
+        bits = struct.unpack("<H", struct.pack("<e", v))[0]
+        return struct.unpack("<e", struct.pack("<H", bits - 1))[0]
+    bits = struct.unpack("<I", struct.pack("<f", v))[0]
+    step = 0x10000 if dtype == "BF16" else 1
+    return struct.unpack("<f", struct.pack("<I", bits - step))[0]
+
+
 def mutate(kind, dtype, shape, raw):
     """A doctored copy of an output, for the drivers' expected-failure tests:
     nan (every third element NaN), scale (x1.03), scale10 (x1.10), scale005
-    (x1.005: how far the bounds see a small systematic error), truncate (last
-    row gone)."""
+    (x1.005: how far the bounds see a small systematic error), ulpdown (every
+    finite nonzero element one unit of its dtype toward zero: what a store
+    that truncates instead of rounding does to the elements whose rounding
+    went up, applied to all of them), truncate (last row gone)."""
     if not kind:
         return shape, raw
     vals = decode(dtype, raw)
@@ -181,11 +196,13 @@ def mutate(kind, dtype, shape, raw):
         if dtype == "BF16":  # round to nearest bf16, not truncate
             vals = [struct.unpack("<f", struct.pack("<I", (struct.unpack(
                 "<I", struct.pack("<f", v))[0] + 0x8000) & 0xFFFF0000))[0] for v in vals]
+    elif kind == "ulpdown":
+        vals = [toward_zero(dtype, v) for v in vals]
     elif kind == "truncate":
         row = len(vals) // shape[0] if shape and shape[0] else 1
         shape = [shape[0] - 1] + list(shape[1:]) if shape else shape
         vals = vals[:len(vals) - row]
     else:
         raise ValueError("unknown mutation %r (nan, scale, scale10, scale005, "
-                         "truncate)" % kind)
+                         "ulpdown, truncate)" % kind)
     return shape, encode(dtype, vals)
