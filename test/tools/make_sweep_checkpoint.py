@@ -284,7 +284,9 @@ def main():
     # (after the random cases, whose draws they leave unchanged): every
     # ConvRot group, full-precision GEMMs of rotated weights, a codebook
     # with F32 s_rel, NVFP4 without fpmm, a MoE bank sharing one scalar
-    # scale across its experts.
+    # scale across its experts, and integer GEMMs of the shape the AMX
+    # kernels take (N a multiple of 16, K of 64), which random N and K
+    # rarely are.
     forced = []
     for G in (4, 16, 64):
         forced.append(("int8_tensorwise:convrot", "convrot%d_fpmm" % G,
@@ -296,6 +298,8 @@ def main():
         ("nvfp4", "no_fpmm", {}, dict(fpmm=False), 0),
         ("int8_tensorwise", "shared_scalar", dict(rows=False), dict(share=True), 0),
     ]
+    for label in ("int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"):
+        forced.append((label, "amx_shape", {}, dict(nmult=16, fpmm=False), 64))
     for kind in [k for k in ("linear", "moe") if k in kinds]:
         for label, tag, over, how, kmult in forced:
             fmt = label.split(":")[0]
@@ -304,6 +308,8 @@ def main():
             N, K, opts = draw_case(g, label, fmt, kind, top)
             if kmult:
                 K = pick(g, kmult, max(top, kmult), kmult)
+            if how.get("nmult"):
+                N = pick(g, how["nmult"], max(top, how["nmult"]), how["nmult"])
             opts.update(over)
             E = g.r.randint(2, 3) if kind == "moe" else None
             name = "sweep.%s.forced.%s_%s" % (kind, label.replace(":", "_"), tag)
