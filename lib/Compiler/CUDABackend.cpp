@@ -205,6 +205,12 @@ public:
   }
 
   size_t entryCount() const override { return entries.size(); }
+  std::vector<KernelResourceReport> kernelResources() const override {
+    std::vector<KernelResourceReport> all;
+    for (const auto &perArch : resources)
+      all.insert(all.end(), perArch.begin(), perArch.end());
+    return all;
+  }
 
 private:
   /// Forms the host entry of one kernel and copies its device functions
@@ -221,6 +227,8 @@ private:
   const CompileOptions &options;
   std::map<int, HostEntry> entries; ///< kernel index -> host entry
   std::vector<rt::CudaImage> images;
+  /// Per arch (the order of `images`), ptxas's report of every kernel.
+  std::vector<std::vector<KernelResourceReport>> resources;
   size_t formedCount = 0, kernelCount = 0;
 };
 
@@ -417,6 +425,7 @@ bool CUDABackend::buildImages(MLIRContext &ctx, ModuleOp device,
   const unsigned workers =
       options.serialize ? 1u : workerCount(options.jobs, count);
   std::vector<std::string> ptx(count), errors(count);
+  std::vector<std::vector<KernelResourceReport>> reports(count);
   parallelForEachContext(ctx.getDialectRegistry(), count, workers,
                          [&](MLIRContext &local, size_t i) {
                            if (lowered[i] != i)
@@ -446,9 +455,18 @@ bool CUDABackend::buildImages(MLIRContext &ctx, ModuleOp device,
           return true;
         std::string usage;
         std::string cubin = cudaDir + "/" + arch.name + ".cubin";
-        if (assembleCubin(ptxas, ptxPath, arch, cubin, errors[i], &usage))
-          checkKernelResources(parsePtxasReport(usage),
-                               recordedBlockSizes(ptx[i]), arch, errors[i]);
+        if (!assembleCubin(ptxas, ptxPath, arch, cubin, errors[i], &usage))
+          return true;
+        std::map<std::string, KernelResources> used = parsePtxasReport(usage);
+        std::map<std::string, int64_t> blocks = recordedBlockSizes(ptx[i]);
+        checkKernelResources(used, blocks, arch, errors[i]);
+        for (const auto &[kernel, r] : used) {
+          auto block = blocks.find(kernel);
+          reports[i].push_back({arch.name, kernel, r.registers,
+                                r.spillStoreBytes, r.spillLoadBytes,
+                                r.sharedBytes,
+                                block == blocks.end() ? 0 : block->second});
+        }
         return true;
       });
   for (size_t i = 0; i < count; ++i) {
@@ -466,6 +484,7 @@ bool CUDABackend::buildImages(MLIRContext &ctx, ModuleOp device,
       image.cubin = std::string("cuda/") + arch.name + ".cubin";
     image.ptxVersion = ::comfyquant::rt::ptxVersionName(arch.ptxVersion);
     images.push_back(std::move(image));
+    resources.push_back(std::move(reports[i]));
   }
   return true;
 }

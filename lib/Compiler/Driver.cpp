@@ -492,8 +492,11 @@ bool Driver::run(CompileResult &result, std::string &error) {
   llvm::sys::fs::make_absolute(absDir);
   llvm::sys::path::remove_dots(absDir, /*remove_dot_dot=*/true);
   result.artifact = absDir.str().str();
-  for (const auto &backend : backends)
+  for (const auto &backend : backends) {
     result.entries += backend->entryCount();
+    for (KernelResourceReport &k : backend->kernelResources())
+      result.cudaKernels.push_back(std::move(k));
+  }
   for (const std::string &name : selected) {
     const ModuleRecord &r = records[name];
     CompiledModule m;

@@ -176,6 +176,21 @@ void reportSummary(const CompileResult &r, double seconds) {
     modules.push_back(m);
   }
   summary["modules"] = modules;
+  // What ptxas reported of every CUDA kernel, per arch (spills included:
+  // they are reported, not refused).
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
+  for (const KernelResourceReport &k : r.cudaKernels) {
+    nlohmann::ordered_json j;
+    j["arch"] = k.arch;
+    j["kernel"] = k.kernel;
+    j["registers"] = k.registers;
+    j["spill_store_bytes"] = k.spillStoreBytes;
+    j["spill_load_bytes"] = k.spillLoadBytes;
+    j["shared_bytes"] = k.sharedBytes;
+    j["block_threads"] = k.blockThreads;
+    kernels.push_back(j);
+  }
+  summary["cuda_kernels"] = kernels;
   summary["seconds"] = roundMillis(seconds);
   llvm::outs() << summary.dump(2) << "\n";
   llvm::outs().flush();

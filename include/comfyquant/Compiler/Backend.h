@@ -14,6 +14,7 @@
 #define COMFYQUANT_COMPILER_BACKEND_H
 
 #include "comfyquant/Compiler/CompileOptions.h"
+#include "comfyquant/Compiler/KernelResourceReport.h"
 #include "comfyquant/Conversion/Passes.h"
 #include "comfyquant/runtime/Manifest.h"
 
@@ -79,6 +80,10 @@ public:
   virtual std::vector<std::string> files() const = 0;
   /// Entry symbols in its shared libraries.
   virtual size_t entryCount() const = 0;
+  /// What the assembler reported of each device kernel (none for the CPU).
+  virtual std::vector<KernelResourceReport> kernelResources() const {
+    return {};
+  }
 };
 
 /// The CPU back end: every kernel for every variant in `options`, linked

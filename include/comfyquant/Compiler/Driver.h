@@ -11,6 +11,7 @@
 #define COMFYQUANT_COMPILER_DRIVER_H
 
 #include "comfyquant/Compiler/CompileOptions.h"
+#include "comfyquant/Compiler/KernelResourceReport.h"
 
 #include <cstdint>
 #include <map>
@@ -33,6 +34,9 @@ struct CompileResult {
   std::map<std::string, uint64_t> files; ///< relative path -> bytes
   size_t entries = 0; ///< entry symbols in kernels.so and cuda/host.so
   std::vector<CompiledModule> modules; ///< in checkpoint order
+  /// Every assembled CUDA kernel, by arch then kernel name (empty without
+  /// a cuda target or without ptxas).
+  std::vector<KernelResourceReport> cudaKernels;
 };
 
 /// Compiles `options.checkpoint` as `options` says. Returns false with
