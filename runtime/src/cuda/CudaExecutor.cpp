@@ -5,6 +5,7 @@
 #include "comfyquant/runtime/Error.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -138,6 +139,12 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
   };
   Candidate cubin, ptx;
   std::string have;
+  // COMFYQUANT_CUDA_IMAGE=ARCH: that arch's PTX, JIT-compiled by the driver,
+  // instead of the best image (the sm_80 / sm_89 kernels on a Hopper GPU,
+  // say). Explicit: an arch the artifact lacks, or whose PTX cannot run on
+  // this device, is an error, never a fallback.
+  const char *forced = std::getenv("COMFYQUANT_CUDA_IMAGE");
+  const std::string forcedArch = forced ? forced : "";
   for (const Image &img : images) {
     std::string kinds;
     if (!img.cubin.empty())
@@ -151,6 +158,11 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
     if (!parseCudaArch(img.arch, c.major, c.minor, c.specific))
       continue;
     const bool exact = c.major == devMajor && c.minor == devMinor;
+    if (!forcedArch.empty()) {
+      if (img.arch == forcedArch && !img.ptx.empty())
+        ptx = c;
+      continue;
+    }
     if (exact && !img.cubin.empty() && c.better(cubin))
       cubin = c;
     // Portable PTX runs on its capability and every newer one; "a"/"f" PTX
@@ -164,6 +176,30 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
       "CUDA device " + std::to_string(device_.index) + " '" + device_.name +
       "' (" + device_.arch() + ", compute capability " +
       std::to_string(devMajor) + "." + std::to_string(devMinor) + ")";
+  if (!forcedArch.empty()) {
+    const std::string what = "COMFYQUANT_CUDA_IMAGE=" + forcedArch;
+    if (!ptx.image)
+      throw Error(dir_, "",
+                  what + ": the artifact has no PTX for that arch (it has " +
+                      (have.empty() ? "none" : have) + ")",
+                  ErrorKind::Unsupported);
+    // Portable PTX runs on its capability and every newer one; "a"/"f" PTX
+    // only on its own.
+    const bool same = ptx.major == devMajor && ptx.minor == devMinor;
+    const bool older = std::make_pair(ptx.major, ptx.minor) <
+                       std::make_pair(devMajor, devMinor);
+    if (!same && !(older && !ptx.specific))
+      throw Error(dir_, "",
+                  what + ": " + forcedArch + " PTX does not run on " +
+                      deviceText +
+                      (ptx.specific ? " (arch-specific PTX runs only on its "
+                                      "own arch)"
+                                    : " (PTX runs on its capability and newer "
+                                      "ones)"),
+                  ErrorKind::Unsupported);
+    warnings_.push_back(what + ": running the " + forcedArch +
+                        " PTX, JIT-compiled by the driver");
+  }
   if (!cubin.image && !ptx.image)
     throw Error(dir_, "",
                 "no kernel image runs on " + deviceText +
