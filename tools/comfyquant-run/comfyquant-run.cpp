@@ -93,6 +93,11 @@ const OptionSpec kOptions[] = {
     {"--backend", "cpu|cuda", false,
      "Run the CPU kernels (default) or the CUDA kernels of the artifact"},
     {"--device", "N", false, "With --backend cuda: the GPU (default 0)"},
+    {"--emulate", "ARCH", false,
+     "With --backend cuda: run that arch's PTX on the PTX emulator "
+     "(sm_80, sm_86, sm_89, sm_90a, sm_100a, sm_120a) instead of a GPU"},
+    {"--emu-stats", "FILE", false,
+     "With --emulate: write what the kernels executed as JSON"},
     {"--devices", nullptr, false,
      "List the CUDA devices (exit 1, with the reason, when there are none)"},
     {"--cpu-variants", nullptr, false,
@@ -120,6 +125,7 @@ const char *kUsage =
     "                      -o OUT.safetensors [--artifact DIR | --target cpu |\n"
     "                      --reference] [--expert E] [--threads T] [--no-cache]\n"
     "                      [--backend cpu|cuda] [--device N]\n"
+    "                      [--emulate ARCH [--emu-stats FILE]]\n"
     "       comfyquant-run --devices\n"
     "       comfyquant-run --cpu-variants\n"
     "       common: [--kind NAME=KIND]... [--shape NAME=NxK]... [--overwrite]\n";
@@ -504,8 +510,38 @@ struct RunPlan {
   bool dequantize = false, reference = false, cudaTarget = false;
   bool useCache = false;
   int64_t device = 0, expert = 0, threads = 0;
+  std::string emulate, emuStats; ///< --emulate ARCH, --emu-stats FILE
   rt::ResolveOptions opts;
 };
+
+/// --emulate: the runtime loads the emulator's driver shim instead of
+/// libcuda.so.1 and runs the arch's PTX ($COMFYQUANT_PTXEMU names the shim,
+/// else lib/ beside this tool's bin/). Explicit only: without --emulate a
+/// missing driver stays an error.
+std::string useEmulator(const RunPlan &p) {
+  std::string lib;
+  if (const char *env = std::getenv("COMFYQUANT_PTXEMU"); env && *env) {
+    lib = env;
+  } else {
+    std::error_code ec;
+    std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec)
+      return "--emulate: cannot locate this executable: " + ec.message();
+    lib = (self.parent_path().parent_path() / "lib" / "libcomfyquant-ptxemu.so")
+              .string();
+  }
+  if (!std::filesystem::exists(lib))
+    return "--emulate: the PTX emulator " + lib +
+           " is missing (set COMFYQUANT_PTXEMU to libcomfyquant-ptxemu.so)";
+  ::setenv("COMFYQUANT_LIBCUDA", lib.c_str(), 1);
+  ::setenv("COMFYQUANT_EMU_ARCH", p.emulate.c_str(), 1);
+  ::setenv("COMFYQUANT_CUDA_IMAGE", p.emulate.c_str(), 1);
+  if (!p.emuStats.empty())
+    ::setenv("COMFYQUANT_EMU_STATS", p.emuStats.c_str(), 1);
+  else
+    ::unsetenv("COMFYQUANT_EMU_STATS");
+  return "";
+}
 
 /// Fills `p` from `cl`; an error message, or empty.
 std::string planRun(const CommandLine &cl, RunPlan &p) {
@@ -580,6 +616,25 @@ std::string planRun(const CommandLine &cl, RunPlan &p) {
   if (cl.has("--threads") && !parseCount(cl.get("--threads"), 65536, p.threads))
     return "--threads must be an integer in [0, 65536], got '" +
                 cl.get("--threads") + "'";
+  if (cl.has("--emulate") && backend != "cuda")
+    return "--emulate runs the CUDA kernels on the PTX emulator: add "
+           "--backend cuda";
+  if (cl.has("--emulate") && cl.has("--device"))
+    return "--emulate runs on the emulator, which has no --device";
+  if (cl.has("--emu-stats") && !cl.has("--emulate"))
+    return "--emu-stats applies only to --emulate";
+  if (cl.has("--emulate")) {
+    const std::string arch = cl.get("--emulate");
+    bool known = false;
+    for (const char *a : {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a",
+                          "sm_120a"})
+      known |= arch == a;
+    if (!known)
+      return "--emulate must be one of sm_80, sm_86, sm_89, sm_90a, "
+             "sm_100a, sm_120a, got '" + arch + "'";
+    p.emulate = arch;
+    p.emuStats = cl.get("--emu-stats");
+  }
   p.dtype = cl.get("--dtype", "f32");
   if (p.dtype != "f32" && p.dtype != "bf16" && p.dtype != "f16")
     return "--dtype must be f32, bf16 or f16, got '" + p.dtype + "'";
@@ -718,5 +773,8 @@ int main(int argc, char **argv) {
   RunPlan plan;
   if (std::string err = planRun(cl, plan); !err.empty())
     return fail(err);
+  if (!plan.emulate.empty())
+    if (std::string err = useEmulator(plan); !err.empty())
+      return fail(err);
   return runPlanned(cl, plan);
 }

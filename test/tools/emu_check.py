@@ -1,0 +1,226 @@
+"""lit driver and opt-in script: fixture modules run on the PTX emulator.
+
+  emu_check.py BINDIR OUT_DIR [--fixtures NAME,...] [--group NAME]
+               [--archs LIST] [--dtypes LIST] [--m LIST] [--jobs N]
+               [--mutate-ptx ARCH:FROM=>TO] [--expect-fail]
+
+Compiles each fixture checkpoint for CUDA (the archs asked for), then runs
+every module (every expert of a MoE bank: the first and the last) on
+`comfyquant-run --backend cuda --emulate ARCH` for every arch, dtype and M,
+and compares y with the reference path's y: integer formats bit-identical,
+float formats within tolerances.json "emulated_vs_reference" (a tensor-core
+sum is rounded differently from the reference's f32 sum). A hazard the
+emulator reports (out-of-bounds, race, uninitialised read, divergent
+barrier, missing fence) fails the case with its message.
+
+--mutate-ptx ARCH:FROM=>TO edits that arch's PTX of every artifact (the
+first occurrence of FROM in each kernel that has one; the checksum in the
+manifest is refreshed as a hand edit would need) before running: with
+--expect-fail the run passes only if some case fails, so a mutation that the
+checks do not catch fails the test (docs/Testing.md lists the mutations).
+
+Prints one line per failing case, then "<n> cases, <f> failed, <s> s".
+"""
+import argparse
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import check_cuda_artifacts as fixtures  # noqa: E402
+import compare as cmp  # noqa: E402
+import safetensors_util as st  # noqa: E402
+
+ARCHS = "sm_80,sm_86,sm_89,sm_90a,sm_100a,sm_120a"
+
+
+def sh(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), p.returncode,
+                                                 (p.stderr or p.stdout).strip()[-2000:]))
+    return p.stdout
+
+
+def mutate(art, spec):
+    """Applies FROM=>TO to ARCH's PTX of the artifact `art`."""
+    arch, edit = spec.split(":", 1)
+    old, new = edit.split("=>", 1)
+    ptx = os.path.join(art, "cuda", arch + ".ptx")
+    text = open(ptx).read()
+    # Per kernel: the first occurrence, so every kernel that has it changes.
+    parts = re.split(r"(?=\.visible \.entry )", text)
+    hits = 0
+    for i, part in enumerate(parts):
+        if old in part:
+            parts[i] = part.replace(old, new, 1)
+            hits += 1
+    if not hits:
+        return 0
+    with open(ptx, "w") as f:
+        f.write("".join(parts))
+    cubin = os.path.join(art, "cuda", arch + ".cubin")
+    if os.path.exists(cubin):
+        os.remove(cubin)
+    mpath = os.path.join(art, "manifest.json")
+    manifest = json.load(open(mpath))
+    digest = hashlib.sha256(open(ptx, "rb").read()).hexdigest()
+
+    def refresh(node):
+        if isinstance(node, dict):
+            for k, v in list(node.items()):
+                if isinstance(v, str) and v.endswith(arch + ".ptx"):
+                    for key in ("sha256", "ptx_sha256"):
+                        if key in node:
+                            node[key] = digest
+                refresh(v)
+        elif isinstance(node, list):
+            for v in node:
+                refresh(v)
+    refresh(manifest)
+    with open(mpath, "w") as f:
+        json.dump(manifest, f)
+    return hits
+
+
+def cases_of(args, name):
+    ckpt = os.path.join(ROOT, "test", "fixtures", "ckpt", fixtures.fixture_file(name))
+    extra = fixtures.OVERRIDES.get(os.path.basename(ckpt), [])
+    key = name.replace("/", "_")
+    art = os.path.join(args.out, key)
+    sh([os.path.join(args.bin, "comfyquant-compile"), ckpt, "--target", "cuda:" + args.archs,
+        "--dtypes", args.dtypes, "-j", "1", "--quiet", "-o", art, "--overwrite"] + extra)
+    if args.mutate_ptx:
+        mutate(art, args.mutate_ptx)
+    report = json.loads(sh([os.path.join(args.bin, "comfyquant-translate"), "--inspect",
+                            "--json", ckpt] + extra))
+    out = []
+    for mod in report["modules"]:
+        experts = [None] if mod["kind"] != "moe" else sorted({0, mod["experts"] - 1})
+        for dtype in args.dtypes.upper().split(","):
+            if mod["kind"] == "embedding" and dtype != "F32":
+                continue
+            for expert in experts:
+                for m in [int(v) for v in args.m.split(",")]:
+                    out.append({"name": name, "ckpt": ckpt, "extra": extra, "art": art,
+                                "mod": mod, "dtype": dtype, "expert": expert, "m": m})
+    return out
+
+
+def run_case(args, case):
+    mod, dtype, m = case["mod"], case["dtype"], case["m"]
+    tag = "%s.%s%s.%s.m%d" % (case["name"].replace("/", "_"), mod["name"],
+                               "" if case["expert"] is None else ".e%d" % case["expert"],
+                               dtype.lower(), m)
+    work = os.path.join(args.out, "cases", tag)
+    os.makedirs(work, exist_ok=True)
+    x = os.path.join(work, "x.safetensors")
+    if mod["kind"] == "embedding":
+        import struct
+        v = mod["out_features"]
+        idx = [(i * 7 + 3) % v for i in range(m - 1)] + [v - 1]
+        st.write(x, {"x": ("I64", [len(idx)], struct.pack("<%dq" % len(idx), *idx))})
+    else:
+        sh([sys.executable, os.path.join(HERE, "make_input.py"), x, dtype, str(m),
+            str(mod["in_features"]), "--random"])
+    base = [os.path.join(args.bin, "comfyquant-run"), case["ckpt"], "--module", mod["name"],
+            "--input", x, "--overwrite"] + case["extra"]
+    if case["expert"] is not None:
+        base += ["--expert", str(case["expert"])]
+    want = os.path.join(work, "want.safetensors")
+    sh(base + ["--reference", "-o", want])
+    wdt, wshape, wraw = st.read(want)[0]["y"]
+    ref = cmp.decode(wdt, wraw)
+    check = "emulated_vs_reference"
+    if mod["kind"] == "embedding" and mod.get("convrot_groupsize"):
+        check = "unrotation_vs_kitchen"
+    ulps, c = cmp.tolerance(check, mod["format"], wdt, kind=mod["kind"])
+    s = None
+    if c and mod["kind"] != "embedding":
+        sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+        import gpu_check  # noqa: E402  (the S term of the float bound)
+        s = gpu_check.s_linear(args.bin, case["ckpt"], case["extra"], mod,
+                               cmp.decode(dtype, st.read(x)[0]["x"][2]), case["expert"], work)
+        # The bound grows with sqrt(K): tensor-core sums of K products.
+        c = c * max(1.0, mod["in_features"] ** 0.5)
+    results = []
+    for arch in args.archs.split(","):
+        y = os.path.join(work, "y.%s.safetensors" % arch)
+        p = subprocess.run(base + ["--artifact", case["art"], "--backend", "cuda",
+                                   "--emulate", arch, "-o", y],
+                           capture_output=True, text=True)
+        label = "%s %s %s" % (tag, arch, mod["format"])
+        if p.returncode != 0:
+            results.append((False, "%s: exit %d: %s" % (label, p.returncode,
+                                                         p.stderr.strip()[-1500:])))
+            continue
+        gdt, gshape, graw = st.read(y)[0]["y"]
+        if gdt != wdt or list(gshape) != list(wshape):
+            results.append((False, "%s: y %s %s, reference %s %s" % (label, gdt, gshape, wdt,
+                                                                      wshape)))
+            continue
+        got = cmp.decode(gdt, graw)
+        if ulps == 0 and c == 0:
+            r = cmp.compare_exact(graw, wraw, len(wraw) // max(len(ref), 1))
+            if r.ok:
+                r = cmp.compare(got, ref, wdt)
+        else:
+            r = cmp.compare(got, ref, wdt, ulps, c, s)
+        results.append((r.ok, "%s: %s" % (label, r.summary())))
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin")
+    ap.add_argument("out")
+    ap.add_argument("--fixtures", default="")
+    ap.add_argument("--group", default="")
+    ap.add_argument("--archs", default=ARCHS)
+    ap.add_argument("--dtypes", default="f32,bf16,f16")
+    ap.add_argument("--m", default="7")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--mutate-ptx", default="")
+    ap.add_argument("--expect-fail", action="store_true")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    args.out = os.path.abspath(args.out)
+    os.makedirs(args.out, exist_ok=True)
+    if args.fixtures:
+        names = args.fixtures.split(",")
+    elif args.group:
+        names = fixtures.GROUPS[args.group]
+    else:
+        names = [n for g in fixtures.GROUPS.values() for n in g]
+    start = time.time()
+    cases = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for got in pool.map(lambda n: cases_of(args, n), names):
+            cases += got
+    total = failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for results in pool.map(lambda c: run_case(args, c), cases):
+            for ok, line in results:
+                total += 1
+                failed += not ok
+                if not ok:
+                    print("FAIL " + line)
+                elif args.verbose:
+                    print("PASS " + line)
+    print("%d cases, %d failed, %.0f s" % (total, failed, time.time() - start))
+    if args.expect_fail:
+        print("mutation %s" % ("caught" if failed else "NOT caught"))
+        return 0 if failed else 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
