@@ -111,6 +111,7 @@ public:
   std::vector<uint16_t> sReader_;  // warp + 1, 0xFFFF: several warps
   std::vector<uint32_t> sReadEpoch_;
   std::vector<uint32_t> sWriteSeq_;
+  const uint8_t *pendingStore_ = nullptr; // the bytes a shared store writes
   uint32_t epoch_ = 1; // completed CTA barriers + 1
   uint32_t seq_ = 1;   // write/fence sequence
 

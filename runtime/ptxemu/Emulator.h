@@ -49,6 +49,8 @@ struct KernelStats {
   std::map<int, uint64_t> globalLoadsByWidth; // bytes per thread access
   uint64_t sharedLoadBytes = 0, sharedStoreBytes = 0;
   uint64_t barriers = 0;
+  /// Shared bytes stored by two warps with the same value between barriers.
+  uint64_t benignRaces = 0;
 };
 
 struct DeviceConfig {

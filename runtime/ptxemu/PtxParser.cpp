@@ -690,6 +690,10 @@ private:
       }
       while (peek().text == "+" || peek().text == "-") {
         bool neg = next().text == "-";
+        if (peek().text == "-") { // [%rd1+-16]
+          next();
+          neg = !neg;
+        }
         const Token &off = next();
         if (!parseInt(off.text, v))
           fail(off.line, "bad address offset " + off.text);

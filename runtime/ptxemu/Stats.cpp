@@ -50,7 +50,8 @@ std::string Emulator::statsJson(const std::string &arch) const {
     }
     o << "}, \"shared_load_bytes\": " << k.sharedLoadBytes
       << ", \"shared_store_bytes\": " << k.sharedStoreBytes
-      << ", \"barriers\": " << k.barriers << ", \"hazards\": []}";
+      << ", \"barriers\": " << k.barriers
+      << ", \"benign_races\": " << k.benignRaces << ", \"hazards\": []}";
     first = false;
   }
   o << "\n]}\n";

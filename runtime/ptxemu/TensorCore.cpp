@@ -485,7 +485,8 @@ void Cta::execTcgen05(Warp &w, const Instr &in, uint32_t mask) {
         size_t cell = size_t(lane) * kTmemCols + col;
         if (in.op == Op::TcLd) {
           if (!tmemInit_[cell])
-            hazard(w, l, in, "read of uninitialised TMEM: lane " +
+            hazard(w, l, in, "read of uninitialised (or accumulated from "
+                             "uninitialised) TMEM: lane " +
                                  std::to_string(lane) + ", column " +
                                  std::to_string(col));
           w.regs[size_t(regs.elems[i].reg) * 32 + l] = tmem_[cell];
@@ -677,10 +678,10 @@ void Cta::execTcgen05(Warp &w, const Instr &in, uint32_t mask) {
           hazard(w, l, mi, "tcgen05.mma accumulator lane out of TMEM");
         for (int n = 0; n < N; ++n) {
           size_t cell = size_t(lane) * kTmemCols + C0 + n;
-          if (u.enableInputD && !tmemInit_[cell])
-            hazard(w, l, mi, "tcgen05.mma accumulates into uninitialised "
-                             "TMEM: lane " + std::to_string(lane) +
-                             ", column " + std::to_string(C0 + n));
+          // Accumulating into uninitialised TMEM leaves the cell
+          // undefined (poisoned): reading it later is the hazard, as
+          // rows a kernel never reads may hold anything.
+          const bool defined = !u.enableInputD || tmemInit_[cell];
           if (integer) {
             int64_t prod[64];
             for (int k = 0; k < K; ++k)
@@ -698,7 +699,7 @@ void Cta::execTcgen05(Warp &w, const Instr &in, uint32_t mask) {
             float c = u.enableInputD ? bitsToF32(tmem_[cell]) : 0.0f;
             tmem_[cell] = f32ToBits(tensorSum(c, prod, K, bits));
           }
-          tmemInit_[cell] = 1;
+          tmemInit_[cell] = defined;
         }
       }
       stats_.tensorInstructions++;

@@ -41,6 +41,15 @@ import safetensors_util as st  # noqa: E402
 
 ARCHS = "sm_80,sm_86,sm_89,sm_90a,sm_100a,sm_120a"
 
+# Known gaps (issue 34 section 4, open): the sm_90a FP8 GEMMs (per-tensor,
+# and MXFP8 within each 32-wide block)
+# keep every K step inside wgmma, whose FP8 sums keep 13 fraction bits, so
+# with the hardware model they may exceed the f32 bound (an f32 output
+# shows it; a bf16 one often rounds it away). Such a case may fail with the
+# hardware model (XFAIL, counted in the summary) and must PASS with exact
+# sums (layouts, descriptors and the rest of the kernel are still checked).
+KNOWN_GAPS = {("sm_90a", "float8_e4m3fn"), ("sm_90a", "float8_e5m2"), ("sm_90a", "mxfp8")}
+
 
 def sh(cmd):
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -128,6 +137,7 @@ def run_case(args, case):
         v = mod["out_features"]
         idx = [(i * 7 + 3) % v for i in range(m - 1)] + [v - 1]
         st.write(x, {"x": ("I64", [len(idx)], struct.pack("<%dq" % len(idx), *idx))})
+        case["idx"] = idx
     else:
         sh([sys.executable, os.path.join(HERE, "make_input.py"), x, dtype, str(m),
             str(mod["in_features"]), "--random"])
@@ -144,20 +154,30 @@ def run_case(args, case):
         check = "unrotation_vs_kitchen"
     ulps, c = cmp.tolerance(check, mod["format"], wdt, kind=mod["kind"])
     s = None
-    if c and mod["kind"] != "embedding":
-        sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
-        import gpu_check  # noqa: E402  (the S term of the float bound)
+    sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+    import gpu_check  # noqa: E402  (the S term of the float bound)
+    if c and check == "unrotation_vs_kitchen":
+        s = gpu_check.s_unrotation(args.bin, case["ckpt"], case["extra"], mod, case["idx"], work)
+    elif c and mod["kind"] != "embedding":
         s = gpu_check.s_linear(args.bin, case["ckpt"], case["extra"], mod,
                                cmp.decode(dtype, st.read(x)[0]["x"][2]), case["expert"], work)
         # The bound grows with sqrt(K): tensor-core sums of K products.
         c = c * max(1.0, mod["in_features"] ** 0.5)
     results = []
+    runs = []
     for arch in args.archs.split(","):
-        y = os.path.join(work, "y.%s.safetensors" % arch)
+        gap = (arch, mod["format"]) in KNOWN_GAPS
+        runs.append((arch, "hardware", gap))
+        if gap:
+            runs.append((arch, "exact", False))
+    for arch, sums, xfail in runs:
+        y = os.path.join(work, "y.%s.%s.safetensors" % (arch, sums))
+        env = dict(os.environ, COMFYQUANT_EMU_SUMS=sums)
         p = subprocess.run(base + ["--artifact", case["art"], "--backend", "cuda",
                                    "--emulate", arch, "-o", y],
-                           capture_output=True, text=True)
-        label = "%s %s %s" % (tag, arch, mod["format"])
+                           capture_output=True, text=True, env=env)
+        label = "%s %s %s%s" % (tag, arch, mod["format"],
+                                "" if sums == "hardware" else " (exact sums)")
         if p.returncode != 0:
             results.append((False, "%s: exit %d: %s" % (label, p.returncode,
                                                          p.stderr.strip()[-1500:])))
@@ -174,7 +194,10 @@ def run_case(args, case):
                 r = cmp.compare(got, ref, wdt)
         else:
             r = cmp.compare(got, ref, wdt, ulps, c, s)
-        results.append((r.ok, "%s: %s" % (label, r.summary())))
+        if xfail and not r.ok:
+            results.append((True, "%s: XFAIL (known gap): %s" % (label, r.summary())))
+        else:
+            results.append((r.ok, "%s: %s" % (label, r.summary())))
     return results
 
 
@@ -205,17 +228,19 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for got in pool.map(lambda n: cases_of(args, n), names):
             cases += got
-    total = failed = 0
+    total = failed = xfailed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for results in pool.map(lambda c: run_case(args, c), cases):
             for ok, line in results:
                 total += 1
                 failed += not ok
+                xfailed += ok and "XFAIL" in line
                 if not ok:
                     print("FAIL " + line)
-                elif args.verbose:
-                    print("PASS " + line)
-    print("%d cases, %d failed, %.0f s" % (total, failed, time.time() - start))
+                elif args.verbose or "XFAIL" in line:
+                    print(("" if "XFAIL" in line else "PASS ") + line)
+    print("%d cases, %d failed, %d known-gap failures (XFAIL), %.0f s"
+          % (total, failed, xfailed, time.time() - start))
     if args.expect_fail:
         print("mutation %s" % ("caught" if failed else "NOT caught"))
         return 0 if failed else 1
