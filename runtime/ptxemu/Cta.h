@@ -114,6 +114,7 @@ public:
   const uint8_t *pendingStore_ = nullptr; // the bytes a shared store writes
   uint32_t epoch_ = 1; // completed CTA barriers + 1
   uint32_t seq_ = 1;   // write/fence sequence
+  uint64_t events_ = 0; // barrier releases, mbarrier arrivals, collectives
 
   // Tensor memory (sm_100a): 128 lanes x 512 columns of 32 bits.
   std::vector<uint32_t> tmem_;

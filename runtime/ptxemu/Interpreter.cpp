@@ -870,6 +870,7 @@ void Cta::mbarrier(Warp &w, const Instr &in, uint32_t mask) {
       if (n == 0 || n > (1u << 20))
         hazard(w, l, in, "mbarrier.init count " + std::to_string(n));
       Mbarrier &m = mbarriers_[a];
+      ++events_;
       m.expected = m.pending = n;
       m.phase = 0;
       m.tx = 0;
@@ -1107,6 +1108,7 @@ void Cta::runCollectives() {
       continue;
     const Instr &in = kernel_.code[pc];
     issueWgmma(static_cast<uint32_t>(g), in);
+    ++events_;
     for (size_t i = g * 4; i < g * 4 + 4; ++i) {
       Warp &w = warps_[i];
       stats_.warpInstructions[module_.opcodes[in.opcodeId]]++;
@@ -1137,13 +1139,15 @@ void Cta::releaseBarrier() {
     w.atBarrier = 0;
     w.state = Warp::Run;
   }
+  ++events_;
   ++epoch_;
   stats_.barriers++;
 }
 
 void Cta::run(uint32_t x, uint32_t y, uint32_t z) {
   reset(x, y, z);
-  int idleRounds = 0;
+  int idleRounds = 0, spinRounds = 0;
+  uint64_t lastEvents = events_;
   while (true) {
     bool progress = false;
     for (Warp &w : warps_) {
@@ -1172,6 +1176,21 @@ void Cta::run(uint32_t x, uint32_t y, uint32_t z) {
       releaseBarrier();
       continue;
     }
+    // Warps that only spin on mbarrier waits make no progress unless some
+    // arrive or phase change happens.
+    bool spinning = true;
+    for (const Warp &w : warps_)
+      spinning &= w.state != Warp::Run;
+    bool anyYield = false;
+    for (const Warp &w : warps_)
+      anyYield |= w.state == Warp::Yield;
+    if (spinning && anyYield && events_ == lastEvents) {
+      if (++spinRounds > 4096)
+        progress = false;
+    } else {
+      spinRounds = 0;
+    }
+    lastEvents = events_;
     if (progress) {
       idleRounds = 0;
       continue;

@@ -713,6 +713,7 @@ void Cta::execTcgen05(Warp &w, const Instr &in, uint32_t mask) {
       hazard(w, l, in, "tcgen05.commit to an mbarrier never initialised");
     if (bar->second.pending == 0)
       hazard(w, l, in, "mbarrier arrive beyond its expected count");
+    ++events_;
     if (--bar->second.pending == 0) {
       bar->second.phase++;
       bar->second.pending = bar->second.expected;

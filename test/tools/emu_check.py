@@ -14,8 +14,9 @@ emulator reports (out-of-bounds, race, uninitialised read, divergent
 barrier, missing fence) fails the case with its message.
 
 --mutate-ptx ARCH:FROM=>TO edits that arch's PTX of every artifact (the
-first occurrence of FROM in each kernel that has one; the checksum in the
-manifest is refreshed as a hand edit would need) before running: with
+first occurrence of FROM in each kernel that has one, a regular expression
+when FROM starts with "re:"; the cubin is removed, as a hand edit makes it
+stale) before running, and only that arch runs: with
 --expect-fail the run passes only if some case fails, so a mutation that the
 checks do not catch fails the test (docs/Testing.md lists the mutations).
 
@@ -69,8 +70,12 @@ def mutate(art, spec):
     parts = re.split(r"(?=\.visible \.entry )", text)
     hits = 0
     for i, part in enumerate(parts):
-        if old in part:
-            parts[i] = part.replace(old, new, 1)
+        if old.startswith("re:"):  # a regular expression, first match
+            edited = re.sub(old[3:], new, part, count=1, flags=re.S)
+        else:
+            edited = part.replace(old, new, 1)
+        if edited != part:
+            parts[i] = edited
             hits += 1
     if not hits:
         return 0
@@ -108,7 +113,8 @@ def cases_of(args, name):
     sh([os.path.join(args.bin, "comfyquant-compile"), ckpt, "--target", "cuda:" + args.archs,
         "--dtypes", args.dtypes, "-j", "1", "--quiet", "-o", art, "--overwrite"] + extra)
     if args.mutate_ptx:
-        mutate(art, args.mutate_ptx)
+        if not mutate(art, args.mutate_ptx):
+            raise RuntimeError("--mutate-ptx %s: no kernel of %s has it" % (args.mutate_ptx, name))
     report = json.loads(sh([os.path.join(args.bin, "comfyquant-translate"), "--inspect",
                             "--json", ckpt] + extra))
     out = []
@@ -216,6 +222,8 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     args.out = os.path.abspath(args.out)
+    if args.mutate_ptx:
+        args.archs = args.mutate_ptx.split(":", 1)[0]
     os.makedirs(args.out, exist_ok=True)
     if args.fixtures:
         names = args.fixtures.split(",")
