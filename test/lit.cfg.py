@@ -19,7 +19,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [os.path.join(config.comfyquant_obj_root, "bin"),
              config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
-    ["comfyquant-opt", "comfyquant-translate", "comfyquant-run", "comfyquant-compile"], tool_dirs)
+    ["comfyquant-opt", "comfyquant-translate", "comfyquant-run", "comfyquant-compile",
+     "ptxemu-layouts"], tool_dirs)
 
 src = config.comfyquant_src_root
 config.substitutions.append(("%fixtures", os.path.join(src, "test", "fixtures")))
@@ -89,6 +90,19 @@ if _has_cuda_device():
 # the shape sweeps (docs/Testing.md).
 llvm_config.with_system_environment(["CUDA_HOME", "CUDA_PATH",
                                      "COMFYQUANT_SWEEP_SEED"])
+# cutlass: the CUTLASS/CuTe headers of the pinned PyPI package
+# (nvidia-cutlass, unpacked by scripts/bootstrap; $COMFYQUANT_CUTLASS_INCLUDE
+# overrides) and nvcc, for the oracles of the PTX emulator.
+CUTLASS_VERSION = "4.2.0.0"
+_cutlass = os.environ.get("COMFYQUANT_CUTLASS_INCLUDE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+    "comfyquant", "cutlass-" + CUTLASS_VERSION, "include")
+_nvcc = shutil.which("nvcc") or (
+    "/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+if os.path.exists(os.path.join(_cutlass, "cute", "layout.hpp")) and _nvcc:
+    config.available_features.add("cutlass")
+config.substitutions.append(("%cutlass_include", _cutlass))
+config.substitutions.append(("%nvcc", _nvcc or "nvcc"))
 # The fake libcuda of the unit tests (host memory, logs launches).
 config.substitutions.append(("%fake_libcuda",
                              os.path.join(config.comfyquant_obj_root, "lib",
@@ -127,6 +141,9 @@ for _name in _all_variants:
                         "requiring it are UNSUPPORTED" % _name)
 if "cuda-driver" not in config.available_features:
     lit_config.note("feature cuda-driver absent: no nvidia-smi on PATH")
+if "cutlass" not in config.available_features:
+    lit_config.note("feature cutlass absent: no CuTe headers at %s (scripts/bootstrap "
+                    "unpacks nvidia-cutlass==%s there) or no nvcc" % (_cutlass, CUTLASS_VERSION))
 if "cuda-device" not in config.available_features:
     lit_config.note("feature cuda-device absent: comfyquant-run --devices "
                     "finds no CUDA driver with a GPU")

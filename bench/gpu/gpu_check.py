@@ -389,12 +389,13 @@ def timing(args, bundle_dir, bundle, ckpt_index, rows):
     artifact = os.path.join(bundle_dir, bench["artifact"])
     ours = Ours(args.lib, artifact, ckpt_index)
     notes = ["ours: %s, session device: %s" % (artifact, ours.device)]
-    if args.fake:
+    if args.fake or args.emulate:
+        what = "fake driver" if args.fake else "PTX emulator (%s)" % args.emulate
         for row in rows:  # the C API path runs once; nothing is timed
             ours.run_host(ours.index(row["module"]), min(row["m"], 16), row["k"], row["n"])
-            row["ours"] = row["peer_us"] = "fake driver: not timed"
-        notes.append("fake driver: each module ran once through cq_session_run "
-                     "(host pointers, M <= 16); no timing")
+            row["ours"] = row["peer_us"] = what + ": not timed"
+        notes.append("%s: each module ran once through cq_session_run "
+                     "(host pointers, M <= 16); no timing" % what)
         return notes
     import torch  # noqa: E402  (only the GPU machine needs it)
     dev = torch.device("cuda")
@@ -474,7 +475,20 @@ def peer_time(torch, peer, m, n, k, dev, args):
 # ---------------------------------------------------------------------------
 # run
 
+def use_emulator(args):
+    """--emulate ARCH: the runtime (comfyquant-run and the C API session in
+    this process) loads the PTX emulator's driver and runs ARCH's PTX."""
+    lib = os.path.join(os.path.dirname(os.path.abspath(args.lib)), "libcomfyquant-ptxemu.so")
+    if not os.path.exists(lib):
+        raise SystemExit("gpu-check: --emulate: %s is missing" % lib)
+    os.environ["COMFYQUANT_LIBCUDA"] = lib
+    os.environ["COMFYQUANT_EMU_ARCH"] = args.emulate
+    os.environ["COMFYQUANT_CUDA_IMAGE"] = args.emulate
+
+
 def run(args):
+    if args.emulate:
+        use_emulator(args)
     bundle_dir = os.path.abspath(args.bundle)
     with open(os.path.join(bundle_dir, "bundle.json")) as f:
         bundle = json.load(f)
@@ -508,6 +522,8 @@ def run(args):
             label = mod["name"].split(".")[1]
             tally = per_format.get(fmt)
             corr = ("fake driver: not computed" if args.fake else
+                    "emulated %s: %d/%d fixture cases" % (args.emulate, tally[0], tally[1])
+                    if args.emulate and tally else
                     "%d/%d fixture cases" % (tally[0], tally[1]) if tally else "no fixture")
             rows.append({"label": label, "format": fmt, "module": mod["name"], "m": m,
                          "n": mod["n"], "k": mod["k"], "peer": PEER.get(fmt, "bf16"),
@@ -538,11 +554,14 @@ def write_table(args, bundle, rows, per_format, failures, notes):
     for fmt, (ok, total, kinds) in sorted(per_format.items()):
         corr.append("| %s | %s | %s |" % (fmt, ",".join(sorted(kinds)),
                                           "fake driver: not computed" if args.fake
-                                          else "%d/%d" % (ok, total)))
+                                          else "%d/%d%s" % (ok, total,
+                                                            " (emulated %s)" % args.emulate
+                                                            if args.emulate else "")))
     md = ["# GPU check", "",
           "Written by `scripts/gpu-check --run` (%s). Bundle of commit %s, %s."
           % ("FAKE DRIVER, no GPU: nothing below is a measurement" if args.fake
-             else "measured on the machine named below", bundle["commit"],
+             else "PTX EMULATOR (%s), no GPU: values computed, nothing timed" % args.emulate
+             if args.emulate else "measured on the machine named below", bundle["commit"],
              bundle["created"]),
           "", "Date: %s; host: %s." % (datetime.datetime.now(datetime.timezone.utc)
                                        .isoformat(timespec="seconds"), platform.node()), ""]
@@ -585,6 +604,10 @@ def main():
     r.add_argument("--work", required=True)
     r.add_argument("--out", default="")
     r.add_argument("--fake", action="store_true")
+    r.add_argument("--emulate", default="",
+                   help="run the cuda cases and the C API path on the PTX emulator for this "
+                        "arch (libcomfyquant-ptxemu.so beside --lib): values are compared, "
+                        "nothing is timed")
     r.add_argument("--mutate", default="",
                    choices=["", "nan", "scale", "scale10", "scale005", "ulpdown",
                             "truncate"],

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "ptxemu/Cta.h"
 #include "ptxemu/FloatFormats.h"
+#include "ptxemu/Fragments.h"
 
 #include <algorithm>
 #include <cstring>
@@ -100,25 +101,13 @@ void Cta::execMmaSync(Warp &w, const Instr &in, uint32_t) {
   int64_t ai[16][32], bi[32][8];
   const bool integer = isInt(mi.a);
   for (int l = 0; l < 32; ++l) {
-    const int g = l >> 2, t = l & 3;
-    const int nA = 16 * K / 32 / perReg * perReg / perReg; // regs per thread
-    (void)nA;
     for (size_t r = 0; r < A.elems.size(); ++r) {
       uint32_t v = static_cast<uint32_t>(value(w, A.elems[r], l));
       for (int j = 0; j < perReg; ++j) {
         int i = static_cast<int>(r) * perReg + j;
         uint32_t bits = (v >> (eb * j)) & ((1u << eb) - 1);
-        int row, col;
-        if (K == 16) {
-          row = g + 8 * ((i >> 1) & 1);
-          col = 2 * t + (i & 1) + 8 * (i >> 2);
-        } else if (K == 32) {
-          row = g + 8 * ((i >> 2) & 1);
-          col = 4 * t + (i & 3) + 16 * (i >> 3);
-        } else {
-          row = g + 8 * ((i >> 3) & 1);
-          col = 8 * t + (i & 7) + 32 * (i >> 4);
-        }
+        const RowCol rc = mmaA(K, l, i);
+        const int row = rc.row, col = rc.col;
         if (integer)
           ai[row][col] = mi.a == Ty::S8 ? int8_t(bits) : int64_t(bits);
         else
@@ -130,17 +119,11 @@ void Cta::execMmaSync(Warp &w, const Instr &in, uint32_t) {
       for (int j = 0; j < perReg; ++j) {
         int i = static_cast<int>(r) * perReg + j;
         uint32_t bits = (v >> (eb * j)) & ((1u << eb) - 1);
-        int k;
-        if (K == 16)
-          k = 2 * t + (i & 1) + 8 * (i >> 1);
-        else if (K == 32)
-          k = 4 * t + (i & 3) + 16 * (i >> 2);
-        else
-          k = 8 * t + (i & 7) + 32 * (i >> 3);
+        const int k = mmaB(K, l, i).row;
         if (integer)
-          bi[k][g] = mi.b == Ty::S8 ? int8_t(bits) : int64_t(bits);
+          bi[k][mmaB(K, l, i).col] = mi.b == Ty::S8 ? int8_t(bits) : int64_t(bits);
         else
-          b[k][g] = elem(mi.b, bits);
+          b[k][mmaB(K, l, i).col] = elem(mi.b, bits);
       }
     }
   }
@@ -161,7 +144,7 @@ void Cta::execMmaSync(Warp &w, const Instr &in, uint32_t) {
         (blocks == 4 && (byteA || byteB)))
       hazard(w, -1, in, "block-scale selector out of range");
     for (int r = 0; r < 16; ++r) {
-      int lane = 4 * (r % 8) + 2 * tidA + (r >= 8);
+      int lane = scaleALane(r, static_cast<int>(tidA));
       uint32_t v = static_cast<uint32_t>(value(w, SA, lane));
       for (int j = 0; j < blocks; ++j) {
         uint8_t s = v >> (8 * (blocks == 1 ? byteA : byteA + j)) & 0xFF;
@@ -169,7 +152,8 @@ void Cta::execMmaSync(Warp &w, const Instr &in, uint32_t) {
       }
     }
     for (int n = 0; n < 8; ++n) {
-      uint32_t v = static_cast<uint32_t>(value(w, SB, 4 * n + tidB));
+      uint32_t v = static_cast<uint32_t>(
+          value(w, SB, scaleBLane(n, static_cast<int>(tidB))));
       for (int j = 0; j < blocks; ++j) {
         uint8_t s = v >> (8 * (blocks == 1 ? byteB : byteB + j)) & 0xFF;
         sb[n][j] = mi.scale == Ty::UE8M0 ? decodeUE8M0(s) : decodeUE4M3(s);
@@ -180,9 +164,8 @@ void Cta::execMmaSync(Warp &w, const Instr &in, uint32_t) {
   for (int l = 0; l < 32; ++l) {
     if (!(w.live() >> l & 1))
       continue;
-    const int g = l >> 2, t = l & 3;
     for (int i = 0; i < 4; ++i) {
-      int row = g + 8 * (i >> 1), col = 2 * t + (i & 1);
+      const int row = mmaC(l, i).row, col = mmaC(l, i).col;
       uint64_t cv = value(w, C.elems[i], l);
       uint64_t r;
       if (integer) {
@@ -338,10 +321,9 @@ void Cta::waitWgmma(Warp &w, const Instr &in, uint32_t keep) {
       for (int l = 0; l < 32; ++l) {
         if (!(ww.live() >> l & 1))
           continue;
-        const int gr = l >> 2, t = l & 3;
         for (size_t i = 0; i < D.elems.size(); ++i) {
-          int row = 16 * static_cast<int>(wi) + gr + 8 * ((i >> 1) & 1);
-          int col = 8 * static_cast<int>(i >> 2) + 2 * t + (i & 1);
+          const RowCol rc = wgmmaD(static_cast<int>(wi) * 32 + l, static_cast<int>(i));
+          const int row = rc.row, col = rc.col;
           uint64_t &reg = ww.regs[size_t(D.elems[i].reg) * 32 + l];
           if (integer) {
             int64_t prod[64];
@@ -470,14 +452,8 @@ void Cta::execTcgen05(Warp &w, const Instr &in, uint32_t mask) {
       if (!(mask >> l & 1))
         continue;
       for (int i = 0; i < nregs; ++i) {
-        uint32_t lane, col;
-        if (mi.lanes == 32) {
-          lane = L0 + l;
-          col = C0 + i;
-        } else {
-          lane = L0 + (l >> 2) + 8 * ((i >> 1) & 1);
-          col = C0 + 8 * (i >> 2) + 2 * (l & 3) + (i & 1);
-        }
+        const RowCol rc = mi.lanes == 32 ? tmem32x32b(l, i) : tmem16x256b(l, i);
+        const uint32_t lane = L0 + rc.row, col = C0 + rc.col;
         if (lane >= kTmemLanes || !allocated(col, 1))
           hazard(w, l, in, "TMEM access outside the allocation: lane " +
                                std::to_string(lane) + ", column " +
@@ -673,7 +649,7 @@ void Cta::execTcgen05(Warp &w, const Instr &in, uint32_t mask) {
       const int bits = alignBits(emu_.config().sumModel, ta, false);
       const int blockK = K / blocks;
       for (int m = 0; m < M; ++m) {
-        uint32_t lane = M == 128 ? L0 + m : L0 + 32 * (m / 16) + (m % 16);
+        uint32_t lane = L0 + ummaDLane(M, m);
         if (lane >= kTmemLanes)
           hazard(w, l, mi, "tcgen05.mma accumulator lane out of TMEM");
         for (int n = 0; n < N; ++n) {

@@ -463,8 +463,16 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
   int64_t count = resultType.getNumElements();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(count, elt));
-  // With scales the product starts from zero and is rescaled below.
-  Value acc = op.getAScales() ? Value() : op.getAcc();
+  // With scales the product starts from zero and is rescaled below. FP8
+  // products start from zero too and are added to the f32 accumulator
+  // after the wgmma: FP8 wgmma sums keep fewer bits than f32 (PTX ISA:
+  // "higher than half precision but lower than single precision"), so a
+  // K sum kept inside it would lose the small products of every later step
+  // against the grown accumulator. Promoting every step bounds that loss by
+  // one step's products.
+  const bool promote = !op.getAScales() &&
+                       isa<Float8E4M3FNType, Float8E5M2Type>(op.getAType());
+  Value acc = op.getAScales() || promote ? Value() : op.getAcc();
   bool zero = !acc || matchPattern(acc, m_Zero()) ||
               matchPattern(acc, m_PosZeroFloat());
   Value inouts = LLVM::PoisonOp::create(b, loc, structType);
@@ -499,6 +507,12 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
   for (int64_t i = 0; i < count; ++i)
     elems.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
   Value product = vector::FromElementsOp::create(b, loc, resultType, elems);
+  if (promote) {
+    Value accIn = op.getAcc();
+    if (!accIn || matchPattern(accIn, m_PosZeroFloat()))
+      return product;
+    return arith::AddFOp::create(b, loc, accIn, product);
+  }
   if (!op.getAScales())
     return product;
   // No block-scaled wgmma: each 8-column fragment of the product is
