@@ -5,6 +5,9 @@
 #include "ptxemu/FloatFormats.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 
 #include <cstring>
 #include <string>
@@ -359,6 +362,50 @@ TEST(PtxEmulator, FloatFormatsRoundTrip) {
   EXPECT_EQ(decode(kE4M3, 0x7E), 448.0);
   EXPECT_EQ(decode(kE2M1, 0x7), 6.0);
   EXPECT_EQ(encode(kE4M3, 1000.0, true), 0x7Eu);
+}
+
+// Every code of e4m3, e5m2, e2m1 and ue8m0 decodes as ml_dtypes decodes it,
+// and f32 inputs at and around every tie, at both ends and at random encode
+// (round to nearest even, no saturation) to ml_dtypes' codes
+// (test/fixtures/ptxemu/float_codes.json, written by make_float_codes.py).
+TEST(PtxEmulator, FloatFormatsMatchMlDtypes) {
+  std::ifstream in(std::string(COMFYQUANT_FIXTURES_DIR) +
+                   "/ptxemu/float_codes.json");
+  ASSERT_TRUE(in.good());
+  nlohmann::json j = nlohmann::json::parse(in);
+  struct Fmt { const char *name; const FloatFormat *f; };
+  const Fmt fmts[] = {{"e4m3", &kE4M3}, {"e5m2", &kE5M2}, {"e2m1", &kE2M1},
+                      {"ue8m0", nullptr}};
+  int checked = 0;
+  for (const Fmt &fmt : fmts) {
+    const nlohmann::json &f = j.at("formats").at(fmt.name);
+    const auto &dec = f.at("decode");
+    for (size_t c = 0; c < dec.size(); ++c) {
+      const std::string want = dec[c].get<std::string>();
+      double got = fmt.f ? decode(*fmt.f, static_cast<uint32_t>(c))
+                         : decodeUE8M0(static_cast<uint8_t>(c));
+      if (want == "nan")
+        EXPECT_TRUE(std::isnan(got)) << fmt.name << " code " << c;
+      else if (want == "inf" || want == "-inf")
+        EXPECT_EQ(got, want == "inf" ? INFINITY : -INFINITY)
+            << fmt.name << " code " << c;
+      else
+        EXPECT_EQ(got, std::strtod(want.c_str(), nullptr))
+            << fmt.name << " code " << c;
+      ++checked;
+    }
+    for (const auto &pair : f.at("encode_rne")) {
+      float x = bitsToF32(pair[0].get<uint32_t>());
+      uint32_t want = pair[1].get<uint32_t>();
+      uint32_t got = encode(*fmt.f, x, false);
+      double gv = decode(*fmt.f, got), wv = decode(*fmt.f, want);
+      // NaN codes: any NaN is the NaN (the sign of a NaN is not compared).
+      if (!(std::isnan(gv) && std::isnan(wv)))
+        EXPECT_EQ(got, want) << fmt.name << " of " << x;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 2000);
 }
 
 } // namespace
