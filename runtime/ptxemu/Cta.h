@@ -115,6 +115,7 @@ public:
   uint32_t epoch_ = 1; // completed CTA barriers + 1
   uint32_t seq_ = 1;   // write/fence sequence
   uint64_t events_ = 0; // barrier releases, mbarrier arrivals, collectives
+  uint64_t cacheLo_ = 0, cacheHi_ = 0; // the allocation last accessed
 
   // Tensor memory (sm_100a): 128 lanes x 512 columns of 32 bits.
   std::vector<uint32_t> tmem_;

@@ -42,7 +42,9 @@ struct KernelStats {
   std::string name;
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   uint64_t launches = 0;
-  std::map<std::string, uint64_t> warpInstructions; // by opcode spelling
+  /// Warp instructions by Module::opcodes index (spelled out by statsJson).
+  std::vector<uint64_t> opcodeCounts;
+  const std::vector<std::string> *opcodeNames = nullptr;
   uint64_t threadInstructions = 0;
   uint64_t tensorInstructions = 0, tensorMacs = 0;
   uint64_t globalLoadBytes = 0, globalStoreBytes = 0;
@@ -72,6 +74,8 @@ public:
   bool release(void *p);
   /// The allocation containing [addr, addr+bytes), or false.
   bool contains(uint64_t addr, uint64_t bytes) const;
+  /// The allocation holding `addr`: [lo, hi).
+  bool allocationOf(uint64_t addr, uint64_t &lo, uint64_t &hi) const;
 
   /// Runs `kernel` of `module` over the grid. `params` holds the kernel's
   /// parameter bytes laid out as its .param list. Throws Hazard.

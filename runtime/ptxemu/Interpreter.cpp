@@ -256,6 +256,17 @@ void Cta::readSharedAsync(const Warp &w, int lane, const Instr &in,
 
 uint8_t *Cta::globalPtr(Warp &w, int lane, const Instr &in, uint64_t addr,
                         uint32_t bytes) {
+  // Allocations do not change during a launch: the last one hit is cached.
+  if (addr >= cacheLo_ && addr + bytes <= cacheHi_ && addr + bytes >= addr) {
+    if (addr % bytes)
+      hazard(w, lane, in, "misaligned global access at " + hex(addr));
+    return reinterpret_cast<uint8_t *>(addr);
+  }
+  uint64_t lo = 0, hi = 0;
+  if (emu_.allocationOf(addr, lo, hi)) {
+    cacheLo_ = lo;
+    cacheHi_ = hi;
+  }
   if (!emu_.contains(addr, bytes))
     hazard(w, lane, in,
            "global access outside every allocation: address " + hex(addr) +
@@ -907,7 +918,7 @@ void Cta::step(Warp &w, uint32_t pc, uint32_t mask) {
           exec |= 1u << l;
       }
   }
-  stats_.warpInstructions[module_.opcodes[in.opcodeId]]++;
+  stats_.opcodeCounts[in.opcodeId]++;
   stats_.threadInstructions += __builtin_popcount(exec);
   for (int l = 0; l < 32; ++l)
     if (mask >> l & 1)
@@ -1061,14 +1072,17 @@ bool Cta::runWarp(Warp &w) {
       return progress;
     }
     // The lanes at the smallest pc run together.
-    uint32_t pc = ~0u;
-    for (int l = 0; l < 32; ++l)
-      if (runnable >> l & 1)
-        pc = std::min(pc, w.pc[l]);
-    uint32_t mask = 0;
-    for (int l = 0; l < 32; ++l)
-      if ((runnable >> l & 1) && w.pc[l] == pc)
+    uint32_t pc = ~0u, mask = 0;
+    for (uint32_t m = runnable; m; m &= m - 1) {
+      const int l = __builtin_ctz(m);
+      const uint32_t p = w.pc[l];
+      if (p < pc) {
+        pc = p;
+        mask = 1u << l;
+      } else if (p == pc) {
         mask |= 1u << l;
+      }
+    }
     if (pc >= code.size())
       hazard(w, __builtin_ctz(mask), code.back(), "ran past the kernel's end");
     const Instr &in = code[pc];
@@ -1111,7 +1125,7 @@ void Cta::runCollectives() {
     ++events_;
     for (size_t i = g * 4; i < g * 4 + 4; ++i) {
       Warp &w = warps_[i];
-      stats_.warpInstructions[module_.opcodes[in.opcodeId]]++;
+      stats_.opcodeCounts[in.opcodeId]++;
       stats_.threadInstructions += __builtin_popcount(w.live());
       for (int l = 0; l < 32; ++l)
         if (w.live() >> l & 1)
@@ -1252,6 +1266,19 @@ bool Emulator::release(void *p) {
   return true;
 }
 
+bool Emulator::allocationOf(uint64_t addr, uint64_t &lo, uint64_t &hi) const {
+  std::lock_guard<std::mutex> lock(memMutex_);
+  auto it = allocations_.upper_bound(addr);
+  if (it == allocations_.begin())
+    return false;
+  --it;
+  if (addr < it->first || addr >= it->first + it->second)
+    return false;
+  lo = it->first;
+  hi = it->first + it->second;
+  return true;
+}
+
 bool Emulator::contains(uint64_t addr, uint64_t bytes) const {
   std::lock_guard<std::mutex> lock(memMutex_);
   auto it = allocations_.upper_bound(addr);
@@ -1280,6 +1307,9 @@ void Emulator::launch(const Module &module, const Kernel &kernel,
     st->block[i] = block[i];
   }
   st->launches++;
+  st->opcodeNames = &module.opcodes;
+  if (st->opcodeCounts.size() < module.opcodes.size())
+    st->opcodeCounts.resize(module.opcodes.size(), 0);
   Cta cta(*this, module, kernel, grid, block, dynamicShared, params, *st);
   for (uint32_t z = 0; z < grid[2]; ++z)
     for (uint32_t y = 0; y < grid[1]; ++y)

@@ -31,7 +31,11 @@ std::string Emulator::statsJson(const std::string &arch) const {
       << ", \"warp_instructions\": {";
     bool f2 = true;
     uint64_t total = 0;
-    for (auto &[op, n] : k.warpInstructions) {
+    std::map<std::string, uint64_t> byName;
+    for (size_t i = 0; i < k.opcodeCounts.size(); ++i)
+      if (k.opcodeCounts[i])
+        byName[(*k.opcodeNames)[i]] += k.opcodeCounts[i];
+    for (auto &[op, n] : byName) {
       o << (f2 ? "" : ", ") << quote(op) << ": " << n;
       f2 = false;
       total += n;
