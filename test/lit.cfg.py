@@ -102,6 +102,8 @@ _nvcc = shutil.which("nvcc") or (
 if os.path.exists(os.path.join(_cutlass, "cute", "layout.hpp")) and _nvcc:
     config.available_features.add("cutlass")
 config.substitutions.append(("%cutlass_include", _cutlass))
+config.substitutions.append(("%ptxemu_include", os.path.join(config.comfyquant_src_root, "runtime")))
+config.substitutions.append(("%comfyquant_lib", os.path.join(config.comfyquant_obj_root, "lib")))
 config.substitutions.append(("%nvcc", _nvcc or "nvcc"))
 # The fake libcuda of the unit tests (host memory, logs launches).
 config.substitutions.append(("%fake_libcuda",

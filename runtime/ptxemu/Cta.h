@@ -123,6 +123,16 @@ public:
   std::vector<std::pair<uint32_t, uint32_t>> tmemAllocs_; // column, count
   bool tmemRelinquished_ = false;
 
+  // cp.async: bytes a copy wrote that its thread has not waited for yet
+  // (thread + 1), and each thread's copies and commit count.
+  struct PendingCopy {
+    uint64_t addr;
+    uint32_t bytes, group;
+  };
+  std::vector<uint16_t> sAsync_;
+  std::vector<std::vector<PendingCopy>> copies_;
+  std::vector<uint32_t> commits_;
+
   std::map<uint64_t, Mbarrier> mbarriers_;
   std::vector<PendingWgmma> wgmmas_;
   std::vector<PendingUmma> ummas_;
@@ -147,6 +157,8 @@ private:
   void setp(Warp &w, const Instr &in, uint32_t mask);
   void shfl(Warp &w, const Instr &in, uint32_t mask);
   void mbarrier(Warp &w, const Instr &in, uint32_t mask);
+  void ldmatrix(Warp &w, const Instr &in, uint32_t mask);
+  void cpAsync(Warp &w, const Instr &in, uint32_t mask);
   void wgmmaStep(Warp &w, const Instr &in, uint32_t mask);
 };
 

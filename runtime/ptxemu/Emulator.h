@@ -53,6 +53,8 @@ struct KernelStats {
   uint64_t barriers = 0;
   /// Shared bytes stored by two warps with the same value between barriers.
   uint64_t benignRaces = 0;
+  /// Bytes read from shared memory never written (when not a hazard).
+  uint64_t uninitSharedReads = 0;
 };
 
 struct DeviceConfig {
@@ -61,6 +63,11 @@ struct DeviceConfig {
   int smCount = 132;
   SumModel sumModel = SumModel::Hardware;
   int threads = 1; // host threads running CTAs
+  /// A read of shared memory never written stops the launch (the default);
+  /// false counts it instead (KernelStats::uninitSharedReads), for kernels
+  /// that load fragments speculatively and never use them (CUTLASS's
+  /// multistage mainloop reads the next stage after the last k-tile).
+  bool uninitSharedIsHazard = true;
 };
 
 class Emulator {

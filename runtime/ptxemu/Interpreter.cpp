@@ -70,6 +70,9 @@ Cta::Cta(Emulator &emu, const Module &module, const Kernel &kernel,
   sReader_.assign(sharedBytes_, 0);
   sReadEpoch_.assign(sharedBytes_, 0);
   sWriteSeq_.assign(sharedBytes_, 0);
+  sAsync_.assign(sharedBytes_, 0);
+  copies_.resize(threads_);
+  commits_.resize(threads_);
 }
 
 void Cta::reset(uint32_t x, uint32_t y, uint32_t z) {
@@ -84,6 +87,10 @@ void Cta::reset(uint32_t x, uint32_t y, uint32_t z) {
   std::fill(sReader_.begin(), sReader_.end(), 0);
   std::fill(sReadEpoch_.begin(), sReadEpoch_.end(), 0);
   std::fill(sWriteSeq_.begin(), sWriteSeq_.end(), 0);
+  std::fill(sAsync_.begin(), sAsync_.end(), 0);
+  for (auto &c : copies_)
+    c.clear();
+  std::fill(commits_.begin(), commits_.end(), 0);
   // Shared memory keeps no value across CTAs on a GPU either: poison it so
   // that a read the shadow misses still shows up as a wrong result.
   std::fill(shared_.begin(), shared_.end(), 0xA5);
@@ -217,9 +224,17 @@ uint8_t *Cta::sharedPtr(Warp &w, int lane, const Instr &in, uint64_t addr,
       sWriteSeq_[a] = seq_;
       sInit_[a] = 1;
     } else {
-      if (!sInit_[a])
+      if (!sInit_[a]) {
+        if (emu_.config().uninitSharedIsHazard)
+          hazard(w, lane, in,
+                 "read of uninitialised shared memory at " + hex(a));
+        stats_.uninitSharedReads++;
+      }
+      if (sAsync_[a])
         hazard(w, lane, in,
-               "read of uninitialised shared memory at " + hex(a));
+               "read of " + hex(a) + ", the destination of a cp.async of "
+               "thread " + std::to_string(sAsync_[a] - 1) +
+               " not yet waited for (cp.async.wait_group)");
       if (sWriteEpoch_[a] == epoch_ && sWriter_[a] != me)
         hazard(w, lane, in,
                "shared-memory race: " + hex(a) + " written by warp " +
@@ -244,6 +259,10 @@ void Cta::readSharedAsync(const Warp &w, int lane, const Instr &in,
     if (!sInit_[a])
       hazard(w, lane, in,
              "tensor-core read of uninitialised shared memory at " + hex(a));
+    if (sAsync_[a])
+      hazard(w, lane, in,
+             "tensor-core read of " + hex(a) + ", a cp.async destination "
+             "not yet waited for");
     uint16_t writer = sWriter_[a];
     if (writer && warps_[writer - 1].fenceSeq < sWriteSeq_[a])
       hazard(w, lane, in,
@@ -289,6 +308,7 @@ void Cta::load(Warp &w, const Instr &in, uint32_t mask) {
     const uint8_t *p;
     switch (in.space) {
     case Space::Global:
+    case Space::Generic: // only global memory is reached generically here
       p = globalPtr(w, l, in, a, bytes);
       stats_.globalLoadBytes += bytes;
       stats_.globalLoadsByWidth[bytes]++;
@@ -337,6 +357,7 @@ void Cta::store(Warp &w, const Instr &in, uint32_t mask) {
     uint8_t *p;
     switch (in.space) {
     case Space::Global:
+    case Space::Generic:
       p = globalPtr(w, l, in, a, bytes);
       stats_.globalStoreBytes += bytes;
       break;
@@ -904,6 +925,105 @@ void Cta::mbarrier(Warp &w, const Instr &in, uint32_t mask) {
   }
 }
 
+// ---- ldmatrix and cp.async ----------------------------------------------------
+
+void Cta::ldmatrix(Warp &w, const Instr &in, uint32_t mask) {
+  // Matrix j's eight rows (16 bytes each) come from the addresses of lanes
+  // 8j..8j+7; thread t receives row t/4, columns 2(t%4) and 2(t%4)+1 of
+  // each matrix (.trans: rows 2(t%4), 2(t%4)+1 of column t/4).
+  const int count = in.vec;
+  uint16_t rows[4][8][8];
+  for (int j = 0; j < count; ++j)
+    for (int r = 0; r < 8; ++r) {
+      const int lane = 8 * j + r;
+      if (!(mask >> lane & 1))
+        hazard(w, lane, in, "ldmatrix row address from a lane not executing it");
+      uint64_t a = address(w, in.ops[1], lane);
+      if (a % 16)
+        hazard(w, lane, in, "ldmatrix row address " + hex(a) +
+                                " is not 16-byte aligned");
+      const uint8_t *p = sharedPtr(w, lane, in, a, 16, false);
+      std::memcpy(rows[j][r], p, 16);
+      stats_.sharedLoadBytes += 16;
+    }
+  const Operand &d = in.ops[0];
+  for (int l = 0; l < 32; ++l) {
+    if (!(mask >> l & 1))
+      continue;
+    for (int j = 0; j < count; ++j) {
+      uint16_t lo, hi;
+      if (!in.trans) {
+        lo = rows[j][l / 4][2 * (l % 4)];
+        hi = rows[j][l / 4][2 * (l % 4) + 1];
+      } else {
+        lo = rows[j][2 * (l % 4)][l / 4];
+        hi = rows[j][2 * (l % 4) + 1][l / 4];
+      }
+      const Operand &r = d.kind == Operand::Vec ? d.elems[j] : d;
+      setReg(w, r, l, uint64_t(lo) | (uint64_t(hi) << 16));
+    }
+  }
+}
+
+void Cta::cpAsync(Warp &w, const Instr &in, uint32_t mask) {
+  for (int l = 0; l < 32; ++l) {
+    if (!(mask >> l & 1))
+      continue;
+    const uint32_t t = w.index * 32 + l;
+    if (in.op == Op::CpAsyncCommit) {
+      ++commits_[t];
+      continue;
+    }
+    if (in.op == Op::CpAsyncWait) {
+      const bool all = in.ops.empty();
+      const uint32_t keep = all ? 0 : static_cast<uint32_t>(in.ops[0].imm);
+      auto &list = copies_[t];
+      for (auto it = list.begin(); it != list.end();) {
+        bool done = all || (it->group < commits_[t] &&
+                            commits_[t] - it->group > keep);
+        if (!done) {
+          ++it;
+          continue;
+        }
+        for (uint64_t a = it->addr; a < it->addr + it->bytes; ++a)
+          if (sAsync_[a] == t + 1)
+            sAsync_[a] = 0;
+        it = list.erase(it);
+      }
+      continue;
+    }
+    const uint32_t size = static_cast<uint32_t>(value(w, in.ops[2], l));
+    if (size != 4 && size != 8 && size != 16)
+      hazard(w, l, in, "cp.async size " + std::to_string(size));
+    uint32_t src = size;
+    if (in.ops.size() == 4)
+      src = static_cast<uint32_t>(value(w, in.ops[3], l));
+    if (src > size)
+      hazard(w, l, in, "cp.async src-size " + std::to_string(src) +
+                           " larger than its cp-size");
+    uint64_t dst = address(w, in.ops[0], l), from = address(w, in.ops[1], l);
+    uint8_t buf[16] = {0};
+    if (src) {
+      const uint8_t *g = globalPtr(w, l, in, from, src < size ? 1 : size);
+      if (src < size && !emu_.contains(from, src))
+        hazard(w, l, in, "cp.async source outside every allocation: " +
+                             hex(from) + ", " + std::to_string(src) + " bytes");
+      std::memcpy(buf, g, src);
+      stats_.globalLoadBytes += src;
+      stats_.globalLoadsByWidth[size]++;
+    }
+    ++seq_;
+    pendingStore_ = buf;
+    uint8_t *p = sharedPtr(w, l, in, dst, size, true);
+    pendingStore_ = nullptr;
+    std::memcpy(p, buf, size);
+    stats_.sharedStoreBytes += size;
+    for (uint64_t a = dst; a < dst + size; ++a)
+      sAsync_[a] = static_cast<uint16_t>(t + 1);
+    copies_[t].push_back({dst, size, commits_[t]});
+  }
+}
+
 // ---- the warp loop ----------------------------------------------------------
 
 void Cta::step(Warp &w, uint32_t pc, uint32_t mask) {
@@ -1031,6 +1151,14 @@ void Cta::step(Warp &w, uint32_t pc, uint32_t mask) {
     break;
   case Op::MmaSync:
     execMmaSync(w, in, exec);
+    break;
+  case Op::Ldmatrix:
+    ldmatrix(w, in, exec);
+    break;
+  case Op::CpAsync:
+  case Op::CpAsyncCommit:
+  case Op::CpAsyncWait:
+    cpAsync(w, in, exec);
     break;
   case Op::WgmmaFence:
   case Op::WgmmaCommit:
@@ -1232,6 +1360,10 @@ void Cta::run(uint32_t x, uint32_t y, uint32_t z) {
                "wgmma.mma_async never waited for (wgmma.wait_group) before "
                "the kernel ended");
   }
+  for (uint32_t t = 0; t < copies_.size(); ++t)
+    if (!copies_[t].empty())
+      hazard(warps_[t / 32], static_cast<int>(t % 32), kernel_.code.back(),
+             "cp.async never waited for before the kernel ended");
   if (!ummas_.empty())
     hazard(warps_[0], -1, *ummas_.front().instr,
            "tcgen05.mma never committed before the kernel ended");

@@ -70,6 +70,7 @@ enum class Op : uint16_t {
   TcAlloc, TcDealloc, TcRelinquish, TcLd, TcSt, TcWaitLd, TcWaitSt, TcMma,
   TcCommit, TcFence,
   Atom, Red,
+  Ldmatrix, CpAsync, CpAsyncCommit, CpAsyncWait,
 };
 
 enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs,
@@ -105,6 +106,7 @@ struct Instr {
   uint8_t shflMode = 0; // 0 up 1 down 2 bfly 3 idx
   uint8_t voteMode = 0; // 0 all 1 any 2 uni 3 ballot
   uint8_t boolOp = 0;   // setp combine: 0 none 1 and 2 or 3 xor
+  bool trans = false;   // ldmatrix .trans
   MmaInfo mma;
   Operand guard;        // @%p / @!%p (kind None when unguarded)
   std::vector<Operand> ops;

@@ -330,8 +330,13 @@ public:
       } else if (t.text == ".extern") {
         next();
         parseExternShared();
-      } else if (t.text == ".shared" || t.text == ".global" ||
-                 t.text == ".const") {
+      } else if (t.text == ".global") {
+        // Module-scope globals: only unreferenced ones are accepted (a
+        // reference is an unknown symbol, refused by name).
+        while (peek().text != ";")
+          next();
+        next();
+      } else if (t.text == ".shared" || t.text == ".const") {
         fail(t.line, "unsupported module-scope variable (" + t.text + ")");
       } else if (t.text == ".func") {
         fail(t.line, "unsupported .func (device functions are not emulated)");
@@ -993,8 +998,8 @@ void Parser::decode(Instr &in, const std::string &opcode) {
   if (b == "ld" || b == "st") {
     in.op = b == "ld" ? Op::Ld : Op::St;
     in.space = takeSpace(p);
-    if (in.space == Space::Generic || in.space == Space::Const)
-      unsupported(in, opcode, "state space (generic/const addressing)");
+    if (in.space == Space::Const)
+      unsupported(in, opcode, "state space (const addressing)");
     if (in.op == Op::St && in.space == Space::Param)
       unsupported(in, opcode, "st.param");
     // Cache and visibility hints do not change what is read in one thread.
@@ -1110,6 +1115,52 @@ void Parser::decode(Instr &in, const std::string &opcode) {
   }
   if (b == "tcgen05") {
     decodeTcgen05(in, p, opcode);
+    return;
+  }
+  if (b == "ldmatrix") {
+    in.op = Op::Ldmatrix;
+    if (!p.take("sync") || !p.take("aligned") || !p.take("m8n8"))
+      unsupported(in, opcode, "ldmatrix form (only .sync.aligned.m8n8)");
+    if (p.take("x1")) in.vec = 1;
+    else if (p.take("x2")) in.vec = 2;
+    else if (p.take("x4")) in.vec = 4;
+    else unsupported(in, opcode, "ldmatrix count");
+    in.trans = p.take("trans");
+    p.take("shared") || p.take("shared::cta");
+    in.space = Space::Shared;
+    oneType();
+    if (in.type != Ty::B16)
+      unsupported(in, opcode, "ldmatrix element type (only .b16)");
+    finish(2);
+    return;
+  }
+  if (b == "cp" && p.take("async")) {
+    if (p.take("commit_group")) {
+      in.op = Op::CpAsyncCommit;
+      finish(0);
+      return;
+    }
+    if (p.take("wait_group")) {
+      in.op = Op::CpAsyncWait;
+      finish(1);
+      return;
+    }
+    if (p.take("wait_all")) {
+      in.op = Op::CpAsyncWait;
+      in.vec = 0; // all
+      finish(0);
+      return;
+    }
+    in.op = Op::CpAsync;
+    if (!p.take("ca") && !p.take("cg"))
+      unsupported(in, opcode, "cp.async form (bulk/tensor copies are not emulated)");
+    p.take("shared") || p.take("shared::cta");
+    p.take("global");
+    std::string rest;
+    p.takePrefix("L2::", rest);
+    finish(size_t(-1));
+    if (in.ops.size() < 3 || in.ops.size() > 4)
+      fail(in.line, "bad operand count of " + opcode);
     return;
   }
   if (b == "atom" || b == "red") {

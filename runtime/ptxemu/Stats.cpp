@@ -55,7 +55,9 @@ std::string Emulator::statsJson(const std::string &arch) const {
     o << "}, \"shared_load_bytes\": " << k.sharedLoadBytes
       << ", \"shared_store_bytes\": " << k.sharedStoreBytes
       << ", \"barriers\": " << k.barriers
-      << ", \"benign_races\": " << k.benignRaces << ", \"hazards\": []}";
+      << ", \"benign_races\": " << k.benignRaces
+      << ", \"uninit_shared_reads\": " << k.uninitSharedReads
+      << ", \"hazards\": []}";
     first = false;
   }
   o << "\n]}\n";
