@@ -297,7 +297,16 @@ uint8_t *Cta::globalPtr(Warp &w, int lane, const Instr &in, uint64_t addr,
 
 void Cta::load(Warp &w, const Instr &in, uint32_t mask) {
   const int eb = tyBytes(in.type);
-  const uint32_t bytes = eb * in.vec;
+  // A used_bytes_mask narrows the access to the bytes it names: the rest
+  // may lie outside the object (LLVM widens loads this way) and is neither
+  // checked nor read (its elements read as 0).
+  uint32_t bytes = eb * in.vec;
+  const uint32_t full = bytes;
+  if (in.usedBytes != ~0u && bytes <= 32) {
+    const uint32_t used = in.usedBytes & (bytes == 32 ? ~0u : (1u << bytes) - 1);
+    if (used && (used & 1) && !(used & (used + 1))) // a prefix of the bytes
+      bytes = 32 - __builtin_clz(used);
+  }
   const Operand &dst = in.ops[0];
   const Operand &src = in.ops[1];
   const bool sgn = tyIsSigned(in.type);
@@ -309,13 +318,24 @@ void Cta::load(Warp &w, const Instr &in, uint32_t mask) {
     switch (in.space) {
     case Space::Global:
     case Space::Generic: // only global memory is reached generically here
-      p = globalPtr(w, l, in, a, bytes);
-      stats_.globalLoadBytes += bytes;
-      stats_.globalLoadsByWidth[bytes]++;
+      p = globalPtr(w, l, in, a, bytes == full ? bytes : eb);
+      if (bytes != full && !emu_.contains(a, bytes))
+        hazard(w, l, in, "global access outside every allocation: address " +
+                             hex(a) + ", " + std::to_string(bytes) + " bytes");
+      stats_.globalLoadBytes += full;
+      stats_.globalLoadsByWidth[full]++;
       break;
     case Space::Shared:
-      p = sharedPtr(w, l, in, a, bytes, false);
-      stats_.sharedLoadBytes += bytes;
+      if (bytes != full && a % full)
+        hazard(w, l, in, "misaligned shared-memory access at " + hex(a));
+      p = bytes == full ? sharedPtr(w, l, in, a, bytes, false) : nullptr;
+      if (!p) {
+        // Check the used bytes element by element (each aligned).
+        for (uint32_t off = 0; off < bytes; off += eb)
+          sharedPtr(w, l, in, a + off, eb, false);
+        p = shared_.data() + a;
+      }
+      stats_.sharedLoadBytes += full;
       break;
     case Space::Param:
       if (a + bytes > params_.size() || a + bytes < a)
@@ -335,7 +355,8 @@ void Cta::load(Warp &w, const Instr &in, uint32_t mask) {
     }
     for (int e = 0; e < in.vec; ++e) {
       uint64_t v = 0;
-      std::memcpy(&v, p + e * eb, eb);
+      if (uint32_t(e * eb) < bytes)
+        std::memcpy(&v, p + e * eb, eb);
       if (sgn)
         v = static_cast<uint64_t>(signExtend(v, eb));
       const Operand &d = dst.kind == Operand::Vec ? dst.elems[e] : dst;

@@ -107,6 +107,9 @@ struct Instr {
   uint8_t voteMode = 0; // 0 all 1 any 2 uni 3 ballot
   uint8_t boolOp = 0;   // setp combine: 0 none 1 and 2 or 3 xor
   bool trans = false;   // ldmatrix .trans
+  /// `.pragma "used_bytes_mask M"` before a load: the bytes it uses (bit i:
+  /// byte i); the others may lie outside the object and are not read.
+  uint32_t usedBytes = ~0u;
   MmaInfo mma;
   Operand guard;        // @%p / @!%p (kind None when unguarded)
   std::vector<Operand> ops;

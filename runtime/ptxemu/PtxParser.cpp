@@ -587,7 +587,17 @@ private:
         parseVar(k);
       } else if (t.text == ".pragma") {
         next();
-        next();
+        const Token &text = next();
+        const std::string kMask = "\"used_bytes_mask ";
+        if (text.text.compare(0, kMask.size(), kMask) == 0) {
+          int64_t mask;
+          std::string v = text.text.substr(kMask.size());
+          if (!v.empty() && v.back() == '"')
+            v.pop_back();
+          if (!parseInt(v, mask) || mask < 0 || mask > 0xFFFFFFFFll)
+            fail(text.line, "bad used_bytes_mask " + text.text);
+          pendingUsedBytes_ = static_cast<uint32_t>(mask);
+        }
         expect(";");
       } else if (t.text[0] == '.') {
         fail(t.line, "unsupported directive " + t.text + " in a kernel");
@@ -599,6 +609,8 @@ private:
         labels_[l.text] = static_cast<uint32_t>(k.code.size());
       } else {
         k.code.push_back(parseInstr(k));
+        k.code.back().usedBytes = pendingUsedBytes_;
+        pendingUsedBytes_ = ~0u;
       }
     }
     for (auto &[idx, path] : fixups_) {
@@ -837,6 +849,7 @@ private:
   std::string pendingLabel_;
   std::vector<std::pair<std::string, uint32_t>> dynamicShared_;
   bool pendingDynamic_ = false;
+  uint32_t pendingUsedBytes_ = ~0u;
   std::vector<std::string> opcodes_;
 };
 

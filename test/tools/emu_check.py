@@ -1,6 +1,7 @@
 """lit driver and opt-in script: fixture modules run on the PTX emulator.
 
   emu_check.py BINDIR OUT_DIR [--fixtures NAME,...] [--group NAME]
+               [--sweep SEED [--max-dim D]]
                [--archs LIST] [--dtypes LIST] [--m LIST] [--jobs N]
                [--mutate-ptx ARCH:FROM=>TO] [--expect-fail]
 
@@ -105,9 +106,29 @@ def mutate(art, spec):
     return hits
 
 
+def sweep_checkpoint(args):
+    """--sweep SEED: a random checkpoint of every format x kind
+    (make_sweep_checkpoint.py) with N and K up to --max-dim; returns its
+    path and the --kind/--shape overrides the tools need."""
+    ckpt = os.path.join(args.out, "sweep.safetensors")
+    listing = os.path.join(args.out, "sweep.json")
+    subprocess.check_call([sys.executable, os.path.join(HERE, "make_sweep_checkpoint.py"),
+                           ckpt, listing, str(args.sweep), "1", "linear,embedding,moe",
+                           str(args.max_dim)])
+    extra = []
+    for m in json.load(open(listing))["modules"]:
+        extra += ["--kind", "%s=%s" % (m["name"], m["kind"]),
+                  "--shape", "%s=%dx%d" % (m["name"], m["n"], m["k"])]
+        args.sweep_options[m["name"]] = m.get("options", {})
+    return ckpt, extra
+
+
 def cases_of(args, name):
-    ckpt = os.path.join(ROOT, "test", "fixtures", "ckpt", fixtures.fixture_file(name))
-    extra = fixtures.OVERRIDES.get(os.path.basename(ckpt), [])
+    if name == "sweep":
+        ckpt, extra = args.sweep_ckpt
+    else:
+        ckpt = os.path.join(ROOT, "test", "fixtures", "ckpt", fixtures.fixture_file(name))
+        extra = fixtures.OVERRIDES.get(os.path.basename(ckpt), [])
     key = name.replace("/", "_")
     art = os.path.join(args.out, key)
     sh([os.path.join(args.bin, "comfyquant-compile"), ckpt, "--target", "cuda:" + args.archs,
@@ -158,17 +179,30 @@ def run_case(args, case):
     check = "emulated_vs_reference"
     if mod["kind"] == "embedding" and mod.get("convrot_groupsize"):
         check = "unrotation_vs_kitchen"
-    ulps, c = cmp.tolerance(check, mod["format"], wdt, kind=mod["kind"])
+    # A full-precision GEMM (sweep option fpmm) is a float GEMM whatever the
+    # format: the "*" entry; of a ConvRot weight, plus the weight's own
+    # rounding to x's dtype (compiled_vs_reference_fpmm_convrot, as the
+    # shape sweep states it).
+    opts = args.sweep_options.get(mod["name"], {})
+    fpmm = bool(opts.get("fpmm"))
+    rotated = mod["format"] == "convrot_w4a4" or bool(mod.get("convrot_groupsize")) or \
+        bool(opts.get("convrot"))
+    ulps, c = cmp.tolerance(check, "*" if fpmm else mod["format"], wdt, kind=mod["kind"])
+    c_fixed = 0.0
+    if fpmm and rotated and mod["kind"] != "embedding":
+        _, c_fixed = cmp.tolerance("compiled_vs_reference_fpmm_convrot", "*", wdt)
     s = None
     sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
     import gpu_check  # noqa: E402  (the S term of the float bound)
+    if c_fixed and not c:
+        c = c_fixed
     if c and check == "unrotation_vs_kitchen":
         s = gpu_check.s_unrotation(args.bin, case["ckpt"], case["extra"], mod, case["idx"], work)
     elif c and mod["kind"] != "embedding":
         s = gpu_check.s_linear(args.bin, case["ckpt"], case["extra"], mod,
                                cmp.decode(dtype, st.read(x)[0]["x"][2]), case["expert"], work)
         # The bound grows with sqrt(K): tensor-core sums of K products.
-        c = c * max(1.0, mod["in_features"] ** 0.5)
+        c = c * max(1.0, mod["in_features"] ** 0.5) + c_fixed
     results = []
     runs = []
     for arch in args.archs.split(","):
@@ -219,14 +253,24 @@ def main():
     ap.add_argument("--m", default="7")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--mutate-ptx", default="")
+    ap.add_argument("--sweep", type=int, default=None,
+                    help="instead of fixtures: a random checkpoint of every format and kind "
+                         "(make_sweep_checkpoint.py, this seed) with N, K up to --max-dim")
+    ap.add_argument("--max-dim", type=int, default=300)
     ap.add_argument("--expect-fail", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     args.out = os.path.abspath(args.out)
+    args.sweep_options = {}
     if args.mutate_ptx:
         args.archs = args.mutate_ptx.split(":", 1)[0]
     os.makedirs(args.out, exist_ok=True)
-    if args.fixtures:
+    if args.sweep is not None:
+        if os.environ.get("COMFYQUANT_SWEEP_SEED"):
+            args.sweep = int(os.environ["COMFYQUANT_SWEEP_SEED"])
+        args.sweep_ckpt = sweep_checkpoint(args)
+        names = ["sweep"]
+    elif args.fixtures:
         names = args.fixtures.split(",")
     elif args.group:
         names = fixtures.GROUPS[args.group]

@@ -1,5 +1,6 @@
-// CUTLASS's own sm_80 tensor-op GEMMs (int8 -> int32 and bf16 -> f32,
-// cp.async multistage + ldmatrix + mma.sync, CUTLASS 2.x device::Gemm) run
+// CUTLASS's own tensor-op GEMMs (sm_80 int8 -> int32 and bf16 -> f32, sm_89
+// FP8 e4m3 -> f32; cp.async multistage + ldmatrix + mma.sync, CUTLASS 2.x
+// device::Gemm) run
 // on the PTX emulator and are checked against a host matmul: kernels NVIDIA
 // wrote and runs on GPUs, so they validate the emulator independently of
 // this project's compiler. Built at test time by nvcc from the pinned
@@ -22,6 +23,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #if defined(CQ_GEMM_S8)
@@ -36,6 +38,18 @@ using Gemm = cutlass::gemm::device::Gemm<
     cutlass::epilogue::thread::LinearCombination<int32_t, 4, int32_t, int32_t>,
     cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, 3>;
 const char *kName = "sm80 int8 (64x64x64, 3 stages, mma.sync m16n8k32)";
+#elif defined(CQ_GEMM_FP8)
+using ElementAB = cutlass::float_e4m3_t;
+using ElementCD = float;
+using Gemm = cutlass::gemm::device::Gemm<
+    cutlass::float_e4m3_t, cutlass::layout::RowMajor, cutlass::float_e4m3_t,
+    cutlass::layout::ColumnMajor, float, cutlass::layout::RowMajor, float,
+    cutlass::arch::OpClassTensorOp, cutlass::arch::Sm89,
+    cutlass::gemm::GemmShape<64, 64, 64>, cutlass::gemm::GemmShape<32, 32, 64>,
+    cutlass::gemm::GemmShape<16, 8, 32>,
+    cutlass::epilogue::thread::LinearCombination<float, 4, float, float>,
+    cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, 3>;
+const char *kName = "sm89 fp8 e4m3 (64x64x64, 3 stages, mma.sync m16n8k32)";
 #else
 using ElementAB = cutlass::bfloat16_t;
 using ElementCD = float;
@@ -72,7 +86,11 @@ int main(int argc, char **argv) {
     }
     // CUTLASS's mainloop loads the next k-block's fragments even after the
     // last one (never used): unwritten shared memory is counted, not fatal.
+#if defined(CQ_GEMM_FP8)
+    DeviceConfig config{89, false, 128, SumModel::Hardware, 1};
+#else
     DeviceConfig config{80, false, 108, SumModel::Hardware, 1};
+#endif
     config.uninitSharedIsHazard = false;
     Emulator emu(config);
     auto *a = static_cast<ElementAB *>(emu.allocate(sizeof(ElementAB) * M * K));
@@ -82,9 +100,9 @@ int main(int argc, char **argv) {
     std::mt19937 rng(34);
     std::uniform_int_distribution<int> dist(-127, 127);
     for (int i = 0; i < M * K; ++i)
-      a[i] = ElementAB(dist(rng) / (sizeof(ElementAB) == 1 ? 1.0f : 64.0f));
+      a[i] = ElementAB(dist(rng) / (std::is_same<ElementAB, int8_t>::value ? 1.0f : 64.0f));
     for (int i = 0; i < N * K; ++i)
-      b[i] = ElementAB(dist(rng) / (sizeof(ElementAB) == 1 ? 1.0f : 64.0f));
+      b[i] = ElementAB(dist(rng) / (std::is_same<ElementAB, int8_t>::value ? 1.0f : 64.0f));
     for (int i = 0; i < M * N; ++i)
       c[i] = ElementCD(dist(rng));
     std::memset(d, 0, sizeof(ElementCD) * M * N);
@@ -122,9 +140,10 @@ int main(int argc, char **argv) {
           scale += std::fabs(p);
         }
         double got = double(d[m * N + n]);
-        // int8: exact; bf16 -> f32: the tensor-core sum model and f32
+        // int8: exact; bf16/FP8 -> f32: the tensor-core sum model and f32
         // rounding, well inside 2^-20 of the sum of magnitudes.
-        double tol = sizeof(ElementAB) == 1 ? 0 : scale * std::ldexp(1.0, -20);
+        const bool exact = std::is_same<ElementAB, int8_t>::value;
+        double tol = exact ? 0 : scale * std::ldexp(1.0, -20);
         double err = std::fabs(got - want);
         worst = std::max(worst, tol ? err / tol : err);
         if (err > tol && bad++ < 5)
