@@ -331,8 +331,12 @@ void Cta::load(Warp &w, const Instr &in, uint32_t mask) {
       p = bytes == full ? sharedPtr(w, l, in, a, bytes, false) : nullptr;
       if (!p) {
         // Check the used bytes element by element (each aligned).
-        for (uint32_t off = 0; off < bytes; off += eb)
-          sharedPtr(w, l, in, a + off, eb, false);
+        for (uint32_t off = 0; off < bytes; off += eb) {
+          uint32_t n = std::min<uint32_t>(eb, bytes - off);
+          n = n >= 8 ? 8 : n >= 4 ? 4 : n >= 2 ? 2 : 1; // aligned pieces
+          for (uint32_t o = off; o < std::min<uint32_t>(off + eb, bytes); o += n)
+            sharedPtr(w, l, in, a + o, n, false);
+        }
         p = shared_.data() + a;
       }
       stats_.sharedLoadBytes += full;
