@@ -4,7 +4,9 @@
                        [--archs LIST] [--bench-shapes NxK,...] [--bench-m LIST]
                        [--bench-formats LIST] [--fixtures NAME,...]
   gpu_check.py run --bin DIR --lib LIBCOMFYQUANT --gen MAKE_BENCH_CHECKPOINT
-                   --bundle BUNDLE_DIR [--out FILE.md] [--fake] [--budget S]
+                   --bundle BUNDLE_DIR [--out FILE.md] [--fake | --emulate ARCH]
+                   [--budget S] [--case-timeout S]
+  gpu_check.py diff WORK_A WORK_B
 
 prepare (a machine with the compiler; no GPU): compiles every fixture
 checkpoint for CUDA (all archs), writes the cases (x) and the reference
@@ -19,7 +21,10 @@ run (the GPU machine: runtime only, no LLVM): every fixture case through
 bit-identical), then each benchmark module at each M through the C API
 (device pointers from torch, wall time over repeated calls after a warm-up,
 cq_session_synchronize) next to the PyTorch peers on the same device, and
-prints one table (also written as markdown). With --fake (the fake driver,
+prints one table (also written as markdown). Each case's y is kept under
+WORK/outputs with the image that ran (y's metadata, also logged with the
+devices), so that `diff` can compare a GPU run with an emulated one bit for
+bit (integer formats). Every subprocess has a timeout. With --fake (the fake driver,
 no GPU) nothing is timed or compared: the table says so, and only the
 plumbing is proved (every case runs and writes a y of the right shape).
 """
@@ -67,8 +72,11 @@ def log(msg):
     print("gpu-check: " + msg, file=sys.stderr, flush=True)
 
 
-def sh(cmd, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+def sh(cmd, timeout=1800, **kw):
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("%s: timed out after %d s" % (" ".join(cmd), timeout))
     if p.returncode != 0:
         raise RuntimeError("%s: exit %d\n%s" % (" ".join(cmd), p.returncode,
                                                  (p.stderr or p.stdout).strip()[-3000:]))
@@ -251,10 +259,20 @@ def run_case(args, bundle_dir, case, tmp):
            "-o", y, "--overwrite"] + how + case["extra"]
     if case["expert"] is not None:
         cmd += ["--expert", str(case["expert"])]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.case_timeout)
+    except subprocess.TimeoutExpired:
+        return False, "timed out after %d s" % args.case_timeout
     if p.returncode != 0:
         return False, "exit %d: %s" % (p.returncode, p.stderr.strip())
-    gdt, gshape, graw = st.read(y)[0]["y"]
+    ytensors, ymeta = st.read(y)
+    gdt, gshape, graw = ytensors["y"]
+    # Kept (with the image that ran, from y's metadata) so that two runs,
+    # a GPU's and the emulator's, can be compared bit for bit afterwards.
+    keep = os.path.join(args.work, "outputs")
+    os.makedirs(keep, exist_ok=True)
+    shutil.copyfile(y, os.path.join(keep, os.path.basename(y)))
+    case["ran"] = ymeta.get("path", "")
     if args.mutate:  # the checker's own test: a doctored y must fail
         gshape, graw = cmp.mutate(args.mutate, gdt, gshape, graw)
     want, meta = st.read(os.path.join(bundle_dir, case["want"]))
@@ -486,6 +504,29 @@ def use_emulator(args):
     os.environ["COMFYQUANT_CUDA_IMAGE"] = args.emulate
 
 
+def diff(args):
+    """Two runs' kept outputs (WORK/outputs of a GPU run and of an emulated
+    one): integer formats must be bit-identical case by case."""
+    def load(work):
+        with open(os.path.join(work, "outputs", "index.json")) as f:
+            return {c["case"]: c for c in json.load(f)}
+    a, b = load(args.a), load(args.b)
+    same = differ = 0
+    for case in sorted(set(a) & set(b)):
+        if a[case]["format"] not in INT_FORMATS:
+            continue
+        ya = st.read(os.path.join(args.a, "outputs", a[case]["y"]))[0]["y"]
+        yb = st.read(os.path.join(args.b, "outputs", b[case]["y"]))[0]["y"]
+        if ya == yb:
+            same += 1
+        else:
+            differ += 1
+            print("DIFFER %s (%s vs %s)" % (case, a[case]["ran"], b[case]["ran"]))
+    print("integer-format cases: %d bit-identical, %d differ, %d only in one run"
+          % (same, differ, len(set(a) ^ set(b))))
+    return 1 if differ else 0
+
+
 def run(args):
     if args.emulate:
         use_emulator(args)
@@ -496,8 +537,20 @@ def run(args):
     os.makedirs(work, exist_ok=True)
     tmp = os.path.join(work, "y")
     os.makedirs(tmp, exist_ok=True)
+    args.work = work
+    if args.path == "cuda":  # the driver and device the cases run on
+        devices = subprocess.run([os.path.join(args.bin, "comfyquant-run"), "--devices"],
+                                 capture_output=True, text=True, timeout=300)
+        log("devices: %s" % (devices.stdout.strip() or devices.stderr.strip()))
     start = time.time()
     per_format, failures = correctness(args, bundle_dir, bundle, tmp)
+    images = sorted({c.get("ran", "") for c in bundle["cases"]} - {""})
+    log("images that ran: %s" % (", ".join(images) or "none"))
+    os.makedirs(os.path.join(work, "outputs"), exist_ok=True)
+    with open(os.path.join(work, "outputs", "index.json"), "w") as f:
+        json.dump([{"case": c["want"], "y": os.path.basename(
+            os.path.join(tmp, c["want"].replace("/", "_") + ".y")), "ran": c.get("ran", ""),
+            "format": c["format"]} for c in bundle["cases"]], f, indent=1)
     log("correctness: %d cases, %d failed, %.0f s" % (len(bundle["cases"]), len(failures),
                                                       time.time() - start))
     for line in failures:
@@ -604,6 +657,8 @@ def main():
     r.add_argument("--work", required=True)
     r.add_argument("--out", default="")
     r.add_argument("--fake", action="store_true")
+    r.add_argument("--case-timeout", type=int, default=600,
+                   help="seconds one comfyquant-run case may take")
     r.add_argument("--emulate", default="",
                    help="run the cuda cases and the C API path on the PTX emulator for this "
                         "arch (libcomfyquant-ptxemu.so beside --lib): values are compared, "
@@ -621,10 +676,16 @@ def main():
                    help="seconds for the timing rows; later rows are skipped")
     r.add_argument("--min-time", type=float, default=0.2)
     r.add_argument("--max-reps", type=int, default=200)
+    d = sub.add_parser("diff", help="two runs' kept outputs (--work dirs), integer "
+                                    "formats bit for bit: a GPU run against an emulated one")
+    d.add_argument("a")
+    d.add_argument("b")
     args = ap.parse_args()
     if args.mode == "prepare":
         prepare(args)
         return 0
+    if args.mode == "diff":
+        return diff(args)
     return run(args)
 
 
