@@ -266,7 +266,7 @@ def main():
         args.archs = args.mutate_ptx.split(":", 1)[0]
     os.makedirs(args.out, exist_ok=True)
     if args.sweep is not None:
-        if os.environ.get("COMFYQUANT_SWEEP_SEED"):
+        if os.environ.get("COMFYQUANT_SWEEP_SEED") and not args.mutate_ptx:
             args.sweep = int(os.environ["COMFYQUANT_SWEEP_SEED"])
         args.sweep_ckpt = sweep_checkpoint(args)
         names = ["sweep"]
