@@ -152,6 +152,8 @@ private:
                      uint32_t bytes, bool write);
   uint8_t *globalPtr(Warp &w, int lane, const Instr &in, uint64_t addr,
                      uint32_t bytes);
+  uint8_t *localPtr(Warp &w, int lane, const Instr &in, uint64_t addr,
+                    uint32_t bytes, int align);
   void alu(Warp &w, const Instr &in, uint32_t mask);
   void cvt(Warp &w, const Instr &in, uint32_t mask);
   void setp(Warp &w, const Instr &in, uint32_t mask);

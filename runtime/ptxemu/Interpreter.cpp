@@ -295,6 +295,15 @@ uint8_t *Cta::globalPtr(Warp &w, int lane, const Instr &in, uint64_t addr,
   return reinterpret_cast<uint8_t *>(addr);
 }
 
+uint8_t *Cta::localPtr(Warp &w, int lane, const Instr &in, uint64_t addr,
+                       uint32_t bytes, int align) {
+  if (addr + bytes > kernel_.localBytes || addr + bytes < addr)
+    hazard(w, lane, in, "local-memory access out of bounds at " + hex(addr));
+  if (addr % align)
+    hazard(w, lane, in, "misaligned local-memory access at " + hex(addr));
+  return local_.data() + size_t(w.index * 32 + lane) * kernel_.localBytes + addr;
+}
+
 void Cta::load(Warp &w, const Instr &in, uint32_t mask) {
   const int eb = tyBytes(in.type);
   // A used_bytes_mask narrows the access to the bytes it names: the rest
@@ -346,14 +355,9 @@ void Cta::load(Warp &w, const Instr &in, uint32_t mask) {
         hazard(w, l, in, "parameter read out of bounds at offset " + hex(a));
       p = params_.data() + a;
       break;
-    case Space::Local: {
-      if (a + bytes > kernel_.localBytes || a + bytes < a)
-        hazard(w, l, in, "local-memory access out of bounds at " + hex(a));
-      if (a % eb)
-        hazard(w, l, in, "misaligned local-memory access at " + hex(a));
-      p = local_.data() + size_t(w.index * 32 + l) * kernel_.localBytes + a;
+    case Space::Local:
+      p = localPtr(w, l, in, a, bytes, eb);
       break;
-    }
     default:
       hazard(w, l, in, "unsupported state space");
     }
@@ -401,11 +405,7 @@ void Cta::store(Warp &w, const Instr &in, uint32_t mask) {
       break;
     }
     case Space::Local:
-      if (a + bytes > kernel_.localBytes || a + bytes < a)
-        hazard(w, l, in, "local-memory access out of bounds at " + hex(a));
-      if (a % eb)
-        hazard(w, l, in, "misaligned local-memory access at " + hex(a));
-      p = local_.data() + size_t(w.index * 32 + l) * kernel_.localBytes + a;
+      p = localPtr(w, l, in, a, bytes, eb);
       break;
     default:
       hazard(w, l, in, "unsupported state space");

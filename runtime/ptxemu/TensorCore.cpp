@@ -217,6 +217,28 @@ static uint64_t kMajorAddress(const SmemMatrix &m, int row, int k, int ebits,
   return lin ^ (((lin >> 7) & (s / 16 - 1)) << 4);
 }
 
+/// A K-major operand of `rows` x K elements of type `t` from shared memory
+/// through the async proxy, decoded: integers into `fi`, floats into `f`.
+static void fetchKMajor(Cta &cta, const Warp &w, int lane, const Instr &in,
+                        const SmemMatrix &m, int rows, int K, Ty t,
+                        std::vector<double> &f, std::vector<int64_t> &fi) {
+  const int ebits = elemBits(t);
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < K; ++k) {
+      int nib;
+      uint64_t addr = kMajorAddress(m, r, k, ebits, nib);
+      uint32_t bits = 0;
+      cta.readSharedAsync(w, lane, in, addr, &bits, std::max(1, ebits / 8));
+      if (ebits == 4)
+        bits = (bits >> (4 * nib)) & 0xF;
+      if (isInt(t))
+        fi[size_t(r) * K + k] =
+            t == Ty::S8 ? int8_t(bits & 0xFF) : int64_t(bits & 0xFF);
+      else
+        f[size_t(r) * K + k] = elem(t, bits);
+    }
+}
+
 // ---- wgmma ------------------------------------------------------------------------
 
 void Cta::issueWgmma(uint32_t warpgroup, const Instr &in) {
@@ -269,7 +291,6 @@ void Cta::waitWgmma(Warp &w, const Instr &in, uint32_t keep) {
     const Instr &mi = *p.instr;
     const MmaInfo &info = mi.mma;
     const int N = info.n, K = info.k, M = 64;
-    const int ebits = elemBits(info.a);
     auto decodeDesc = [&](uint64_t d, SmemMatrix &m) {
       m.start = (d & 0x3FFF) << 4;
       m.lbo = ((d >> 16) & 0x3FFF) << 4;
@@ -294,26 +315,8 @@ void Cta::waitWgmma(Warp &w, const Instr &in, uint32_t keep) {
       ai.resize(size_t(M) * K);
       bi.resize(size_t(N) * K);
     }
-    auto fetch = [&](const SmemMatrix &m, int rows, Ty t, std::vector<double> &f,
-                     std::vector<int64_t> &fi) {
-      for (int r = 0; r < rows; ++r)
-        for (int k = 0; k < K; ++k) {
-          int nib;
-          uint64_t addr = kMajorAddress(m, r, k, ebits, nib);
-          uint32_t bits = 0;
-          readSharedAsync(warps_[g * 4], -1, mi, addr, &bits,
-                          std::max(1, ebits / 8));
-          if (ebits == 4)
-            bits = (bits >> (4 * nib)) & 0xF;
-          if (integer)
-            fi[size_t(r) * K + k] =
-                t == Ty::S8 ? int8_t(bits & 0xFF) : int64_t(bits & 0xFF);
-          else
-            f[size_t(r) * K + k] = elem(t, bits);
-        }
-    };
-    fetch(ma, M, info.a, a, ai);
-    fetch(mb, N, info.b, b, bi);
+    fetchKMajor(*this, warps_[g * 4], -1, mi, ma, M, K, info.a, a, ai);
+    fetchKMajor(*this, warps_[g * 4], -1, mi, mb, N, K, info.b, b, bi);
     const int bits = alignBits(emu_.config().sumModel, info.a, true);
     for (uint32_t wi = 0; wi < 4; ++wi) {
       Warp &ww = warps_[g * 4 + wi];
@@ -583,30 +586,12 @@ void Cta::execTcgen05(Warp &w, const Instr &in, uint32_t mask) {
       SmemMatrix ma, mb;
       decodeDesc(u.descA, ma);
       decodeDesc(u.descB, mb);
-      const int ebits = elemBits(ta);
       const bool integer = isInt(ta);
       std::vector<double> a(size_t(M) * K), b(size_t(N) * K);
       std::vector<int64_t> ai(integer ? size_t(M) * K : 0),
           bi(integer ? size_t(N) * K : 0);
-      auto fetch = [&](const SmemMatrix &m, int rows, Ty t,
-                       std::vector<double> &f, std::vector<int64_t> &fi) {
-        for (int r = 0; r < rows; ++r)
-          for (int k = 0; k < K; ++k) {
-            int nib;
-            uint64_t addr = kMajorAddress(m, r, k, ebits, nib);
-            uint32_t bits = 0;
-            readSharedAsync(w, l, mi, addr, &bits, std::max(1, ebits / 8));
-            if (ebits == 4)
-              bits = (bits >> (4 * nib)) & 0xF;
-            if (integer)
-              fi[size_t(r) * K + k] =
-                  t == Ty::S8 ? int8_t(bits & 0xFF) : int64_t(bits & 0xFF);
-            else
-              f[size_t(r) * K + k] = elem(t, bits);
-          }
-      };
-      fetch(ma, M, ta, a, ai);
-      fetch(mb, N, tb, b, bi);
+      fetchKMajor(*this, w, l, mi, ma, M, K, ta, a, ai);
+      fetchKMajor(*this, w, l, mi, mb, N, K, tb, b, bi);
       // Scale factors: SF(m, j) at lane m, column C + m/32, byte id + j.
       int blocks = 1;
       std::vector<double> sfa, sfb;
