@@ -613,9 +613,8 @@ private:
         pendingUsedBytes_ = ~0u;
       }
     }
-    for (auto &[idx, path] : fixups_) {
-      Operand &o = path.second ? k.code[idx].ops[path.first]
-                               : k.code[idx].ops[path.first];
+    for (auto &[idx, opIndex] : fixups_) {
+      Operand &o = k.code[idx].ops[opIndex];
       auto it = labels_.find(labelNames_[idx]);
       if (it == labels_.end())
         fail(k.code[idx].line, "undefined label " + labelNames_[idx]);
@@ -665,7 +664,6 @@ private:
         s.align = align < 16 ? 16 : align;
         s.offset = ~0ull; // fixed up below
         const_cast<Kernel &>(k).symbols.push_back(s);
-        pendingDynamic_ = true;
         return static_cast<int32_t>(k.symbols.size() - 1);
       }
     return -1;
@@ -806,7 +804,7 @@ private:
       in.ops.push_back(parseOperand(k, in.line));
       if (in.ops.back().kind == Operand::Label) {
         labelNames_[k.code.size()] = pendingLabel_;
-        fixups_[k.code.size()] = {in.ops.size() - 1, false};
+        fixups_[k.code.size()] = in.ops.size() - 1;
       }
       if (peek().text == ",")
         next();
@@ -817,9 +815,6 @@ private:
     }
     next();
     decode(in, opcode);
-    if (pendingDynamic_) {
-      pendingDynamic_ = false;
-    }
     return in;
   }
 
@@ -844,11 +839,10 @@ private:
   size_t pos_ = 0;
   std::vector<std::map<std::string, uint32_t>> scopes_;
   std::map<std::string, uint32_t> labels_;
-  std::map<size_t, std::pair<size_t, bool>> fixups_;
+  std::map<size_t, size_t> fixups_; // instruction -> its label operand
   std::map<size_t, std::string> labelNames_;
   std::string pendingLabel_;
   std::vector<std::pair<std::string, uint32_t>> dynamicShared_;
-  bool pendingDynamic_ = false;
   uint32_t pendingUsedBytes_ = ~0u;
   std::vector<std::string> opcodes_;
 };

@@ -423,14 +423,8 @@ void Cta::execTcgen05(Warp &w, const Instr &in, uint32_t mask) {
   case Op::TcLd:
   case Op::TcSt: {
     const MmaInfo &mi = in.mma;
-    uint32_t taddr = static_cast<uint32_t>(
-        in.op == Op::TcLd ? value(w, in.ops[1].kind == Operand::Addr
-                                         ? Operand{}
-                                         : in.ops[1],
-                                  lane0)
-                          : 0);
     const Operand &addrOp = in.op == Op::TcLd ? in.ops[1] : in.ops[0];
-    taddr = static_cast<uint32_t>(address(w, addrOp, lane0));
+    const uint32_t taddr = static_cast<uint32_t>(address(w, addrOp, lane0));
     for (int l = 0; l < 32; ++l)
       if ((mask >> l & 1) && address(w, addrOp, l) != taddr)
         hazard(w, l, in, "tcgen05.ld/st address differs across the warp");
