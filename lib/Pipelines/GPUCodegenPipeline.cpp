@@ -59,9 +59,12 @@ void mlir::comfyquant::buildComfyQuantGPUHostPipeline(OpPassManager &pm) {
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(arith::createArithExpandOpsPass());
+  // Host code branches only around launches (split K's reduction).
+  pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createComfyQuantGPULowerLaunches());
   pm.addPass(createReconcileUnrealizedCastsPass());

@@ -25,8 +25,17 @@ using namespace mlir::comfyquant;
 namespace {
 
 /// Operations the host may run: size and view code, deallocations, the
-/// return and the launches already formed.
+/// return, the launches already formed, and an scf.if without results
+/// whose body is all of these (a launch made conditional on sizes, as the
+/// split-K reduction is).
 bool runsOnHost(Operation *op) {
+  if (auto choice = dyn_cast<scf::IfOp>(op))
+    return choice->getNumResults() == 0 &&
+           llvm::all_of(choice->getRegions(), [](Region &r) {
+             return llvm::all_of(r.getOps(), [](Operation &inner) {
+               return isa<scf::YieldOp>(inner) || runsOnHost(&inner);
+             });
+           });
   return isa<memref::DeallocOp, func::ReturnOp, gpu::LaunchOp>(op) ||
          computesSizesOrViews(op);
 }

@@ -208,26 +208,42 @@ Value offsetBy(OpBuilder &b, Location loc, Value index, Value offset) {
                 : index;
 }
 
-/// The fragment registers at word offsets `first + offsets[r]` of a tile,
-/// as `type` (one row per register; 1-D bitcasts, which LLVM lowering
-/// takes, unlike 2-D ones).
-Value loadFragment(OpBuilder &b, Location loc, Value tile, Value first,
-                   ArrayRef<int64_t> offsets, VectorType type) {
+/// `words` (i32 registers, one per fragment row) as a fragment of `type`
+/// (1-D bitcasts, which LLVM lowering takes, unlike 2-D ones).
+Value fragmentOf(OpBuilder &b, Location loc, ArrayRef<Value> words,
+                 VectorType type) {
   auto rowType = VectorType::get({type.getDimSize(1)}, type.getElementType());
   auto wordType = VectorType::get({1}, b.getI32Type());
   Value fragment = arith::ConstantOp::create(
       b, loc,
       DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
-  for (auto [r, o] : llvm::enumerate(offsets)) {
-    Value at = arith::AddIOp::create(b, loc, first,
-                                     arith::ConstantIndexOp::create(b, loc, o));
-    Value word = memref::LoadOp::create(b, loc, tile, ValueRange{at});
+  for (auto [r, word] : llvm::enumerate(words)) {
     Value wordVec = vector::FromElementsOp::create(b, loc, wordType, word);
     Value row = vector::BitCastOp::create(b, loc, rowType, wordVec);
     fragment = vector::InsertOp::create(b, loc, row, fragment,
                                         static_cast<int64_t>(r));
   }
   return fragment;
+}
+
+/// Four 8 x 16-byte core matrices of a tile by one ldmatrix.x4 (x2 for
+/// `count` 2): lane i addresses row i % 8 of matrix i / 8 at word
+/// `laneWord`, and register q receives word t of row g of matrix q, the
+/// 32-bit element of the m16n8 fragment layouts, for 8-bit and 16-bit
+/// operands alike. One shared load per four registers instead of four.
+SmallVector<Value> loadMatrices(OpBuilder &b, Location loc, Value tile,
+                                Value laneWord, int64_t count) {
+  Value address = tileSharedAddress(b, loc, tile, laneWord);
+  Type i32 = b.getI32Type();
+  std::string ptx = count == 4
+                        ? "ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                          "{$0, $1, $2, $3}, [$4];"
+                        : "ldmatrix.sync.aligned.m8n8.x2.shared.b16 "
+                          "{$0, $1}, [$2];";
+  auto load = NVVM::InlinePtxOp::create(
+      b, loc, SmallVector<Type>(count, i32), ValueRange{address}, ValueRange{},
+      b.getStringAttr(ptx), Value());
+  return SmallVector<Value>(load.getResults());
 }
 
 /// The thread's place in the warpgroup: warp w, lane 4g + t.
@@ -374,14 +390,32 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
                       const CUDAArch &arch) {
   gpu::BarrierOp::create(b, loc);
   LaneIds ids = laneIds(b, loc);
-  Value laneWord = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, ids.g, indexConstant(b, loc, 4)),
-      ids.t);
+  // Lane 8q + r of an ldmatrix addresses row r of matrix q. A: the warp's
+  // four matrices are rows 16w + 8 (q % 2), K half q / 2, at word
+  // 128w + 64 (q % 2) + 32 (q / 2); B: fragments j and j + 1 are the four
+  // matrices from word 64j on, 32 words apart, so lane i reads word
+  // 64j + 4i.
+  Value four = indexConstant(b, loc, 4);
+  Value lane = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, ids.g, four), ids.t);
+  Value matrix = arith::DivUIOp::create(b, loc, lane, indexConstant(b, loc, 8));
+  Value rowInMatrix =
+      arith::RemUIOp::create(b, loc, lane, indexConstant(b, loc, 8));
+  Value rowHalf =
+      arith::RemUIOp::create(b, loc, matrix, indexConstant(b, loc, 2));
+  Value kHalf = arith::DivUIOp::create(b, loc, matrix, indexConstant(b, loc, 2));
   Value warpRows =
       arith::MulIOp::create(b, loc, ids.warp, indexConstant(b, loc, 128));
-  Value aWarp = arith::AddIOp::create(b, loc, warpRows, laneWord);
+  Value rowHalfAt =
+      arith::MulIOp::create(b, loc, rowHalf, indexConstant(b, loc, 64));
+  Value kHalfAt = arith::MulIOp::create(b, loc, kHalf, indexConstant(b, loc, 32));
+  Value rowAt = arith::MulIOp::create(b, loc, rowInMatrix, four);
+  Value aMatrix = arith::AddIOp::create(b, loc, rowHalfAt, kHalfAt);
+  Value aLane = arith::AddIOp::create(b, loc, aMatrix, rowAt);
+  Value aWarp = arith::AddIOp::create(b, loc, warpRows, aLane);
   Value aFirst = offsetBy(b, loc, aWarp, op.aOffset);
-  Value bLane = offsetBy(b, loc, laneWord, op.bOffset);
+  Value bLaneWord = arith::MulIOp::create(b, loc, lane, four);
+  Value bLane = offsetBy(b, loc, bLaneWord, op.bOffset);
 
   Type a = op.getAType();
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(a);
@@ -391,7 +425,8 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
   int64_t perReg = 32 / elt.getIntOrFloatBitWidth();
   auto aType = VectorType::get({4, perReg}, elt);
   auto bType = VectorType::get({2, perReg}, elt);
-  Value fragA = loadFragment(b, loc, op.getA(), aFirst, {0, 64, 32, 96}, aType);
+  Value fragA =
+      fragmentOf(b, loc, loadMatrices(b, loc, op.getA(), aFirst, 4), aType);
 
   VectorType resultType = op.resultType;
   auto fragType = VectorType::get({2, 2}, resultType.getElementType());
@@ -408,10 +443,17 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
         b, loc,
         DenseElementsAttr::get(resultType,
                                b.getZeroAttr(resultType.getElementType())));
-  for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
+  int64_t fragments = resultType.getDimSize(0);
+  SmallVector<Value> bWords;
+  for (int64_t j = 0; j < fragments; j += 2) {
     Value bFirst =
         arith::AddIOp::create(b, loc, bLane, indexConstant(b, loc, 64 * j));
-    Value fragB = loadFragment(b, loc, op.getB(), bFirst, {0, 32}, bType);
+    llvm::append_range(bWords, loadMatrices(b, loc, op.getB(), bFirst,
+                                            j + 1 < fragments ? 4 : 2));
+  }
+  for (int64_t j = 0; j < fragments; ++j) {
+    Value fragB = fragmentOf(
+        b, loc, ArrayRef<Value>(bWords).slice(2 * j, 2), bType);
     Value acc =
         accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j) : Value();
     Value d;

@@ -59,6 +59,10 @@ constexpr int64_t kFragments = kBlockN / 8;
 constexpr int64_t kRowWords = WarpgroupMmaOp::kStepBytes / 4;
 /// Rows one pass of the block's threads copies.
 constexpr int64_t kRowsPerPass = kThreads / kRowWords;
+/// 16-byte chunks per row of a K step, and rows one pass of 16-byte copies
+/// covers.
+constexpr int64_t kRowChunks = WarpgroupMmaOp::kStepBytes / 16;
+constexpr int64_t kWideRowsPerPass = kThreads / kRowChunks;
 
 struct Builder {
   OpBuilder &b;
@@ -329,15 +333,33 @@ std::optional<Family> tensorCoreFamily(linalg::GenericOp op) {
   return std::nullopt;
 }
 
-/// The one config the kernel builder implements for `kind`.
-GpuGemmAttr builtConfig(MLIRContext *ctx, GpuMmaKind kind) {
+/// The config the kernel builder implements for `kind` (any split).
+GpuGemmAttr builtConfig(MLIRContext *ctx, GpuMmaKind kind,
+                        int64_t splitK = 1) {
   return GpuGemmAttr::get(ctx, kind, {kBlockM, kBlockN}, {16, kBlockN},
-                          WarpgroupMmaOp::kStepBytes, /*stages=*/1);
+                          WarpgroupMmaOp::kStepBytes, /*stages=*/1, splitK);
+}
+
+/// The blocks a decode-sized M splits K over: enough that the tiles of N
+/// times the splits reach `fillCtas`, at least two K steps per split, at
+/// most GpuGemmAttr::kMaxSplitK; 1 when N or K is dynamic.
+int64_t splitKFor(linalg::GenericOp op, const Family &f, int64_t fillCtas) {
+  auto aType = cast<ShapedType>(op.getDpsInputs()[0].getType());
+  auto bType = cast<ShapedType>(op.getDpsInputs()[1].getType());
+  if (aType.isDynamicDim(1) || bType.isDynamicDim(0) ||
+      aType.getDimSize(1) == 0 || bType.getDimSize(0) == 0 || fillCtas < 2)
+    return 1;
+  int64_t tilesN = llvm::divideCeilSigned(bType.getDimSize(0), kBlockN);
+  int64_t steps = llvm::divideCeilSigned(aType.getDimSize(1), f.tileK());
+  int64_t splits = std::min<int64_t>({llvm::divideCeilSigned(fillCtas, tilesN), steps / 2,
+                             GpuGemmAttr::kMaxSplitK});
+  return std::max<int64_t>(splits, 1);
 }
 
 struct SelectStrategyPass
     : mlir::comfyquant::impl::ComfyQuantGPUSelectStrategyBase<
           SelectStrategyPass> {
+  using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -347,7 +369,8 @@ struct SelectStrategyPass
         continue;
       if (std::optional<Family> f = tensorCoreFamily(op))
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
-                    builtConfig(&getContext(), f->kind));
+                    builtConfig(&getContext(), f->kind,
+                                splitKFor(op, *f, fillCtas)));
     }
   }
 };
@@ -360,8 +383,9 @@ struct SelectStrategyPass
 /// fixed order, so the IR does not depend on the host compiler.
 class TensorCoreKernelBuilder {
 public:
-  TensorCoreKernelBuilder(linalg::GenericOp op, const Family &family)
-      : op(op), family(family), fusion(fusionFor(op)), b(op),
+  TensorCoreKernelBuilder(linalg::GenericOp op, const Family &family,
+                          int64_t splitK)
+      : op(op), family(family), splitK(splitK), fusion(fusionFor(op)), b(op),
         loc(op.getLoc()), h{b, loc, &producers} {}
 
   void build() {
@@ -381,6 +405,19 @@ public:
     scalesA = family.match.block ? op.getDpsInputOperand(2)->get() : Value();
     scalesB = family.match.block ? op.getDpsInputOperand(3)->get() : Value();
     c = op.getDpsInitOperand(0)->get();
+    if (splitK > 1 && cast<ShapedType>(bm.getType()).isDynamicDim(0))
+      splitK = 1;
+    if (splitK > 1) {
+      // The partial sums of every split, at most kSplitRows rows each: a
+      // fixed-size temporary (a view of the workspace, like every one).
+      auto func = op->getParentOfType<func::FuncOp>();
+      OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
+      partials = memref::AllocOp::create(
+          entry, loc,
+          MemRefType::get({splitK, GpuGemmAttr::kSplitRows,
+                           cast<ShapedType>(bm.getType()).getDimSize(0)},
+                          family.acc));
+    }
     createLaunch();
     placeThread();
     accType = VectorType::get({kFragments, 2, 2}, family.acc);
@@ -392,16 +429,22 @@ public:
     wordType = VectorType::get({p}, family.load);
     i32 = b.getI32Type();
     staticDepth = getConstantIntValue(depth);
-    alignedA = wordAligned(a);
-    alignedB = wordAligned(bm);
+    wideA = chunkAligned(a);
+    wideB = chunkAligned(bm);
+    alignedA = wideA ? Value() : wordAligned(a);
+    alignedB = wideB ? Value() : wordAligned(bm);
     Value result = kLoop(init);
     writeBack(result);
+    if (splitK > 1)
+      reduceSplits();
     eraseReplaced();
   }
 
 private:
   linalg::GenericOp op;
   const Family &family;
+  /// The config's split_k (1: one block per tile at every M).
+  int64_t splitK;
   Fusion fusion;
   OpBuilder b;
   Location loc;
@@ -419,6 +462,15 @@ private:
   Type i32;
   std::optional<int64_t> staticDepth;
   Value alignedA, alignedB;
+  /// Operands copied in 16-byte chunks: whether their first element is
+  /// 16-byte aligned (an i1); null where a static condition fails.
+  Value wideA, wideB;
+  /// The 16-byte chunk this thread copies (see placeThread).
+  Value chunkRow, chunkAt, chunkK;
+  /// Split K: the partial sums' buffer (host), the block's split, whether
+  /// the launch splits (an i1), and the block's K range [kBegin, kEnd)
+  /// (without a split, [0, K)).
+  Value partials, split, splitting, kBegin, kEnd;
 
   Value i32Constant(int64_t v) {
     return arith::ConstantIntOp::create(b, loc, i32, v);
@@ -433,6 +485,9 @@ private:
     Value one = h.idx(1);
     Value gridX = arith::CeilDivUIOp::create(b, loc, cols, h.idx(kBlockN));
     Value gridY = arith::CeilDivUIOp::create(b, loc, rows, h.idx(kBlockM));
+    Value gridZ = one;
+    if (splitK > 1)
+      gridZ = arith::SelectOp::create(b, loc, splitRows(), h.idx(splitK), one);
     MLIRContext *ctx = b.getContext();
     auto workgroup =
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -449,7 +504,7 @@ private:
       tiles.append({scaleTileType(kBlockM * family.scalesPerRow()),
                     scaleTileType(kBlockN * family.scalesPerRow())});
     launch = gpu::LaunchOp::create(
-        b, loc, gridX, gridY, one, h.idx(kThreads), one, one,
+        b, loc, gridX, gridY, gridZ, h.idx(kThreads), one, one,
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
         /*asyncDependencies=*/{}, tiles);
     tileA = launch.getWorkgroupAttributions()[0];
@@ -498,6 +553,36 @@ private:
     Value inGroupAt = h.add(rowInGroupAt, wordInRow);
     copyAt = h.add(groupAt, inGroupAt);
     copyK = h.mul(copyWord, p);
+
+    // 16-byte copies: chunk `tid % 2` (a K half, one core matrix row) of
+    // tile row `tid / 2 + 64i`, at word (row / 8) * 64 + chunk * 32 +
+    // (row % 8) * 4.
+    Value chunk = arith::RemUIOp::create(b, loc, tid, h.idx(kRowChunks));
+    chunkRow = arith::DivUIOp::create(b, loc, tid, h.idx(kRowChunks));
+    Value chunkGroup = arith::DivUIOp::create(b, loc, chunkRow, h.idx(8));
+    Value chunkGroupAt = h.mul(chunkGroup, 64);
+    Value chunkHalfAt = h.mul(chunk, 32);
+    Value chunkRowInGroup = arith::RemUIOp::create(b, loc, chunkRow, h.idx(8));
+    Value chunkRowAt = h.mul(chunkRowInGroup, 4);
+    Value chunkGroupHalf = h.add(chunkGroupAt, chunkHalfAt);
+    chunkAt = h.add(chunkGroupHalf, chunkRowAt);
+    chunkK = h.mul(chunk, 4 * p);
+
+    // The block's K range: split z of ceildiv(steps, splits) steps.
+    kBegin = h.idx(0);
+    kEnd = depth;
+    if (splitK > 1) {
+      split = launch.getBlockIds().z;
+      Value splits = launch.getGridSize().z;
+      splitting = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                        splits, h.idx(1));
+      Value steps = arith::CeilDivUIOp::create(b, loc, depth, h.idx(tileK));
+      Value perSplit = arith::CeilDivUIOp::create(b, loc, steps, splits);
+      Value span = h.mul(perSplit, tileK);
+      kBegin = arith::MulIOp::create(b, loc, split, span);
+      Value next = h.add(kBegin, span);
+      kEnd = h.min(next, depth);
+    }
   }
 
   /// Column of accumulator element (j, *, e).
@@ -513,11 +598,20 @@ private:
           b, loc, DenseElementsAttr::get(accType, b.getZeroAttr(family.acc)));
     } else {
       SmallVector<Value> elems;
+      // Split K: C is added once, by split 0.
+      Value first = split ? arith::CmpIOp::create(b, loc,
+                                                  arith::CmpIPredicate::eq,
+                                                  split, h.idx(0))
+                                .getResult()
+                          : Value();
       for (int64_t j = 0; j < kFragments; ++j)
         for (Value row : {row0, row1})
-          for (int64_t e = 0; e < 2; ++e)
-            elems.push_back(
-                h.loadOrZero(c, row, cCol(j, e), rows, cols, zeroAcc));
+          for (int64_t e = 0; e < 2; ++e) {
+            Value v = h.loadOrZero(c, row, cCol(j, e), rows, cols, zeroAcc);
+            if (first)
+              v = arith::SelectOp::create(b, loc, first, v, zeroAcc);
+            elems.push_back(v);
+          }
       init = vector::FromElementsOp::create(b, loc, accType, elems);
     }
     return init;
@@ -557,6 +651,87 @@ private:
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low, zero);
   }
 
+  /// Whether `from` may be copied in 16-byte chunks (one ld.global.v4 per
+  /// chunk): as wordAligned, with rows a multiple of 16 bytes apart, K a
+  /// multiple of the chunk and the first element 16-byte aligned (the i1).
+  Value chunkAligned(Value from) {
+    if (family.fp4() || !staticDepth || *staticDepth % (4 * p) ||
+        (h.producers && h.producers->lookup(from)))
+      return Value();
+    auto type = cast<MemRefType>(from.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type.getRank() != 2 ||
+        failed(type.getStridesAndOffset(strides, offset)) || strides[1] != 1 ||
+        ShapedType::isDynamic(strides[0]) ||
+        (strides[0] * type.getElementTypeBitWidth() / 8) % 16)
+      return Value();
+    Value first = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
+    if (ShapedType::isDynamic(offset) || offset) {
+      Value elements =
+          ShapedType::isDynamic(offset)
+              ? memref::ExtractStridedMetadataOp::create(b, loc, from)
+                    .getOffset()
+              : h.idx(offset);
+      Value offsetBytes = h.mul(elements, type.getElementTypeBitWidth() / 8);
+      first = h.add(first, offsetBytes);
+    }
+    Value low = arith::RemUIOp::create(b, loc, first, h.idx(16));
+    Value zero = h.idx(0);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low, zero);
+  }
+
+  /// The 16-byte chunks of the step at `k0` this thread copies, one per
+  /// pass (each a vector<4xi32>): one aligned vector load each inside the
+  /// operand, zeros outside it without a load (K is a multiple of the
+  /// chunk, so a chunk is wholly inside or outside); a misaligned operand
+  /// takes the element path.
+  SmallVector<Value> fetchChunks(Value from, Value fromRows, Value firstRow,
+                    int64_t tileRows, Value aligned, Value k0) {
+    int64_t passes = tileRows / kWideRowsPerPass;
+    auto chunkType = VectorType::get({4}, i32);
+    auto eltsType = VectorType::get({4 * p}, family.load);
+    SmallVector<Value> chunks;
+    Value k = h.add(k0, chunkK);
+    Value kInside = h.lt(k, kEnd);
+    Value usable = arith::AndIOp::create(b, loc, kInside, aligned);
+    for (int64_t i = 0; i < passes; ++i) {
+      Value base = h.add(firstRow, chunkRow);
+      Value row = h.add(base, kWideRowsPerPass * i);
+      Value rowInside = h.lt(row, fromRows);
+      Value whole = arith::AndIOp::create(b, loc, rowInside, usable);
+      auto choice = scf::IfOp::create(b, loc, TypeRange{chunkType}, whole,
+                                      /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(choice.thenBlock());
+        Value elts = vector::LoadOp::create(
+            b, loc, eltsType, from, ValueRange{row, k},
+            /*nontemporal=*/false, llvm::MaybeAlign(16));
+        Value bits = vector::BitCastOp::create(b, loc, chunkType, elts);
+        scf::YieldOp::create(b, loc, bits);
+        b.setInsertionPointToStart(choice.elseBlock());
+        auto outside = scf::IfOp::create(b, loc, TypeRange{chunkType}, aligned,
+                                         /*withElseRegion=*/true);
+        scf::YieldOp::create(b, loc, outside.getResult(0));
+        b.setInsertionPointToStart(outside.thenBlock());
+        Value zeros = arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(chunkType, b.getI32IntegerAttr(0)));
+        scf::YieldOp::create(b, loc, zeros);
+        b.setInsertionPointToStart(outside.elseBlock());
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < 4 * p; ++e)
+          elems.push_back(
+              h.loadOrZero(from, row, h.add(k, e), fromRows, kEnd, zeroIn));
+        Value packed = vector::FromElementsOp::create(b, loc, eltsType, elems);
+        Value slow = vector::BitCastOp::create(b, loc, chunkType, packed);
+        scf::YieldOp::create(b, loc, slow);
+      }
+      chunks.push_back(choice.getResult(0));
+    }
+    return chunks;
+  }
+
   /// The word of `p` elements of `from` starting at (row, k).
   Value packWord(Value from, Value fromRows, Value row, Value k) {
     Value aligned = from == a ? alignedA : from == bm ? alignedB : Value();
@@ -564,7 +739,7 @@ private:
       // Inside the operand (k is a multiple of the word, K too), one
       // aligned 4-byte load; the tails take the element path below.
       Value rowInside = h.lt(row, fromRows);
-      Value kInside = h.lt(k, depth);
+      Value kInside = h.lt(k, kEnd);
       Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
       Value whole = arith::AndIOp::create(b, loc, inside, aligned);
       auto choice = scf::IfOp::create(b, loc, TypeRange{i32}, whole,
@@ -582,7 +757,7 @@ private:
       SmallVector<Value> elems;
       for (int64_t e = 0; e < p; ++e)
         elems.push_back(
-            h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+            h.loadOrZero(from, row, h.add(k, e), fromRows, kEnd, zeroIn));
       Value packed = vector::FromElementsOp::create(b, loc, wordType, elems);
       Value packedBits =
           vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), packed);
@@ -593,7 +768,7 @@ private:
     SmallVector<Value> elems;
     for (int64_t e = 0; e < p; ++e)
       elems.push_back(
-          h.loadOrZero(from, row, h.add(k, e), fromRows, depth, zeroIn));
+          h.loadOrZero(from, row, h.add(k, e), fromRows, kEnd, zeroIn));
     if (!family.fp4()) {
       Value word = vector::FromElementsOp::create(b, loc, wordType, elems);
       Value bits =
@@ -685,8 +860,27 @@ private:
     return passLoop.getResult(0);
   }
 
-  /// Stores `words` into the tile `to` (cheap to unroll: no decode).
-  void store(Value words, Value to) {
+  /// The step at `k0` of operand `from`: in 16-byte chunks where it
+  /// allows, else word by word.
+  SmallVector<Value> fetchStep(Value from, Value fromRows, Value firstRow,
+                               int64_t tileRows, Value scales, Value k0) {
+    if (Value aligned = from == a ? wideA : wideB)
+      return fetchChunks(from, fromRows, firstRow, tileRows, aligned, k0);
+    return {fetch(from, fromRows, firstRow, tileRows, scales, k0)};
+  }
+
+  /// Stores what fetchStep fetched into the tile `to` (cheap to unroll: no
+  /// decode).
+  void store(ValueRange fetched, Value to) {
+    if (to == tileA ? wideA : wideB) {
+      for (auto [i, chunk] : llvm::enumerate(fetched)) {
+        Value at = h.add(chunkAt, 64 * kWideRowsPerPass / 8 * i);
+        vector::StoreOp::create(b, loc, chunk, to, ValueRange{at},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+      }
+      return;
+    }
+    Value words = fetched[0];
     int64_t count = cast<VectorType>(words.getType()).getDimSize(0);
     for (int64_t i = 0; i < count; ++i) {
       Value w = vector::ExtractOp::create(b, loc, words, i);
@@ -774,34 +968,55 @@ private:
 
   /// The K loop: store the fetched step, fetch the next, multiply.
   Value kLoop(Value init) {
-    Value kStart = h.idx(0);
+    Value kStart = kBegin;
     Value kStep = h.idx(tileK);
-    Value firstA = fetch(a, rows, blockM, kBlockM, scalesA, kStart);
-    Value firstB = fetch(bm, cols, blockN, kBlockN, scalesB, kStart);
-    auto loop = scf::ForOp::create(b, loc, kStart, depth, kStep,
-                                   ValueRange{init, firstA, firstB});
+    SmallVector<Value> firstA =
+        fetchStep(a, rows, blockM, kBlockM, scalesA, kStart);
+    SmallVector<Value> firstB =
+        fetchStep(bm, cols, blockN, kBlockN, scalesB, kStart);
+    SmallVector<Value> carried = {init};
+    llvm::append_range(carried, firstA);
+    llvm::append_range(carried, firstB);
+    auto loop = scf::ForOp::create(b, loc, kStart, kEnd, kStep, carried);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
       Value k0 = loop.getInductionVar();
-      store(loop.getRegionIterArgs()[1], tileA);
-      store(loop.getRegionIterArgs()[2], tileB);
+      ValueRange args = loop.getRegionIterArgs();
+      store(args.slice(1, firstA.size()), tileA);
+      store(args.slice(1 + firstA.size(), firstB.size()), tileB);
       // Past the last step the fetch reads nothing: every element is
       // outside K and loads as zero.
       Value kNext = h.add(k0, tileK);
-      Value nextA = fetch(a, rows, blockM, kBlockM, scalesA, kNext);
-      Value nextB = fetch(bm, cols, blockN, kBlockN, scalesB, kNext);
-      Value acc = loop.getRegionIterArgs()[0];
-      Value next = mmaStep(acc, k0);
+      SmallVector<Value> nextA =
+          fetchStep(a, rows, blockM, kBlockM, scalesA, kNext);
+      SmallVector<Value> nextB =
+          fetchStep(bm, cols, blockN, kBlockN, scalesB, kNext);
+      Value acc = args[0];
+      SmallVector<Value> yielded = {mmaStep(acc, k0)};
+      llvm::append_range(yielded, nextA);
+      llvm::append_range(yielded, nextB);
       // The next step overwrites the tiles the MMA read.
       gpu::BarrierOp::create(b, loc);
-      scf::YieldOp::create(b, loc, ValueRange{next, nextA, nextB});
+      scf::YieldOp::create(b, loc, yielded);
     }
     return loop.getResult(0);
   }
 
-  /// Writes back the elements inside C, through the fused epilogue.
+  /// Writes back the elements inside C, through the fused epilogue; a
+  /// split launch writes its partial sums instead.
   void writeBack(Value result) {
+    if (splitK == 1)
+      return writeElements(result, /*toPartials=*/false);
+    auto choice = scf::IfOp::create(b, loc, splitting, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(choice.thenBlock()->getTerminator());
+    writeElements(result, /*toPartials=*/true);
+    b.setInsertionPoint(choice.elseBlock()->getTerminator());
+    writeElements(result, /*toPartials=*/false);
+  }
+
+  void writeElements(Value result, bool toPartials) {
     for (int64_t j = 0; j < kFragments; ++j)
       for (int64_t r = 0; r < 2; ++r)
         for (int64_t e = 0; e < 2; ++e) {
@@ -814,16 +1029,72 @@ private:
           b.setInsertionPoint(store.thenBlock()->getTerminator());
           Value v = vector::ExtractOp::create(b, loc, result,
                                               ArrayRef<int64_t>{j, r, e});
-          if (!fusion.epilogue) {
-            memref::StoreOp::create(b, loc, v, c, ValueRange{row, col});
-            continue;
-          }
-          Value y = mlir::comfyquant::detail::emitEpilogueAt(
-              b, loc, fusion.epilogue, fusion.accOperand, v, row, col);
-          memref::StoreOp::create(b, loc, y,
-                                  fusion.epilogue.getDpsInitOperand(0)->get(),
-                                  ValueRange{row, col});
+          if (toPartials)
+            memref::StoreOp::create(b, loc, v, partials,
+                                    ValueRange{split, row, col});
+          else
+            storeElement(v, row, col);
         }
+  }
+
+  /// C[row, col] = v, or the fused epilogue's output there.
+  void storeElement(Value v, Value row, Value col) {
+    if (!fusion.epilogue) {
+      memref::StoreOp::create(b, loc, v, c, ValueRange{row, col});
+      return;
+    }
+    Value y = mlir::comfyquant::detail::emitEpilogueAt(
+        b, loc, fusion.epilogue, fusion.accOperand, v, row, col);
+    memref::StoreOp::create(b, loc, y,
+                            fusion.epilogue.getDpsInitOperand(0)->get(),
+                            ValueRange{row, col});
+  }
+
+  /// Whether M (host) is decode-sized, 1 to kSplitRows rows: the launch
+  /// then splits K (no M, no launch).
+  Value splitRows() {
+    Value below = arith::SubIOp::create(b, loc, rows, h.idx(1));
+    return h.lt(below, h.idx(GpuGemmAttr::kSplitRows));
+  }
+
+  /// After a split launch (M at most kSplitRows): one thread per element
+  /// of C adds the splits' partial sums in split order and stores the sum
+  /// as the GEMM would have (through the epilogue).
+  void reduceSplits() {
+    b.setInsertionPoint(op);
+    constexpr int64_t kReduceThreads = 256;
+    auto onlyIfSplit = scf::IfOp::create(b, loc, splitRows(), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(onlyIfSplit.thenBlock()->getTerminator());
+    Value elements = arith::MulIOp::create(b, loc, rows, cols);
+    Value blocks =
+        arith::CeilDivUIOp::create(b, loc, elements, h.idx(kReduceThreads));
+    Value one = h.idx(1);
+    auto reduce = gpu::LaunchOp::create(
+        b, loc, blocks, one, one, h.idx(kReduceThreads), one, one,
+        /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr);
+    b.setInsertionPointToStart(&reduce.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointToStart(&reduce.getBody().front());
+    Value blockFirst = h.mul(reduce.getBlockIds().x, kReduceThreads);
+    Value element = h.add(blockFirst, reduce.getThreadIds().x);
+    Value inside = h.lt(element, elements);
+    auto ifInside = scf::IfOp::create(b, loc, inside, false);
+    b.setInsertionPoint(ifInside.thenBlock()->getTerminator());
+    Value row = arith::DivUIOp::create(b, loc, element, cols);
+    Value col = arith::RemUIOp::create(b, loc, element, cols);
+    Value sum;
+    for (int64_t z = 0; z < splitK; ++z) {
+      Value part = memref::LoadOp::create(b, loc, partials,
+                                          ValueRange{h.idx(z), row, col});
+      if (!sum)
+        sum = part;
+      else if (isa<FloatType>(family.acc))
+        sum = arith::AddFOp::create(b, loc, sum, part);
+      else
+        sum = arith::AddIOp::create(b, loc, sum, part);
+    }
+    storeElement(sum, row, col);
   }
 
   /// Erases what the kernel replaces.
@@ -855,6 +1126,7 @@ struct TensorCoreGemmPass
       return;
     // The GEMMs the selection chose, with the config it chose.
     SmallVector<std::tuple<linalg::GenericOp, Family, GpuGemmAttr>> gemms;
+    // (The family is held by value: the builder keeps a reference.)
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       auto config = op->getAttrOfType<GpuGemmAttr>(
           ComfyQuantDialect::getGemmAttrName());
@@ -866,17 +1138,17 @@ struct TensorCoreGemmPass
             << config << " is not a tensor-core kernel for these operands";
         return signalPassFailure();
       }
-      if (config != builtConfig(&getContext(), f->kind)) {
+      if (config != builtConfig(&getContext(), f->kind, config.getSplitK())) {
         op.emitOpError("its config ")
             << config << " is not built; the tensor-core kernels are "
-            << builtConfig(&getContext(), f->kind);
+            << builtConfig(&getContext(), f->kind) << " with any split_k";
         return signalPassFailure();
       }
       gemms.push_back({op, *f, config});
     }
     SmallVector<Attribute> configs;
     for (auto &[op, family, config] : gemms) {
-      rewrite(op, family);
+      TensorCoreKernelBuilder(op, family, config.getSplitK()).build();
       configs.push_back(config);
     }
     if (!configs.empty())
@@ -884,9 +1156,6 @@ struct TensorCoreGemmPass
                     ArrayAttr::get(&getContext(), configs));
   }
 
-  void rewrite(linalg::GenericOp op, const Family &family) {
-    TensorCoreKernelBuilder(op, family).build();
-  }
 };
 
 } // namespace

@@ -87,3 +87,36 @@ func.func @data_dependent(%n: memref<index>, %b: memref<?xf32>) {
   }
   return
 }
+
+// -----
+
+// A launch under a branch on sizes (split K's reduction) stays on the host,
+// branch and all; a branch that stores to memory runs in a one-thread
+// launch like any other op.
+// CHECK-LABEL: func.func @conditional_launch
+// CHECK:         %[[FEW:.*]] = arith.cmpi ult
+// CHECK-NEXT:    scf.if %[[FEW]] {
+// CHECK-NEXT:      gpu.launch
+// CHECK:         gpu.launch
+// CHECK:           scf.if
+// CHECK:             memref.store
+// CHECK:         return
+func.func @conditional_launch(%x: memref<?x8xf32>, %flag: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %m = memref.dim %x, %c0 : memref<?x8xf32>
+  %few = arith.cmpi ult, %m, %c16 : index
+  scf.if %few {
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %m, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+      %v = arith.constant 1.0 : f32
+      memref.store %v, %x[%bx, %c0] : memref<?x8xf32>
+      gpu.terminator
+    }
+  }
+  scf.if %flag {
+    %v = arith.constant 2.0 : f32
+    memref.store %v, %x[%c0, %c0] : memref<?x8xf32>
+  }
+  return
+}

@@ -163,15 +163,17 @@ module attributes {gpu.container_module} {
 // WGMMA:         vector.from_elements {{.*}} : vector<16x2x2xi32>
 // WGMMA-NOT:     comfyquant.warpgroup_mma
 
-// Elsewhere: a barrier, then each warp loads its A fragment (words
-// 128 w + 4 g + t + {0, 64, 32, 96}) and, for each of the 16 column
-// fragments j, B's registers (words 64 j + 4 g + t + {0, 32}), and issues
-// one m16n8k32 onto accumulator fragment j.
+// Elsewhere: a barrier, then each warp loads its A fragment with one
+// ldmatrix.x4 (lane i addresses row i % 8 of core matrix i / 8) and the 16
+// column fragments' B registers with eight (fragments j, j + 1 each), and
+// issues one m16n8k32 onto accumulator fragment j.
 // SYNC-LABEL: gpu.func @tile_s8
 // SYNC:         gpu.barrier
 // SYNC-NEXT:    %[[TID:.*]] = gpu.thread_id x
-// SYNC-COUNT-4: memref.load %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
-// SYNC-COUNT-2: memref.load %{{.*}} : memref<1024xi32, #gpu.address_space<workgroup>>
+// SYNC:         memref.extract_aligned_pointer_as_index %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
+// SYNC:         nvvm.inline_ptx "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
+// SYNC-COUNT-8: nvvm.inline_ptx "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
+// SYNC-NOT:     memref.load %{{.*}} : memref<{{512|1024}}xi32, #gpu.address_space<workgroup>>
 // SYNC:         %[[C0:.*]] = vector.extract %arg0[0] : vector<2x2xi32> from vector<16x2x2xi32>
 // SYNC-NEXT:    %[[D0:.*]] = nvgpu.mma.sync(%{{.*}}, %{{.*}}, %[[C0]]) {mmaShape = [16, 8, 32]} : (vector<4x4xi8>, vector<2x4xi8>, vector<2x2xi32>) -> vector<2x2xi32>
 // SYNC-NEXT:    vector.insert %[[D0]], %arg0 [0]
@@ -427,7 +429,8 @@ gpu.module @kernels {
 // RESCALE:           gpu.barrier
 // RESCALE:           arith.addi %{{.*}}, %[[AOFF]] : index
 // RESCALE:           arith.addi %{{.*}}, %[[BOFF]] : index
-// RESCALE:           memref.load %[[A16]]
+// RESCALE:           memref.extract_aligned_pointer_as_index %[[A16]]
+// RESCALE:           ldmatrix.sync.aligned.m8n8.x4
 // RESCALE-COUNT-16:  nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // RESCALE-NOT:       nvgpu.mma.sync
 // RESCALE:           scf.yield

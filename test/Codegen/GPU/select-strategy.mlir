@@ -1,5 +1,6 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy))' | FileCheck %s
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm))' --verify-diagnostics | FileCheck %s --check-prefix=FORMED
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{fill-ctas=1}))' | FileCheck %s --check-prefix=FILL1
 
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
@@ -77,6 +78,41 @@ func.func @pinned_tile(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x4
 func.func @wrong_kind(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
   // expected-error @below {{its config #comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1> is not a tensor-core kernel for these operands}}
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// Split K for decode, from the static N and K: N = 3072 is 24 tiles of 128
+// columns, so ceildiv(132, 24) = 6 splits fill an H100's 132 SMs (K = 3072
+// is 96 steps, plenty). N = 40 with K = 96 (3 steps) cannot give two steps
+// to each of 2 splits: no split. fill-ctas=1 never splits.
+// CHECK-LABEL: func.func @decode_split
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 6>
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+// FILL1-LABEL: func.func @decode_split
+// FILL1-NOT:     split_k
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @decode_split(%a: memref<?x3072xi8>, %b: memref<3072x3072xi8>, %c: memref<?x3072xi32>,
+                        %a2: memref<?x96xi8>, %b2: memref<40x96xi8>, %c2: memref<?x40xi32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x3072xi8>, memref<3072x3072xi8>) outs(%c : memref<?x3072xi32>) {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a2, %b2 : memref<?x96xi8>, memref<40x96xi8>) outs(%c2 : memref<?x40xi32>) {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
     %1 = arith.extsi %w : i8 to i32

@@ -54,7 +54,7 @@
 // PTX80-SAME: .shared .align 128 .b8 __wg_int8_gemm_kernel_0[2048];{{.*}}.shared .align 128 .b8 __wg_int8_gemm_kernel_1[4096];
 // PTX80-SAME: st.shared.b32
 // PTX80-SAME: bar.sync
-// PTX80-SAME: ld.shared.b32
+// PTX80-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX80-COUNT-16: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
 // PTX80-SAME: bar.sync
 // PTX80-NOT: mma.sync
@@ -182,26 +182,33 @@ func.func @mxfp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2
 // CHECK-LABEL: func.func @mxfp8_ue8m0
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<64xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<128xi8, #gpu.address_space<workgroup>>)
-// K = 64 (rows 64 bytes apart) and operands read as stored: a word is
-// one aligned 4-byte load when the operand's first element is 4-byte
-// aligned (checked once, before the K loop) and the word lies inside it;
-// the element loads otherwise.
+// K = 64 (rows 64 bytes apart) and operands read as stored: each thread
+// copies 16-byte chunks (chunk tid % 2 of rows tid / 2 + 64i), one aligned
+// 16-byte load when the operand's first element is 16-byte aligned
+// (checked once, before the K loop) and the row lies inside it, zeros
+// without a load outside it, the element loads for a misaligned operand.
+// The chunks of one step are carried to the next and stored with one
+// 16-byte store each.
 // CHECK:           %[[PA:.*]] = memref.extract_aligned_pointer_as_index %arg0 : memref<?x64xi8> -> index
-// CHECK:           %[[LOWA:.*]] = arith.remui %[[PA]], %c4
+// CHECK:           %[[LOWA:.*]] = arith.remui %[[PA]], %c16
 // CHECK:           %[[ALA:.*]] = arith.cmpi eq, %[[LOWA]], %c0
 // CHECK:           memref.extract_aligned_pointer_as_index %arg1 : memref<24x64xi8> -> index
-// CHECK:           scf.for
-// CHECK:             %[[IN:.*]] = arith.andi
-// CHECK-NEXT:        %[[WHOLE:.*]] = arith.andi %[[IN]], %[[ALA]] : i1
-// CHECK-NEXT:        scf.if %[[WHOLE]] -> (i32) {
-// CHECK-NEXT:          %[[V:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<?x64xi8>, vector<4xi8>
-// CHECK-NEXT:          %[[VB:.*]] = vector.bitcast %[[V]] : vector<4xi8> to vector<1xi32>
-// CHECK-NEXT:          %[[VW:.*]] = vector.extract %[[VB]][0]
-// CHECK-NEXT:          scf.yield %[[VW]] : i32
-// CHECK-NEXT:        } else {
-// CHECK-COUNT-4:       memref.load %arg0
-// CHECK:             vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<24x64xi8>, vector<4xi8>
-// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
+// CHECK:           %[[USE:.*]] = arith.andi %{{.*}}, %[[ALA]] : i1
+// CHECK:           %[[WHOLE:.*]] = arith.andi %{{.*}}, %[[USE]] : i1
+// CHECK-NEXT:      scf.if %[[WHOLE]] -> (vector<4xi32>) {
+// CHECK-NEXT:        %[[V:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
+// CHECK-NEXT:        %[[VB:.*]] = vector.bitcast %[[V]] : vector<16xi8> to vector<4xi32>
+// CHECK-NEXT:        scf.yield %[[VB]] : vector<4xi32>
+// CHECK-NEXT:      } else {
+// CHECK-NEXT:        scf.if %[[ALA]] -> (vector<4xi32>) {
+// CHECK:               arith.constant dense<0> : vector<4xi32>
+// CHECK:             } else {
+// CHECK-COUNT-16:      memref.load %arg0
+// CHECK:           vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<24x64xi8>, vector<16xi8>
+// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[CA:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[CB0:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[CB1:[a-z0-9_]+]] = %{{[a-z0-9_]+}})
+// CHECK-NEXT:        vector.store %[[CA]], %[[TA]][%{{.*}}] {alignment = 16 : i64} : memref<512xi32, #gpu.address_space<workgroup>>, vector<4xi32>
+// CHECK-NEXT:        vector.store %[[CB0]], %[[TB]][%{{.*}}] {alignment = 16 : i64}
+// CHECK:             vector.store %[[CB1]], %[[TB]][%{{.*}}] {alignment = 16 : i64}
 // CHECK:             %[[KB:.*]] = arith.divui %[[K]], %c32
 // CHECK:             %[[C127:.*]] = arith.constant 127 : i8
 // CHECK:             %[[RAW:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
@@ -383,7 +390,7 @@ func.func @not_block_scale(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memre
 // CHECK-LABEL: func.func @f16_gemm
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<f16, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c48 step %c16{{[_0-9]*}} iter_args(
-// CHECK:             memref.store %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             vector.store %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>, vector<4xi32>
 // CHECK:             comfyquant.warpgroup_mma %{{.*}} : f16 x f16 : {{.*}} -> vector<16x2x2xf32>
 // PTX80:   .target sm_80
 // PTX80-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
@@ -989,6 +996,62 @@ func.func @unpacked_weight_overwritten(%a: memref<?x64xi8>, %packed: memref<16x3
   ^bb0(%x: i8, %y: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
     %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// Split K for decode: N = 40 is one tile of 128 columns, K = 256 is 8 steps,
+// so the strategy splits K over min(132 blocks to fill, 8 / 2, 16) = 4. At
+// M <= 16 (rows - 1 < 16) the launch has 4 blocks along z; block z runs
+// steps [z * 2, z * 2 + 2) and stores its raw sums into a [4, 16, 40]
+// temporary (C's starting value only in split 0); then a second kernel,
+// one thread per element, adds the 4 partial sums in split order. At larger
+// M the same kernel runs once along z and stores C itself.
+// CHECK-LABEL: func.func @int8_split_k
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 4>]
+// CHECK:         %[[P:.*]] = memref.alloc() : memref<4x16x40xi32>
+// CHECK:         %[[M:.*]] = memref.dim %arg0, %c0
+// CHECK:         %[[MB:.*]] = arith.subi %[[M]], %c1
+// CHECK:         %[[FEW:.*]] = arith.cmpi ult, %[[MB]], %c16
+// CHECK:         %[[GZ:.*]] = arith.select %[[FEW]], %c4, %c1
+// CHECK:         gpu.launch blocks(%{{.*}}, %{{.*}}, %[[Z:.*]]) in (%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[NZ:.*]] = %[[GZ]])
+// CHECK:           %[[SPLITTING:.*]] = arith.cmpi ugt, %[[NZ]], %c1
+// CHECK:           %[[STEPS:.*]] = arith.ceildivui %c256, %c32
+// CHECK:           %[[PER:.*]] = arith.ceildivui %[[STEPS]], %[[NZ]]
+// CHECK:           %[[SPAN:.*]] = arith.muli %[[PER]], %c32
+// CHECK:           %[[KB:.*]] = arith.muli %[[Z]], %[[SPAN]]
+// CHECK:           %[[KN:.*]] = arith.addi %[[KB]], %[[SPAN]]
+// CHECK:           %[[KE:.*]] = arith.minui %[[KN]], %c256
+// CHECK:           %[[FIRST:.*]] = arith.cmpi eq, %[[Z]], %c0
+// CHECK:           arith.select %[[FIRST]], %{{.*}}, %c0_i32 : i32
+// CHECK:           scf.for %{{.*}} = %[[KB]] to %[[KE]] step %c32
+// CHECK:           scf.if %[[SPLITTING]] {
+// CHECK:             memref.store %{{.*}}, %[[P]][%[[Z]], %{{.*}}, %{{.*}}] : memref<4x16x40xi32>
+// CHECK:           } else {
+// CHECK:             memref.store %{{.*}}, %arg2[%{{.*}}, %{{.*}}] : memref<?x40xi32>
+// CHECK:         scf.if %{{.*}} {
+// CHECK:           gpu.launch
+// CHECK:             %[[R0:.*]] = memref.load %[[P]][%c0{{.*}}, %[[ROW:.*]], %[[COL:.*]]] : memref<4x16x40xi32>
+// CHECK:             %[[R1:.*]] = memref.load %[[P]][%c1{{.*}}, %[[ROW]], %[[COL]]]
+// CHECK:             %[[S1:.*]] = arith.addi %[[R0]], %[[R1]] : i32
+// CHECK:             %[[R2:.*]] = memref.load %[[P]][%c2{{.*}}, %[[ROW]], %[[COL]]]
+// CHECK:             %[[S2:.*]] = arith.addi %[[S1]], %[[R2]] : i32
+// CHECK:             %[[R3:.*]] = memref.load %[[P]][%c3{{.*}}, %[[ROW]], %[[COL]]]
+// CHECK:             %[[S3:.*]] = arith.addi %[[S2]], %[[R3]] : i32
+// CHECK:             memref.store %[[S3]], %arg2[%[[ROW]], %[[COL]]] : memref<?x40xi32>
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @int8_split_k(%a: memref<?x256xi8>, %b: memref<40x256xi8>, %c: memref<?x40xi32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x256xi8>, memref<40x256xi8>) outs(%c : memref<?x40xi32>) {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
     %2 = arith.muli %0, %1 : i32
     %3 = arith.addi %acc, %2 : i32
     linalg.yield %3 : i32

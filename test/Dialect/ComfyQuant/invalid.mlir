@@ -2751,6 +2751,11 @@ func.func private @f() attributes {g = #comfyquant.gpu_gemm<f16, block = [64], w
 
 // -----
 
+// expected-error @+1 {{split_k must be in [1, 16]}}
+func.func private @f() attributes {g = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 17>}
+
+// -----
+
 // expected-error @+1 {{'comfyquant.target' must be a #comfyquant.target}}
 func.func private @f() attributes {comfyquant.target = "x86-64-v3"}
 

@@ -36,7 +36,9 @@ def ComfyQuantGPUDistributeLoops
     the IR. Any other top-level operation that touches memory (a loop
     without parallel dimensions, a scalar store) runs in a one-thread
     launch, so the host never dereferences a device pointer. Scalar loads
-    of read-only arguments are cloned into the launches that use them.
+    of read-only arguments are cloned into the launches that use them. An
+    `scf.if` holding only host code and launches (a launch conditional on
+    sizes) stays on the host.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256",
@@ -130,7 +132,17 @@ def ComfyQuantGPUSelectStrategy
     shared-memory stages (one tile per kind for now). A GEMM that carries a
     config already (test IR, tuning) keeps it. GEMMs no family covers get
     none and stay SIMT.
+
+    With static N and K, `split_k` is the number of blocks a decode-sized M
+    splits K over: enough that `ceildiv(N, 128) * split_k` reaches
+    `fill-ctas` (the SM count to fill), each split at least two K steps,
+    at most 16; 1 (no split) when the tiles of N fill the GPU already.
   }];
+  let options = [
+    Option<"fillCtas", "fill-ctas", "int64_t", "132",
+           "Blocks a decode-sized GEMM should launch (the SMs of the GPU to "
+           "fill; 132 is an H100 SXM)">
+  ];
   let dependentDialects = ["::mlir::comfyquant::ComfyQuantDialect"];
 }
 

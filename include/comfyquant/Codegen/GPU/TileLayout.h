@@ -16,6 +16,16 @@ namespace mlir::comfyquant {
 /// 128-byte line).
 constexpr int64_t kTileAlignment = 128;
 
+/// The shared-memory byte address of word `offsetWords` (null: 0) of a
+/// workgroup tile, as an index.
+Value tileByteAddress(OpBuilder &b, Location loc, Value tile,
+                      Value offsetWords);
+
+/// The same address as a 32-bit register, the form of a `.shared` operand
+/// of inline PTX (shared addresses fit in 32 bits).
+Value tileSharedAddress(OpBuilder &b, Location loc, Value tile,
+                        Value offsetWords);
+
 /// The 64-bit matrix descriptor of a tile starting `offsetWords` (null: 0)
 /// words into workgroup buffer `tile`: its shared-window address bits
 /// 17..4, leading byte offset 128 >> 4 at bit 16, stride byte offset

@@ -339,7 +339,7 @@ int64_t CpuGemmAttr::getStepK() const { return getKv(); }
 LogicalResult GpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   GpuMmaKind kind, ArrayRef<int64_t> block,
                                   ArrayRef<int64_t> warp, int64_t kBytes,
-                                  int64_t stages) {
+                                  int64_t stages, int64_t splitK) {
   if (block.size() != 2 || warp.size() != 2)
     return emitError() << "block and warp are [rows, columns]";
   if (block[0] <= 0 || block[1] <= 0 || warp[0] <= 0 || warp[1] <= 0 ||
@@ -353,6 +353,8 @@ LogicalResult GpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a K step is 32 bytes (one 8-bit MMA K)";
   if (stages < 1)
     return emitError() << "stages must be at least 1";
+  if (splitK < 1 || splitK > kMaxSplitK)
+    return emitError() << "split_k must be in [1, " << kMaxSplitK << "]";
   return success();
 }
 

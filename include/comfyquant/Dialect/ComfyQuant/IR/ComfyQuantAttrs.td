@@ -464,17 +464,32 @@ def ComfyQuant_GpuGemmAttr : ComfyQuant_Attr<"GpuGemm", "gpu_gemm", [
     The instruction follows from the kind and the arch (wgmma on sm_90a,
     mma.sync elsewhere, block-scaled on sm_120a).
 
+    `split_k` (default 1, then not printed): for a decode-sized M (at most
+    `kSplitRows` rows) the K loop is split over that many blocks along the
+    grid's z, each writing its partial sums to a workspace, and a second
+    kernel adds them in split order and applies the epilogue, so that a
+    narrow N still fills the GPU. Larger M runs one block per tile.
+
     ```mlir
     #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+    #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 6>
     ```
   }];
   let parameters = (ins EnumParameter<ComfyQuant_GpuMmaKind>:$kind,
                         ArrayRefParameter<"int64_t">:$block,
                         ArrayRefParameter<"int64_t">:$warp,
-                        "int64_t":$k_bytes, "int64_t":$stages);
+                        "int64_t":$k_bytes, "int64_t":$stages,
+                        DefaultValuedParameter<"int64_t", "1">:$split_k);
   let assemblyFormat = [{
     `<` $kind `,` `block` `=` `[` $block `]` `,` `warp` `=` `[` $warp `]` `,`
-    `k_bytes` `=` $k_bytes `,` `stages` `=` $stages `>`
+    `k_bytes` `=` $k_bytes `,` `stages` `=` $stages
+    (`,` `split_k` `=` $split_k^)? `>`
+  }];
+  let extraClassDeclaration = [{
+    /// The most rows of A for which a split_k config splits K.
+    static constexpr int64_t kSplitRows = 16;
+    /// The most blocks K is split over.
+    static constexpr int64_t kMaxSplitK = 16;
   }];
   let genVerifyDecl = 1;
 }
