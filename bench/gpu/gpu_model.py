@@ -289,8 +289,15 @@ def main():
                              "--target", "cuda:" + ",".join(archs), "--dtypes", "bf16",
                              "-j", str(args.jobs), "--quiet", "--json", "-o", art,
                              "--overwrite"]))
+    with open(os.path.join(work, "compile-summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
     resources = {(k["arch"], k["kernel"]): k for k in summary["cuda_kernels"]}
-    modules = {(m["format"], m["out_features"]): m for m in summary["modules"]}
+    # make_bench_checkpoint names each module bench.LABEL.nN_kK.
+    modules = {}
+    for m in summary["modules"]:
+        parts = m["name"].split(".")
+        if len(parts) == 3 and parts[0] == "bench":
+            modules[(parts[1], m["out_features"])] = m
 
     peers = {}
     for kind in PEERS:
@@ -406,13 +413,17 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
     w("")
     w("## Decode: M = 1 and 16, N = K = %d" % DECODE)
     w("")
-    w("Targets: the GEMM grid at least %d CTAs (an H100's SMs) at N >= 3072; the "
-      "GEMM kernel's global bytes loaded equal to the module's bytes (weights and "
-      "scales; the activation row is a few KiB) once, ratio 1.0." % SMS)
+    w("Targets: the GEMM grid at least %d CTAs (an H100's SMs) at N >= 3072, and "
+      "the weights read once: (GEMM global bytes - activation bytes) / module "
+      "bytes at most 1.01, where the module's bytes are its weights and scales "
+      "and the activation bytes are what each 128-column tile must read of A "
+      "(M K bytes of 8-bit codes, once per tile: M K ceil(N / 128)). Anything "
+      "more is weights read twice or activation rows read that are not there "
+      "(rows past M)." % SMS)
     w("")
-    w("| format | arch | M | GEMM CTAs | global B loaded / module B | 16-B share | "
-      "warp instr (GEMM) | warp instr (prologue) | target |")
-    w("|---|---|--:|--:|--:|--:|--:|--:|---|")
+    w("| format | arch | M | GEMM CTAs | global B / module B | weights read / weight B "
+      "| 16-B share | warp instr (GEMM) | warp instr (prologue) | target |")
+    w("|---|---|--:|--:|--:|--:|--:|--:|--:|---|")
     with open(os.path.join(ckdir, "bench.safetensors.index.json")) as f:
         idx = json.load(f)
     for fmt in formats:
@@ -422,10 +433,12 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
                 gemm, rest = gemm_and_prologue(stats)
                 mb = module_bytes(ckdir, idx, case[4])
                 ratio = gemm["global_load_bytes"] / mb
+                activation = m * DECODE * ((DECODE + 127) // 128)
+                weights = (gemm["global_load_bytes"] - activation) / mb
                 n_ctas = ctas(gemm)
-                ok = n_ctas >= SMS and ratio <= 1.05
-                w("| %s | %s | %d | %d | %.2f | %.0f %% | %d | %d | %s |" % (
-                    fmt, arch, m, n_ctas, ratio, 100 * share16(gemm),
+                ok = n_ctas >= SMS and weights <= 1.01
+                w("| %s | %s | %d | %d | %.2f | %.3f | %.0f %% | %d | %d | %s |" % (
+                    fmt, arch, m, n_ctas, ratio, weights, 100 * share16(gemm),
                     gemm["warp_instructions_total"],
                     sum(k["warp_instructions_total"] for k in rest),
                     "met" if ok else "missed"))

@@ -732,10 +732,22 @@ struct LowerMmaPass
       // wgmma descriptors address 16-byte units; every tile starts on a
       // 128-byte line, which only a workgroup attribution of the kernel
       // can be given.
+      // A tile may be a select between stages (two-stage copies): each
+      // candidate must be an attribution.
+      SmallVector<Value> candidates;
+      std::function<void(Value)> collect = [&](Value v) {
+        if (auto select = v ? v.getDefiningOp<arith::SelectOp>()
+                            : arith::SelectOp()) {
+          collect(select.getTrueValue());
+          collect(select.getFalseValue());
+        } else if (v) {
+          candidates.push_back(v);
+        }
+      };
       for (Value tile :
-           {op.getA(), op.getB(), op.getAScales(), op.getBScales()}) {
-        if (!tile)
-          continue;
+           {op.getA(), op.getB(), op.getAScales(), op.getBScales()})
+        collect(tile);
+      for (Value tile : candidates) {
         auto arg = dyn_cast<BlockArgument>(tile);
         auto func = arg ? dyn_cast<gpu::GPUFuncOp>(arg.getOwner()->getParentOp())
                         : gpu::GPUFuncOp();

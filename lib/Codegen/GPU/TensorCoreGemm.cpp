@@ -23,8 +23,10 @@
 #include "comfyquant/Codegen/Common/Gemm.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Codegen/GPU/ThreadIndex.h"
+#include "comfyquant/Codegen/GPU/TileLayout.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -335,9 +337,35 @@ std::optional<Family> tensorCoreFamily(linalg::GenericOp op) {
 
 /// The config the kernel builder implements for `kind` (any split).
 GpuGemmAttr builtConfig(MLIRContext *ctx, GpuMmaKind kind,
-                        int64_t splitK = 1) {
+                        int64_t splitK = 1, int64_t stages = 1) {
   return GpuGemmAttr::get(ctx, kind, {kBlockM, kBlockN}, {16, kBlockN},
-                          WarpgroupMmaOp::kStepBytes, /*stages=*/1, splitK);
+                          WarpgroupMmaOp::kStepBytes, stages, splitK);
+}
+
+/// Whether GEMM input `index` of `op` may be copied in 16-byte chunks
+/// (statically: the alignment of its first element is checked at run
+/// time): read as stored (no fused producer), not FP4 packing, K a
+/// multiple of 16 bytes, rows of unit stride a multiple of 16 bytes apart.
+bool chunkableOperand(linalg::GenericOp op, const Family &f, unsigned index) {
+  Value from = op.getDpsInputs()[index];
+  auto aType = cast<ShapedType>(op.getDpsInputs()[0].getType());
+  if (f.fp4() || aType.getRank() != 2 || aType.isDynamicDim(1) ||
+      aType.getDimSize(1) % (4 * f.perReg) ||
+      mlir::comfyquant::detail::operandProducer(from, op))
+    return false;
+  auto type = dyn_cast<MemRefType>(from.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return type && type.getRank() == 2 &&
+         succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides[1] == 1 && !ShapedType::isDynamic(strides[0]) &&
+         (strides[0] * type.getElementTypeBitWidth() / 8) % 16 == 0;
+}
+
+/// Two shared-memory stages fed by cp.async when both operands are
+/// chunkable, else one stage fed from registers.
+int64_t stagesFor(linalg::GenericOp op, const Family &f) {
+  return chunkableOperand(op, f, 0) && chunkableOperand(op, f, 1) ? 2 : 1;
 }
 
 /// The blocks a decode-sized M splits K over: enough that the tiles of N
@@ -370,7 +398,8 @@ struct SelectStrategyPass
       if (std::optional<Family> f = tensorCoreFamily(op))
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
                     builtConfig(&getContext(), f->kind,
-                                splitKFor(op, *f, fillCtas)));
+                                splitKFor(op, *f, fillCtas),
+                                stagesFor(op, *f)));
     }
   }
 };
@@ -384,9 +413,10 @@ struct SelectStrategyPass
 class TensorCoreKernelBuilder {
 public:
   TensorCoreKernelBuilder(linalg::GenericOp op, const Family &family,
-                          int64_t splitK)
-      : op(op), family(family), splitK(splitK), fusion(fusionFor(op)), b(op),
-        loc(op.getLoc()), h{b, loc, &producers} {}
+                          int64_t splitK, int64_t stages)
+      : op(op), family(family), splitK(splitK), asyncCopies(stages == 2),
+        fusion(fusionFor(op)), b(op), loc(op.getLoc()), h{b, loc, &producers} {
+  }
 
   void build() {
     // The consumer's operands must be defined where the kernel starts.
@@ -445,6 +475,9 @@ private:
   const Family &family;
   /// The config's split_k (1: one block per tile at every M).
   int64_t splitK;
+  /// The config's two stages: cp.async copies when both operands are
+  /// 16-byte aligned at run time (see kLoop).
+  bool asyncCopies;
   Fusion fusion;
   OpBuilder b;
   Location loc;
@@ -454,6 +487,9 @@ private:
   Value a, bm, scalesA, scalesB, c, rows, depth, cols;
   gpu::LaunchOp launch;
   Value tileA, tileB, scaleTileA, scaleTileB;
+  /// Two stages: the second stage's tiles, and the tiles the MMA of the
+  /// current step reads.
+  Value tileA1, tileB1, mmaA, mmaB;
   int64_t p = 0, tileK = 0;
   Value zeroIn, zeroAcc, tid, g, t, blockM, blockN, row0, row1, t2;
   /// The words this thread copies (see placeThread).
@@ -503,6 +539,8 @@ private:
     if (family.stagedScales)
       tiles.append({scaleTileType(kBlockM * family.scalesPerRow()),
                     scaleTileType(kBlockN * family.scalesPerRow())});
+    if (asyncCopies)
+      tiles.append({tileType(kBlockM), tileType(kBlockN)});
     launch = gpu::LaunchOp::create(
         b, loc, gridX, gridY, gridZ, h.idx(kThreads), one, one,
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
@@ -513,6 +551,13 @@ private:
       scaleTileA = launch.getWorkgroupAttributions()[2];
       scaleTileB = launch.getWorkgroupAttributions()[3];
     }
+    if (asyncCopies) {
+      unsigned first = family.stagedScales ? 4 : 2;
+      tileA1 = launch.getWorkgroupAttributions()[first];
+      tileB1 = launch.getWorkgroupAttributions()[first + 1];
+    }
+    mmaA = tileA;
+    mmaB = tileB;
     b.setInsertionPointToStart(&launch.getBody().front());
     gpu::TerminatorOp::create(b, loc);
     b.setInsertionPointToStart(&launch.getBody().front());
@@ -652,20 +697,18 @@ private:
   }
 
   /// Whether `from` may be copied in 16-byte chunks (one ld.global.v4 per
-  /// chunk): as wordAligned, with rows a multiple of 16 bytes apart, K a
-  /// multiple of the chunk and the first element 16-byte aligned (the i1).
+  /// chunk): chunkableOperand, and the first element 16-byte aligned (the
+  /// i1, computed once); null where a static condition fails.
   Value chunkAligned(Value from) {
-    if (family.fp4() || !staticDepth || *staticDepth % (4 * p) ||
-        (h.producers && h.producers->lookup(from)))
+    // (The producer map, not operandProducer: the launch now stands
+    // between the GEMM and its producers.)
+    if ((h.producers && h.producers->lookup(from)) ||
+        !chunkableOperand(op, family, from == a ? 0 : 1))
       return Value();
     auto type = cast<MemRefType>(from.getType());
     SmallVector<int64_t> strides;
     int64_t offset;
-    if (type.getRank() != 2 ||
-        failed(type.getStridesAndOffset(strides, offset)) || strides[1] != 1 ||
-        ShapedType::isDynamic(strides[0]) ||
-        (strides[0] * type.getElementTypeBitWidth() / 8) % 16)
-      return Value();
+    (void)type.getStridesAndOffset(strides, offset);
     Value first = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
     if (ShapedType::isDynamic(offset) || offset) {
       Value elements =
@@ -682,50 +725,49 @@ private:
   }
 
   /// The 16-byte chunks of the step at `k0` this thread copies, one per
-  /// pass (each a vector<4xi32>): one aligned vector load each inside the
-  /// operand, zeros outside it without a load (K is a multiple of the
-  /// chunk, so a chunk is wholly inside or outside); a misaligned operand
-  /// takes the element path.
+  /// pass (each a vector<4xi32>). K is a multiple of the chunk, so a chunk
+  /// is wholly inside the operand or outside it: inside, one aligned
+  /// vector load (or, for a misaligned operand, 16 / p element loads at
+  /// constant offsets, no clamping needed); outside, zeros without a load.
   SmallVector<Value> fetchChunks(Value from, Value fromRows, Value firstRow,
-                    int64_t tileRows, Value aligned, Value k0) {
+                                 int64_t tileRows, Value aligned, Value k0) {
     int64_t passes = tileRows / kWideRowsPerPass;
     auto chunkType = VectorType::get({4}, i32);
     auto eltsType = VectorType::get({4 * p}, family.load);
     SmallVector<Value> chunks;
     Value k = h.add(k0, chunkK);
     Value kInside = h.lt(k, kEnd);
-    Value usable = arith::AndIOp::create(b, loc, kInside, aligned);
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(chunkType, b.getI32IntegerAttr(0)));
     for (int64_t i = 0; i < passes; ++i) {
       Value base = h.add(firstRow, chunkRow);
       Value row = h.add(base, kWideRowsPerPass * i);
       Value rowInside = h.lt(row, fromRows);
-      Value whole = arith::AndIOp::create(b, loc, rowInside, usable);
-      auto choice = scf::IfOp::create(b, loc, TypeRange{chunkType}, whole,
+      Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
+      auto choice = scf::IfOp::create(b, loc, TypeRange{chunkType}, inside,
                                       /*withElseRegion=*/true);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(choice.thenBlock());
+        auto load = scf::IfOp::create(b, loc, TypeRange{chunkType}, aligned,
+                                      /*withElseRegion=*/true);
+        scf::YieldOp::create(b, loc, load.getResult(0));
+        b.setInsertionPointToStart(load.thenBlock());
         Value elts = vector::LoadOp::create(
             b, loc, eltsType, from, ValueRange{row, k},
             /*nontemporal=*/false, llvm::MaybeAlign(16));
         Value bits = vector::BitCastOp::create(b, loc, chunkType, elts);
         scf::YieldOp::create(b, loc, bits);
-        b.setInsertionPointToStart(choice.elseBlock());
-        auto outside = scf::IfOp::create(b, loc, TypeRange{chunkType}, aligned,
-                                         /*withElseRegion=*/true);
-        scf::YieldOp::create(b, loc, outside.getResult(0));
-        b.setInsertionPointToStart(outside.thenBlock());
-        Value zeros = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(chunkType, b.getI32IntegerAttr(0)));
-        scf::YieldOp::create(b, loc, zeros);
-        b.setInsertionPointToStart(outside.elseBlock());
+        b.setInsertionPointToStart(load.elseBlock());
         SmallVector<Value> elems;
         for (int64_t e = 0; e < 4 * p; ++e)
-          elems.push_back(
-              h.loadOrZero(from, row, h.add(k, e), fromRows, kEnd, zeroIn));
+          elems.push_back(memref::LoadOp::create(b, loc, from,
+                                                 ValueRange{row, h.add(k, e)}));
         Value packed = vector::FromElementsOp::create(b, loc, eltsType, elems);
         Value slow = vector::BitCastOp::create(b, loc, chunkType, packed);
         scf::YieldOp::create(b, loc, slow);
+        b.setInsertionPointToStart(choice.elseBlock());
+        scf::YieldOp::create(b, loc, zeros);
       }
       chunks.push_back(choice.getResult(0));
     }
@@ -932,12 +974,12 @@ private:
       stageScales(scalesA, rows, blockM, scaleTileA, kBlockM, kb, neutral);
       stageScales(scalesB, cols, blockN, scaleTileB, kBlockN, kb, neutral);
       next =
-          WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc, scaleTileA,
+          WarpgroupMmaOp::create(b, loc, accType, mmaA, mmaB, acc, scaleTileA,
                                  scaleTileB, family.mmaA(), family.mmaB());
     } else if (family.match.block) {
       // One scale block per K step: the block's partial sums, rescaled
       // in f32 and added to the accumulators.
-      Value partial = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB,
+      Value partial = WarpgroupMmaOp::create(b, loc, accType, mmaA, mmaB,
                                              Value(), Value(), Value(),
                                              family.mmaA(), family.mmaB());
       Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
@@ -960,14 +1002,160 @@ private:
       }
       next = vector::FromElementsOp::create(b, loc, accType, sums);
     } else {
-      next = WarpgroupMmaOp::create(b, loc, accType, tileA, tileB, acc, Value(),
+      next = WarpgroupMmaOp::create(b, loc, accType, mmaA, mmaB, acc, Value(),
                                     Value(), family.mmaA(), family.mmaB());
     }
     return next;
   }
 
-  /// The K loop: store the fetched step, fetch the next, multiply.
+  /// The K loop. With both operands chunkable: when both are 16-byte
+  /// aligned (uniform), the two-stage cp.async loop, else the
+  /// register-staged one.
   Value kLoop(Value init) {
+    if (!asyncCopies)
+      return stagedLoop(init);
+    Value both = arith::AndIOp::create(b, loc, wideA, wideB);
+    auto version = scf::IfOp::create(b, loc, TypeRange{accType}, both,
+                                     /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(version.thenBlock());
+    scf::YieldOp::create(b, loc, asyncLoop(init));
+    b.setInsertionPointToStart(version.elseBlock());
+    scf::YieldOp::create(b, loc, stagedLoop(init));
+    return version.getResult(0);
+  }
+
+  /// One thread's cp.async chunks of one operand: per pass, the byte
+  /// address of its row (the operand's first row when the row is outside;
+  /// loop invariant) and whether the row is inside.
+  struct AsyncRows {
+    Value from;
+    SmallVector<Value> rowAddress, rowInside;
+    int64_t elementBytes = 1;
+  };
+
+  AsyncRows asyncRows(Value from, Value fromRows, Value firstRow,
+                      int64_t tileRows) {
+    AsyncRows r;
+    r.from = from;
+    auto type = cast<MemRefType>(from.getType());
+    r.elementBytes = type.getElementTypeBitWidth() / 8;
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    (void)type.getStridesAndOffset(strides, offset);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
+    Value first = ShapedType::isDynamic(offset)
+                      ? memref::ExtractStridedMetadataOp::create(b, loc, from)
+                            .getOffset()
+                      : h.idx(offset);
+    Value firstBytes = h.mul(first, r.elementBytes);
+    Value start = h.add(base, firstBytes);
+    Value zero = h.idx(0);
+    for (int64_t i = 0; i < tileRows / kWideRowsPerPass; ++i) {
+      Value rowBase = h.add(firstRow, chunkRow);
+      Value row = h.add(rowBase, kWideRowsPerPass * i);
+      Value inside = h.lt(row, fromRows);
+      Value used = arith::SelectOp::create(b, loc, inside, row, zero);
+      Value rowBytes = h.mul(used, strides[0] * r.elementBytes);
+      r.rowAddress.push_back(h.add(start, rowBytes));
+      r.rowInside.push_back(inside);
+    }
+    return r;
+  }
+
+  /// cp.async.cg of this thread's 16-byte chunks of the step at `k0` into
+  /// `to` (the places fetchChunks/store use); a chunk outside the operand
+  /// copies 0 bytes and zero-fills, its source kept inside the operand
+  /// (the row's first element).
+  void copyChunksAsync(const AsyncRows &r, Value to, Value k0) {
+    Value k = h.add(k0, chunkK);
+    Value kInside = h.lt(k, kEnd);
+    Value kUsed = arith::SelectOp::create(b, loc, kInside, k, h.idx(0));
+    Value kBytes = h.mul(kUsed, r.elementBytes);
+    for (auto [i, rowAddress] : llvm::enumerate(r.rowAddress)) {
+      Value inside = arith::AndIOp::create(b, loc, r.rowInside[i], kInside);
+      Value address = h.add(rowAddress, kBytes);
+      Value src = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
+      Value bytes = arith::SelectOp::create(b, loc, inside, i32Constant(16),
+                                            i32Constant(0));
+      Value at = h.add(chunkAt, 64 * kWideRowsPerPass / 8 * i);
+      Value dst = tileSharedAddress(b, loc, to, at);
+      NVVM::InlinePtxOp::create(
+          b, loc, TypeRange{}, ValueRange{dst, src, bytes}, ValueRange{},
+          b.getStringAttr("cp.async.cg.shared.global [$0], [$1], 16, $2;"),
+          Value());
+    }
+  }
+
+  /// One step of the two-stage loop: issue the copies of the step at
+  /// `kNext` into (nextA, nextB), wait for this step's (all but the
+  /// newest group), multiply the tiles (curA, curB), and barrier so that
+  /// the following copies stay off them.
+  Value asyncStep(const AsyncRows &ra, const AsyncRows &rb, Value acc, Value k0,
+                  Value curA, Value curB, Value nextA, Value nextB) {
+    Value kNext = h.add(k0, tileK);
+    copyChunksAsync(ra, nextA, kNext);
+    copyChunksAsync(rb, nextB, kNext);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
+    mmaA = curA;
+    mmaB = curB;
+    Value next = mmaStep(acc, k0);
+    mmaA = tileA;
+    mmaB = tileB;
+    gpu::BarrierOp::create(b, loc);
+    return next;
+  }
+
+  /// Two stages, (tileA, tileB) and (tileA1, tileB1), the loop unrolled
+  /// by two so that every address is loop invariant: an iteration runs
+  /// steps s (stage 0) and s + 1 (stage 1), each issuing the next step's
+  /// copies into the other stage first; an odd last step runs after the
+  /// loop, on stage 0.
+  Value asyncLoop(Value init) {
+    AsyncRows ra = asyncRows(a, rows, blockM, kBlockM);
+    AsyncRows rb = asyncRows(bm, cols, blockN, kBlockN);
+    copyChunksAsync(ra, tileA, kBegin);
+    copyChunksAsync(rb, tileB, kBegin);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    Value span = arith::SubIOp::create(b, loc, kEnd, kBegin);
+    Value steps = arith::CeilDivUIOp::create(b, loc, span, h.idx(tileK));
+    Value pairs = arith::DivUIOp::create(b, loc, steps, h.idx(2));
+    Value pairSpan = h.mul(pairs, 2 * tileK);
+    Value pairsEnd = h.add(kBegin, pairSpan);
+    auto loop = scf::ForOp::create(b, loc, kBegin, pairsEnd, h.idx(2 * tileK),
+                                   ValueRange{init});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value k0 = loop.getInductionVar();
+      Value acc = asyncStep(ra, rb, loop.getRegionIterArgs()[0], k0, tileA,
+                            tileB, tileA1, tileB1);
+      Value k1 = h.add(k0, tileK);
+      acc = asyncStep(ra, rb, acc, k1, tileA1, tileB1, tileA, tileB);
+      scf::YieldOp::create(b, loc, acc);
+    }
+    b.setInsertionPointAfter(loop);
+    Value odd = h.lt(pairsEnd, kEnd);
+    auto last = scf::IfOp::create(b, loc, TypeRange{accType}, odd,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(last.thenBlock());
+      scf::YieldOp::create(b, loc,
+                           asyncStep(ra, rb, loop.getResult(0), pairsEnd, tileA,
+                                     tileB, tileA1, tileB1));
+      b.setInsertionPointToStart(last.elseBlock());
+      scf::YieldOp::create(b, loc, loop.getResult(0));
+    }
+    // Nothing may be left in flight at the end of the kernel.
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    return last.getResult(0);
+  }
+
+  /// The register-staged K loop: store the fetched step, fetch the next,
+  /// multiply.
+  Value stagedLoop(Value init) {
     Value kStart = kBegin;
     Value kStep = h.idx(tileK);
     SmallVector<Value> firstA =
@@ -1138,17 +1326,30 @@ struct TensorCoreGemmPass
             << config << " is not a tensor-core kernel for these operands";
         return signalPassFailure();
       }
-      if (config != builtConfig(&getContext(), f->kind, config.getSplitK())) {
+      if (config != builtConfig(&getContext(), f->kind, config.getSplitK(),
+                                config.getStages()) ||
+          config.getStages() > 2) {
         op.emitOpError("its config ")
             << config << " is not built; the tensor-core kernels are "
-            << builtConfig(&getContext(), f->kind) << " with any split_k";
+            << builtConfig(&getContext(), f->kind)
+            << " with any split_k and 1 or 2 stages";
+        return signalPassFailure();
+      }
+      if (config.getStages() == 2 && stagesFor(op, *f) != 2) {
+        op.emitOpError("its config ")
+            << config
+            << " has two stages, which need both operands copied in 16-byte "
+               "chunks (read as stored, K and the row strides multiples of 16 "
+               "bytes)";
         return signalPassFailure();
       }
       gemms.push_back({op, *f, config});
     }
     SmallVector<Attribute> configs;
     for (auto &[op, family, config] : gemms) {
-      TensorCoreKernelBuilder(op, family, config.getSplitK()).build();
+      TensorCoreKernelBuilder(op, family, config.getSplitK(),
+                              config.getStages())
+          .build();
       configs.push_back(config);
     }
     if (!configs.empty())

@@ -58,7 +58,7 @@ func.func @f32_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf32
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
 func.func @pinned_tile(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
-  // expected-error @below {{its config #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1> is not built; the tensor-core kernels are #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>}}
+  // expected-error @below {{its config #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1> is not built; the tensor-core kernels are #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1> with any split_k and 1 or 2 stages}}
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
@@ -93,10 +93,11 @@ func.func @wrong_kind(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40
 // Split K for decode, from the static N and K: N = 3072 is 24 tiles of 128
 // columns, so ceildiv(132, 24) = 6 splits fill an H100's 132 SMs (K = 3072
 // is 96 steps, plenty). N = 40 with K = 96 (3 steps) cannot give two steps
-// to each of 2 splits: no split. fill-ctas=1 never splits.
+// to each of 2 splits: no split. fill-ctas=1 never splits. Both read their
+// operands as stored with K a multiple of 16 bytes: two cp.async stages.
 // CHECK-LABEL: func.func @decode_split
-// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 6>
-// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2, split_k = 6>
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>
 // FILL1-LABEL: func.func @decode_split
 // FILL1-NOT:     split_k
 #map_a = affine_map<(m, n, k) -> (m, k)>
@@ -113,6 +114,26 @@ func.func @decode_split(%a: memref<?x3072xi8>, %b: memref<3072x3072xi8>, %c: mem
     linalg.yield %3 : i32
   }
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a2, %b2 : memref<?x96xi8>, memref<40x96xi8>) outs(%c2 : memref<?x40xi32>) {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// Two stages need both operands copied in 16-byte chunks: K = 70 is not a
+// multiple of 16 bytes.
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @two_stages_odd_k(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
+  // expected-error @below {{has two stages, which need both operands copied in 16-byte chunks}}
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
     %1 = arith.extsi %w : i8 to i32

@@ -91,7 +91,7 @@ func.func @int8_gemm(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40x
 // wgmma e4m3 x e5m2 on sm_90a, FP8 mma.sync on the other sm_89+, two f16
 // m16n8k16 per fragment on sm_80/sm_86.
 // CHECK-LABEL: func.func @fp8_gemm
-// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(
 // CHECK:             comfyquant.warpgroup_mma %{{.*}}, %{{.*}}, %{{.*}} : f8E4M3FN x f8E5M2 : {{.*}} -> vector<16x2x2xf32>
@@ -128,7 +128,7 @@ func.func @fp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %c: memref<?x24xf
 // row's and column's scales of that block (loaded at k / 32, indices
 // clamped) before it is added to the accumulator.
 // CHECK-LABEL: func.func @mxfp8_gemm
-// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_block_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_block_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
 // CHECK:         scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
 // CHECK:           %[[PART:.*]] = comfyquant.warpgroup_mma %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
 // CHECK:           %[[KB:.*]] = arith.divui %[[K]], %c32
@@ -180,45 +180,60 @@ func.func @mxfp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2
 // operands) and reach warpgroup_mma, which takes the block-scaled MMA on
 // sm_120a and rescales the step's partial sums elsewhere.
 // CHECK-LABEL: func.func @mxfp8_ue8m0
-// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
-// CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<64xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<128xi8, #gpu.address_space<workgroup>>)
-// K = 64 (rows 64 bytes apart) and operands read as stored: each thread
-// copies 16-byte chunks (chunk tid % 2 of rows tid / 2 + 64i), one aligned
-// 16-byte load when the operand's first element is 16-byte aligned
-// (checked once, before the K loop) and the row lies inside it, zeros
-// without a load outside it, the element loads for a misaligned operand.
-// The chunks of one step are carried to the next and stored with one
-// 16-byte store each.
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_ue8m0_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
+// CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<64xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<128xi8, #gpu.address_space<workgroup>>, %[[TA1:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB1:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
+// K = 64 (rows 64 bytes apart) and operands read as stored: both are
+// copied in 16-byte chunks (chunk tid % 2 of rows tid / 2 + 64i). When both
+// first elements are 16-byte aligned (checked once) the K loop is the
+// two-stage cp.async pipeline: the first step's chunks go to stage 0 before
+// the loop; each iteration runs two steps, each issuing the next step's
+// cp.async (zero-filled outside the operands) into the other stage,
+// waiting for its own group, staging its scales and multiplying; an odd
+// last step runs after the loop. Otherwise the register-staged loop: one
+// aligned 16-byte load per chunk inside the operand, element loads for a
+// misaligned one, zeros outside.
 // CHECK:           %[[PA:.*]] = memref.extract_aligned_pointer_as_index %arg0 : memref<?x64xi8> -> index
 // CHECK:           %[[LOWA:.*]] = arith.remui %[[PA]], %c16
 // CHECK:           %[[ALA:.*]] = arith.cmpi eq, %[[LOWA]], %c0
-// CHECK:           memref.extract_aligned_pointer_as_index %arg1 : memref<24x64xi8> -> index
-// CHECK:           %[[USE:.*]] = arith.andi %{{.*}}, %[[ALA]] : i1
-// CHECK:           %[[WHOLE:.*]] = arith.andi %{{.*}}, %[[USE]] : i1
-// CHECK-NEXT:      scf.if %[[WHOLE]] -> (vector<4xi32>) {
-// CHECK-NEXT:        %[[V:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
-// CHECK-NEXT:        %[[VB:.*]] = vector.bitcast %[[V]] : vector<16xi8> to vector<4xi32>
-// CHECK-NEXT:        scf.yield %[[VB]] : vector<4xi32>
-// CHECK-NEXT:      } else {
-// CHECK-NEXT:        scf.if %[[ALA]] -> (vector<4xi32>) {
-// CHECK:               arith.constant dense<0> : vector<4xi32>
-// CHECK:             } else {
-// CHECK-COUNT-16:      memref.load %arg0
-// CHECK:           vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<24x64xi8>, vector<16xi8>
-// CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c64 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[CA:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[CB0:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[CB1:[a-z0-9_]+]] = %{{[a-z0-9_]+}})
-// CHECK-NEXT:        vector.store %[[CA]], %[[TA]][%{{.*}}] {alignment = 16 : i64} : memref<512xi32, #gpu.address_space<workgroup>>, vector<4xi32>
-// CHECK-NEXT:        vector.store %[[CB0]], %[[TB]][%{{.*}}] {alignment = 16 : i64}
-// CHECK:             vector.store %[[CB1]], %[[TB]][%{{.*}}] {alignment = 16 : i64}
-// CHECK:             %[[KB:.*]] = arith.divui %[[K]], %c32
-// CHECK:             %[[C127:.*]] = arith.constant 127 : i8
-// CHECK:             %[[RAW:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
-// CHECK:             arith.select %{{.*}}, %[[RAW]], %[[C127]] : i8
-// CHECK:             memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
-// CHECK:             memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x2xi8>
-// CHECK:             memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
-// CHECK:             %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] scales(%[[SA]], %[[SB]] : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E5M2
-// CHECK-NEXT:        gpu.barrier
-// CHECK-NEXT:        scf.yield %[[D]]
+// CHECK:           %[[PB:.*]] = memref.extract_aligned_pointer_as_index %arg1 : memref<24x64xi8> -> index
+// CHECK:           %[[LOWB:.*]] = arith.remui %[[PB]], %c16
+// CHECK:           %[[ALB:.*]] = arith.cmpi eq, %[[LOWB]], %c0
+// CHECK:           %[[BOTH:.*]] = arith.andi %[[ALA]], %[[ALB]] : i1
+// CHECK-NEXT:      scf.if %[[BOTH]] -> (vector<16x2x2xf32>) {
+// CHECK-COUNT-3:     nvvm.inline_ptx "cp.async.cg.shared.global [$0], [$1], 16, $2;"
+// CHECK:             nvvm.cp.async.commit.group
+// CHECK:             scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %{{.*}} step %c64{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}})
+// CHECK:               memref.extract_aligned_pointer_as_index %[[TA1]]
+// CHECK:               nvvm.inline_ptx "cp.async.cg.shared.global
+// CHECK:               nvvm.cp.async.commit.group
+// CHECK-NEXT:          nvvm.cp.async.wait.group 1
+// CHECK:               %[[C127:.*]] = arith.constant 127 : i8
+// CHECK:               %[[RAW:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
+// CHECK:               arith.select %{{.*}}, %[[RAW]], %[[C127]] : i8
+// CHECK:               memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
+// CHECK:               memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x2xi8>
+// CHECK:               memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
+// CHECK:               %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] scales(%[[SA]], %[[SB]] : memref<64xi8, #gpu.address_space<workgroup>>, memref<128xi8, #gpu.address_space<workgroup>>) : f8E4M3FN x f8E5M2
+// CHECK-NEXT:          gpu.barrier
+// CHECK:               memref.extract_aligned_pointer_as_index %[[TA]]
+// CHECK:               nvvm.cp.async.wait.group 1
+// CHECK:               %[[D1:.*]] = comfyquant.warpgroup_mma %[[TA1]], %[[TB1]], %[[D]]
+// CHECK-NEXT:          gpu.barrier
+// CHECK-NEXT:          scf.yield %[[D1]]
+// CHECK:             scf.if
+// CHECK:               comfyquant.warpgroup_mma %[[TA]], %[[TB]]
+// CHECK:             nvvm.cp.async.wait.group 0
+// CHECK:           } else {
+// CHECK:             scf.if %{{.*}} -> (vector<4xi32>) {
+// CHECK-NEXT:          scf.if %[[ALA]] -> (vector<4xi32>) {
+// CHECK-NEXT:            vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
+// CHECK:               } else {
+// CHECK-COUNT-16:        memref.load %arg0
+// CHECK:             scf.for %{{.*}} iter_args(%{{.*}}, %[[CA:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[CB0:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[CB1:[a-z0-9_]+]] = %{{[a-z0-9_]+}})
+// CHECK-NEXT:          vector.store %[[CA]], %[[TA]][%{{.*}}] {alignment = 16 : i64} : memref<512xi32, #gpu.address_space<workgroup>>, vector<4xi32>
+// CHECK-NEXT:          vector.store %[[CB0]], %[[TB]][%{{.*}}] {alignment = 16 : i64}
+// CHECK:               vector.store %[[CB1]], %[[TB]][%{{.*}}] {alignment = 16 : i64}
+// CHECK:               comfyquant.warpgroup_mma %[[TA]], %[[TB]]
 // PTX80:   .target sm_80
 // PTX80-COUNT-32: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // PTX90:   .target sm_90a
@@ -272,7 +287,7 @@ func.func @mxfp8_ue8m0(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x
 // body's own, applied in f32 at formation (no scale tiles, no
 // block-scaled MMA).
 // CHECK-LABEL: func.func @mxfp8_not_ue8m0
-// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_block_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8_block_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
 // CHECK-NOT:     memref<64xi8, #gpu.address_space<workgroup>>
 // CHECK:         comfyquant.warpgroup_mma %{{[^,]*}}, %{{[^,]*}} : f8E4M3FN x f8E4M3FN
 // PTX80:   .target sm_80
@@ -388,7 +403,7 @@ func.func @not_block_scale(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memre
 // f16 operands (NVFP4 decoded exactly): K steps of 16 elements (the same
 // 32 bytes per row), m16n8k16 or wgmma m64n128k16.
 // CHECK-LABEL: func.func @f16_gemm
-// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<f16, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<f16, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
 // CHECK:           scf.for %{{.*}} = %c0{{[_0-9]*}} to %c48 step %c16{{[_0-9]*}} iter_args(
 // CHECK:             vector.store %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>, vector<4xi32>
 // CHECK:             comfyquant.warpgroup_mma %{{.*}} : f16 x f16 : {{.*}} -> vector<16x2x2xf32>
@@ -421,8 +436,11 @@ func.func @f16_gemm(%a: memref<?x48xf16>, %b: memref<8x48xf16>, %c: memref<?x8xf
 // CHECK-LABEL: func.func @float_gemm
 // CHECK-NOT:     comfyquant.gemms
 // CHECK:         linalg.generic
+// PTX80:         func.func @float_gemm
 // PTX80-NOT:     mma.sync
+// PTX90:         func.func @float_gemm
 // PTX90-NOT:     wgmma
+// PTX120:        func.func @float_gemm
 // PTX120-NOT:    mma.sync
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
@@ -442,9 +460,15 @@ func.func @float_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf
 // CHECK-LABEL: func.func @bf16_gemm
 // CHECK-NOT:     comfyquant.gemms
 // CHECK:         linalg.generic
+// PTX80:         func.func @bf16_gemm
 // PTX80-NOT:     mma.sync
+// PTX80:         func.func @int8_gemm_fused
+// PTX90:         func.func @bf16_gemm
 // PTX90-NOT:     wgmma
+// PTX90:         func.func @int8_gemm_fused
+// PTX120:        func.func @bf16_gemm
 // PTX120-NOT:    mma.sync
+// PTX120:        func.func @int8_gemm_fused
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
@@ -468,7 +492,7 @@ func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4x
 // epilogue is evaluated per accumulator element in registers and stored to
 // its output; the fill, the consumer and the temporary are gone.
 // CHECK-LABEL: func.func @int8_gemm_fused
-// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
 // CHECK-NOT:     memref.alloc
 // CHECK-NOT:     linalg.fill
 // CHECK:         gpu.launch
@@ -579,7 +603,7 @@ func.func @nonzero_fill(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %y: memref<?x8
 // CHECK-NOT:     memref.alloc
 // CHECK:         gpu.launch
 // CHECK:           comfyquant.warpgroup_mma
-// CHECK:           scf.if
+// CHECK:           scf.if %{{[0-9a-z_]+}} {
 // CHECK-NEXT:        %[[V:.*]] = vector.extract
 // CHECK-NEXT:        %[[B:.*]] = memref.load %arg3[
 // CHECK-NEXT:        %[[X:.*]] = arith.mulf %[[V]], %[[S]] : f32
@@ -1013,7 +1037,7 @@ func.func @unpacked_weight_overwritten(%a: memref<?x64xi8>, %packed: memref<16x3
 // one thread per element, adds the 4 partial sums in split order. At larger
 // M the same kernel runs once along z and stores C itself.
 // CHECK-LABEL: func.func @int8_split_k
-// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 4>]
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2, split_k = 4>]
 // CHECK:         %[[P:.*]] = memref.alloc() : memref<4x16x40xi32>
 // CHECK:         %[[M:.*]] = memref.dim %arg0, %c0
 // CHECK:         %[[MB:.*]] = arith.subi %[[M]], %c1

@@ -133,6 +133,11 @@ def ComfyQuantGPUSelectStrategy
     config already (test IR, tuning) keeps it. GEMMs no family covers get
     none and stay SIMT.
 
+    `stages = 2` when both operands can be copied in 16-byte chunks (read as
+    stored, K and row strides multiples of 16 bytes): two shared-memory
+    stages fed by cp.async (when both are 16-byte aligned at run time);
+    otherwise one stage fed from registers.
+
     With static N and K, `split_k` is the number of blocks a decode-sized M
     splits K over: enough that `ceildiv(N, 128) * split_k` reaches
     `fill-ctas` (the SM count to fill), each split at least two K steps,
@@ -196,6 +201,7 @@ def ComfyQuantGPUTensorCoreGemm
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::nvgpu::NVGPUDialect",
+                           "::mlir::NVVM::NVVMDialect",
                            "::mlir::comfyquant::ComfyQuantDialect",
                            "::mlir::vector::VectorDialect",
                            "::mlir::arith::ArithDialect",
