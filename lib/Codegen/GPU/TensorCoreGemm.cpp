@@ -679,19 +679,32 @@ private:
         ShapedType::isDynamic(strides[0]) ||
         (strides[0] * type.getElementTypeBitWidth() / 8) % 4)
       return Value();
-    int64_t bytes = type.getElementTypeBitWidth() / 8;
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
-    Value first = base;
-    if (ShapedType::isDynamic(offset) || offset) {
-      Value elements =
-          ShapedType::isDynamic(offset)
-              ? memref::ExtractStridedMetadataOp::create(b, loc, from)
-                    .getOffset()
-              : h.idx(offset);
-      Value offsetBytes = h.mul(elements, bytes);
-      first = h.add(base, offsetBytes);
-    }
-    Value low = arith::RemUIOp::create(b, loc, first, h.idx(4));
+    return firstElementAligned(from, 4);
+  }
+
+  /// The byte address of `from`'s first element (its aligned pointer plus
+  /// its offset), as an index.
+  Value firstElementAddress(Value from) {
+    auto type = cast<MemRefType>(from.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    (void)type.getStridesAndOffset(strides, offset);
+    Value first = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
+    if (!ShapedType::isDynamic(offset) && !offset)
+      return first;
+    Value elements =
+        ShapedType::isDynamic(offset)
+            ? memref::ExtractStridedMetadataOp::create(b, loc, from)
+                  .getOffset()
+            : h.idx(offset);
+    Value offsetBytes = h.mul(elements, type.getElementTypeBitWidth() / 8);
+    return h.add(first, offsetBytes);
+  }
+
+  /// Whether `from`'s first element is `bytes`-aligned (an i1).
+  Value firstElementAligned(Value from, int64_t bytes) {
+    Value low =
+        arith::RemUIOp::create(b, loc, firstElementAddress(from), h.idx(bytes));
     Value zero = h.idx(0);
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low, zero);
   }
@@ -705,23 +718,7 @@ private:
     if ((h.producers && h.producers->lookup(from)) ||
         !chunkableOperand(op, family, from == a ? 0 : 1))
       return Value();
-    auto type = cast<MemRefType>(from.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    (void)type.getStridesAndOffset(strides, offset);
-    Value first = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
-    if (ShapedType::isDynamic(offset) || offset) {
-      Value elements =
-          ShapedType::isDynamic(offset)
-              ? memref::ExtractStridedMetadataOp::create(b, loc, from)
-                    .getOffset()
-              : h.idx(offset);
-      Value offsetBytes = h.mul(elements, type.getElementTypeBitWidth() / 8);
-      first = h.add(first, offsetBytes);
-    }
-    Value low = arith::RemUIOp::create(b, loc, first, h.idx(16));
-    Value zero = h.idx(0);
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low, zero);
+    return firstElementAligned(from, 16);
   }
 
   /// The 16-byte chunks of the step at `k0` this thread copies, one per
@@ -1029,7 +1026,6 @@ private:
   /// address of its row (the operand's first row when the row is outside;
   /// loop invariant) and whether the row is inside.
   struct AsyncRows {
-    Value from;
     SmallVector<Value> rowAddress, rowInside;
     int64_t elementBytes = 1;
   };
@@ -1037,19 +1033,12 @@ private:
   AsyncRows asyncRows(Value from, Value fromRows, Value firstRow,
                       int64_t tileRows) {
     AsyncRows r;
-    r.from = from;
     auto type = cast<MemRefType>(from.getType());
     r.elementBytes = type.getElementTypeBitWidth() / 8;
     SmallVector<int64_t> strides;
     int64_t offset;
     (void)type.getStridesAndOffset(strides, offset);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
-    Value first = ShapedType::isDynamic(offset)
-                      ? memref::ExtractStridedMetadataOp::create(b, loc, from)
-                            .getOffset()
-                      : h.idx(offset);
-    Value firstBytes = h.mul(first, r.elementBytes);
-    Value start = h.add(base, firstBytes);
+    Value start = firstElementAddress(from);
     Value zero = h.idx(0);
     for (int64_t i = 0; i < tileRows / kWideRowsPerPass; ++i) {
       Value rowBase = h.add(firstRow, chunkRow);
