@@ -342,15 +342,16 @@ GpuGemmAttr builtConfig(MLIRContext *ctx, GpuMmaKind kind,
                           WarpgroupMmaOp::kStepBytes, stages, splitK);
 }
 
-/// Whether GEMM input `index` of `op` may be copied in 16-byte chunks
-/// (statically: the alignment of its first element is checked at run
-/// time): read as stored (no fused producer), not FP4 packing, K a
-/// multiple of 16 bytes, rows of unit stride a multiple of 16 bytes apart.
-bool chunkableOperand(linalg::GenericOp op, const Family &f, unsigned index) {
+/// Whether GEMM input `index` of `op` may be loaded `bytes` (4 or 16) at
+/// a time, statically (the alignment of its first element is checked at
+/// run time): read as stored (no fused producer), not FP4 packing, K a
+/// multiple of `bytes`, rows of unit stride a multiple of `bytes` apart.
+bool wholeLoads(linalg::GenericOp op, const Family &f, unsigned index,
+                int64_t bytes) {
   Value from = op.getDpsInputs()[index];
   auto aType = cast<ShapedType>(op.getDpsInputs()[0].getType());
   if (f.fp4() || aType.getRank() != 2 || aType.isDynamicDim(1) ||
-      aType.getDimSize(1) % (4 * f.perReg) ||
+      aType.getDimSize(1) % (bytes / 4 * f.perReg) ||
       mlir::comfyquant::detail::operandProducer(from, op))
     return false;
   auto type = dyn_cast<MemRefType>(from.getType());
@@ -359,7 +360,12 @@ bool chunkableOperand(linalg::GenericOp op, const Family &f, unsigned index) {
   return type && type.getRank() == 2 &&
          succeeded(type.getStridesAndOffset(strides, offset)) &&
          strides[1] == 1 && !ShapedType::isDynamic(strides[0]) &&
-         (strides[0] * type.getElementTypeBitWidth() / 8) % 16 == 0;
+         (strides[0] * type.getElementTypeBitWidth() / 8) % bytes == 0;
+}
+
+/// Whether GEMM input `index` may be copied in 16-byte chunks.
+bool chunkableOperand(linalg::GenericOp op, const Family &f, unsigned index) {
+  return wholeLoads(op, f, index, 16);
 }
 
 /// Two shared-memory stages fed by cp.async when both operands are
@@ -458,7 +464,6 @@ public:
     // the MMA, so the global loads are in flight while it runs.
     wordType = VectorType::get({p}, family.load);
     i32 = b.getI32Type();
-    staticDepth = getConstantIntValue(depth);
     wideA = chunkAligned(a);
     wideB = chunkAligned(bm);
     alignedA = wideA ? Value() : wordAligned(a);
@@ -496,7 +501,6 @@ private:
   Value copyWord, copyRow, copyAt, copyK;
   VectorType accType, wordType;
   Type i32;
-  std::optional<int64_t> staticDepth;
   Value alignedA, alignedB;
   /// Operands copied in 16-byte chunks: whether their first element is
   /// 16-byte aligned (an i1); null where a static condition fails.
@@ -668,16 +672,10 @@ private:
   /// aligned (an i1 computed once, before the K loop), K a multiple of the
   /// word. Null when any static condition fails.
   Value wordAligned(Value from) {
-    if (family.fp4() || !staticDepth || *staticDepth % p ||
-        (h.producers && h.producers->lookup(from)))
-      return Value();
-    auto type = cast<MemRefType>(from.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (type.getRank() != 2 ||
-        failed(type.getStridesAndOffset(strides, offset)) || strides[1] != 1 ||
-        ShapedType::isDynamic(strides[0]) ||
-        (strides[0] * type.getElementTypeBitWidth() / 8) % 4)
+    // (The producer map, not operandProducer: the launch now stands
+    // between the GEMM and its producers.)
+    if ((h.producers && h.producers->lookup(from)) ||
+        !wholeLoads(op, family, from == a ? 0 : 1, 4))
       return Value();
     return firstElementAligned(from, 4);
   }
