@@ -416,8 +416,9 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
     w("Targets: the GEMM grid at least %d CTAs (an H100's SMs) at N >= 3072, and "
       "the weights read once: (GEMM global bytes - activation bytes) / module "
       "bytes at most 1.01, where the module's bytes are its weights and scales "
-      "and the activation bytes are what each 128-column tile must read of A "
-      "(M K bytes of 8-bit codes, once per tile: M K ceil(N / 128)). Anything "
+      "and the activation bytes are what each column tile must read of A "
+      "(M K bytes of 8-bit codes, once per tile: M K times the grid's x, the "
+      "tiles of N). Anything "
       "more is weights read twice or activation rows read that are not there "
       "(rows past M)." % SMS)
     w("")
@@ -433,7 +434,8 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
                 gemm, rest = gemm_and_prologue(stats)
                 mb = module_bytes(ckdir, idx, case[4])
                 ratio = gemm["global_load_bytes"] / mb
-                activation = m * DECODE * ((DECODE + 127) // 128)
+                # Each column tile (the grid's x) reads the M rows of A.
+                activation = m * DECODE * gemm["grid"][0]
                 weights = (gemm["global_load_bytes"] - activation) / mb
                 n_ctas = ctas(gemm)
                 ok = n_ctas >= SMS and weights <= 1.01

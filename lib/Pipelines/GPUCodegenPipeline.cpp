@@ -99,6 +99,7 @@ void mlir::comfyquant::buildComfyQuantGPUDevicePipeline(
   device.addPass(createReconcileUnrealizedCastsPass());
   device.addPass(createComfyQuantGPUExternalizeDynamicSharedMemory());
   if (options.serialize) {
+    configureNVPTXBackend();
     GpuModuleToBinaryPassOptions binary;
     binary.compilationTarget = "isa";
     // convert-gpu-to-nvvm lowers math ops (absf, roundeven) to libdevice

@@ -284,9 +284,9 @@ def main():
     # (after the random cases, whose draws they leave unchanged): every
     # ConvRot group, full-precision GEMMs of rotated weights, a codebook
     # with F32 s_rel, NVFP4 without fpmm, a MoE bank sharing one scalar
-    # scale across its experts, and integer GEMMs of the shape the AMX
+    # scale across its experts, integer GEMMs of the shape the AMX
     # kernels take (N a multiple of 16, K of 64), which random N and K
-    # rarely are.
+    # rarely are, and the wide CUDA tile's.
     forced = []
     for G in (4, 16, 64):
         forced.append(("int8_tensorwise:convrot", "convrot%d_fpmm" % G,
@@ -300,6 +300,12 @@ def main():
     ]
     for label in ("int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"):
         forced.append((label, "amx_shape", {}, dict(nmult=16, fpmm=False), 64))
+    # The CUDA GEMMs' 128 x 256 tile: operands read as stored (INT8, FP8),
+    # K a multiple of 16 bytes, N past one 256-column tile (when TOP
+    # allows).
+    if top > 256:
+        for label in ("int8_tensorwise", "float8_e4m3fn", "float8_e5m2"):
+            forced.append((label, "wide_tile", {}, dict(nwide=True, fpmm=False), 16))
     for kind in [k for k in ("linear", "moe") if k in kinds]:
         for label, tag, over, how, kmult in forced:
             fmt = label.split(":")[0]
@@ -310,6 +316,8 @@ def main():
                 K = pick(g, kmult, max(top, kmult), kmult)
             if how.get("nmult"):
                 N = pick(g, how["nmult"], max(top, how["nmult"]), how["nmult"])
+            if how.get("nwide"):
+                N = pick(g, 257, top)
             opts.update(over)
             E = g.r.randint(2, 3) if kind == "moe" else None
             name = "sweep.%s.forced.%s_%s" % (kind, label.replace(":", "_"), tag)

@@ -184,10 +184,12 @@ struct Step {
   Type aType, bType;
   VectorType resultType;
   Value aOffset, bOffset; ///< word offsets into a and b; null for 0
+  int64_t warpgroups = 1; ///< of the block, each with 64 rows of A
   explicit Step(WarpgroupMmaOp op)
       : a(op.getA()), b(op.getB()), acc(op.getAcc()), aScales(op.getAScales()),
         bScales(op.getBScales()), aType(op.getAType()), bType(op.getBType()),
-        resultType(cast<VectorType>(op.getResult().getType())) {}
+        resultType(cast<VectorType>(op.getResult().getType())),
+        warpgroups(op.getWarpgroups()) {}
   Step(Value a, Value b, Value acc, Type type, VectorType resultType,
        Value aOffset, Value bOffset)
       : a(a), b(b), acc(acc), aType(type), bType(type), resultType(resultType),
@@ -444,16 +446,19 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
         DenseElementsAttr::get(resultType,
                                b.getZeroAttr(resultType.getElementType())));
   int64_t fragments = resultType.getDimSize(0);
+  // Each pair of B fragments is loaded just before its two MMAs, so that
+  // at most a few of them are live beside the accumulators (N = 256 holds
+  // 128 accumulator registers per thread).
   SmallVector<Value> bWords;
-  for (int64_t j = 0; j < fragments; j += 2) {
-    Value bFirst =
-        arith::AddIOp::create(b, loc, bLane, indexConstant(b, loc, 64 * j));
-    llvm::append_range(bWords, loadMatrices(b, loc, op.getB(), bFirst,
-                                            j + 1 < fragments ? 4 : 2));
-  }
   for (int64_t j = 0; j < fragments; ++j) {
+    if (j % 2 == 0) {
+      Value bFirst =
+          arith::AddIOp::create(b, loc, bLane, indexConstant(b, loc, 64 * j));
+      bWords = loadMatrices(b, loc, op.getB(), bFirst,
+                            j + 1 < fragments ? 4 : 2);
+    }
     Value fragB = fragmentOf(
-        b, loc, ArrayRef<Value>(bWords).slice(2 * j, 2), bType);
+        b, loc, ArrayRef<Value>(bWords).slice(2 * (j % 2), 2), bType);
     Value acc =
         accIn ? b.createOrFold<vector::ExtractOp>(loc, accIn, j) : Value();
     Value d;
@@ -526,7 +531,20 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
       inouts = LLVM::InsertValueOp::create(b, loc, inouts, v, i);
     }
   }
-  Value descA = tileDescriptor(b, loc, op.getA(), op.aOffset, 0);
+  // Warpgroup q multiplies A's rows [64q, 64q + 64): 8 core-matrix rows
+  // groups, 64 words each, further on.
+  Value aOffset = op.aOffset;
+  if (op.warpgroups > 1) {
+    Value tid = threadIndex(b, loc);
+    Value q = arith::DivUIOp::create(b, loc, tid,
+                                     indexConstant(b, loc, kWarpgroupSize));
+    Value rowsAt = arith::MulIOp::create(
+        b, loc, q,
+        indexConstant(b, loc,
+                      WarpgroupMmaOp::kRows * WarpgroupMmaOp::kStepBytes / 4));
+    aOffset = offsetBy(b, loc, rowsAt, aOffset);
+  }
+  Value descA = tileDescriptor(b, loc, op.getA(), aOffset, 0);
   Value descB = tileDescriptor(b, loc, op.getB(), op.bOffset, 0);
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   bool integer = elt.isInteger(32);

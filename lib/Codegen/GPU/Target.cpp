@@ -6,6 +6,7 @@
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/FileSystem.h"
@@ -14,6 +15,7 @@
 #include "llvm/Support/Program.h"
 
 #include <cstdlib>
+#include <mutex>
 
 using namespace mlir;
 using namespace mlir::comfyquant;
@@ -47,6 +49,16 @@ std::string mlir::comfyquant::findPtxas() {
   if (llvm::sys::fs::can_execute("/usr/local/cuda/bin/ptxas"))
     return "/usr/local/cuda/bin/ptxas";
   return "";
+}
+
+void mlir::comfyquant::configureNVPTXBackend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto &options = llvm::cl::getRegisteredOptions();
+    auto it = options.find("nvptx-no-f32x2");
+    if (it != options.end() && !it->second->getNumOccurrences())
+      (void)it->second->addOccurrence(0, "nvptx-no-f32x2", "true");
+  });
 }
 
 std::string mlir::comfyquant::findCUDAToolkit() {

@@ -1,9 +1,11 @@
 //===- Tcgen05.cpp - warpgroup MMAs as tcgen05.mma (sm_100a) --------------===//
 //
-// Per kernel: warp 0 allocates tensor memory (the accumulator's N columns,
-// plus 4 + N / 32 scale columns for block-scaled MMAs, rounded up to a
-// power of two), thread 0 initialises one mbarrier, and every return
-// deallocates.
+// Per kernel: warp 0 allocates tensor memory (the accumulator's N columns
+// per warpgroup, plus 4 + N / 32 scale columns for block-scaled MMAs,
+// rounded up to a power of two), thread 0 initialises one mbarrier, and
+// every return deallocates. With two warpgroups thread 0 issues one M = 64
+// MMA per warpgroup, the second's rows of A into the N columns after the
+// first's; warp w reads its accumulator in lane quarter w % 4.
 //
 // Per step: the block's tiles are made visible to the tensor cores (async
 // proxy fence, barrier, tcgen05 fence), thread 0 issues tcgen05.mma and
@@ -152,12 +154,26 @@ void threadSync(OpBuilder &b, Location loc) {
           ctx, NVVM::Tcgen05FenceKind::AFTER_THREAD_SYNC));
 }
 
-/// The address of the warp's lane quarter at `column`.
+/// The address of the warp's lane quarter at `column`. With two
+/// warpgroups (`groupColumns` nonzero) warp w reaches the lanes of quarter
+/// w % 4 only, and warpgroup w / 4's accumulator starts `groupColumns`
+/// columns after the previous one's.
 Value quarterAddress(OpBuilder &b, Location loc, const KernelState &k,
-                     Value warp, int64_t column) {
-  Value warp32 = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), warp);
+                     Value warp, int64_t column, int64_t groupColumns = 0) {
+  Value quarter = warp;
+  if (groupColumns)
+    quarter = arith::RemUIOp::create(b, loc, warp, idx(b, loc, 4));
+  Value warp32 = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), quarter);
   Value lane = arith::MulIOp::create(b, loc, warp32, i32(b, loc, 32 << 16));
   Value at = arith::AddIOp::create(b, loc, k.base, lane);
+  if (groupColumns) {
+    Value group = arith::DivUIOp::create(b, loc, warp, idx(b, loc, 4));
+    Value group32 =
+        arith::IndexCastUIOp::create(b, loc, b.getI32Type(), group);
+    Value groupAt =
+        arith::MulIOp::create(b, loc, group32, i32(b, loc, groupColumns));
+    at = arith::AddIOp::create(b, loc, at, groupAt);
+  }
   if (column)
     at = arith::AddIOp::create(b, loc, at, i32(b, loc, column));
   return tensorPointer(b, loc, at);
@@ -179,7 +195,7 @@ Type wordVector(OpBuilder &b, int64_t n) {
 
 /// tcgen05.st of the accumulator registers (vector<Jx2x2>) into D.
 void storeAccumulator(OpBuilder &b, Location loc, const KernelState &k,
-                      Value warp, Value acc) {
+                      Value warp, Value acc, int64_t groupColumns) {
   auto type = cast<VectorType>(acc.getType());
   int64_t count = type.getNumElements();
   auto flat = VectorType::get({count}, type.getElementType());
@@ -195,18 +211,18 @@ void storeAccumulator(OpBuilder &b, Location loc, const KernelState &k,
       b, loc, UnitAttr(),
       NVVM::Tcgen05LdStShapeAttr::get(b.getContext(),
                                       NVVM::Tcgen05LdStShape::SHAPE_16X256B),
-      quarterAddress(b, loc, k, warp, 0), values, Value());
+      quarterAddress(b, loc, k, warp, 0, groupColumns), values, Value());
 }
 
 /// tcgen05.ld of D into registers of `type`, waited for.
 Value loadAccumulator(OpBuilder &b, Location loc, const KernelState &k,
-                      Value warp, VectorType type) {
+                      Value warp, VectorType type, int64_t groupColumns) {
   int64_t count = type.getNumElements();
   Value words = NVVM::Tcgen05LdOp::create(
       b, loc, wordVector(b, count), UnitAttr(),
       NVVM::Tcgen05LdStShapeAttr::get(b.getContext(),
                                       NVVM::Tcgen05LdStShape::SHAPE_16X256B),
-      quarterAddress(b, loc, k, warp, 0), Value());
+      quarterAddress(b, loc, k, warp, 0, groupColumns), Value());
   NVVM::Tcgen05WaitOp::create(b, loc,
                               NVVM::Tcgen05WaitKindAttr::get(
                                   b.getContext(), NVVM::Tcgen05WaitKind::LOAD));
@@ -253,7 +269,7 @@ FailureOr<KernelState> prepareKernel(gpu::GPUFuncOp kernel,
   for (WarpgroupMmaOp op : ops)
     needed = std::max(
         needed,
-        op.getColumns() +
+        op.getWarpgroups() * op.getColumns() +
             (op.getAScales() ? kScaledRows / 32 + op.getColumns() / 32 : 0));
   KernelState k;
   k.columns = static_cast<int64_t>(llvm::PowerOf2Ceil(needed));
@@ -424,18 +440,25 @@ void storeScaleWords(OpBuilder &b, Location loc, WarpgroupMmaOp op,
   store(bWords, n + kScaledRows / 32);
 }
 
-/// Thread 0 issues the MMA of `op` (A from `a`, M rows, N = n) into the
-/// accumulator at k.base and commits it to the kernel's mbarrier.
-void issueMma(OpBuilder &b, Location loc, WarpgroupMmaOp op,
-              const KernelState &k, Value a, int64_t m, int64_t n,
-              Value accumulate) {
+/// Warpgroup q's MMA of `op`: A's rows [64q, 64q + 64) (all of `a` for
+/// one warpgroup) into the n columns from q * n.
+void issueGroupMma(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+                   const KernelState &k, Value a, int64_t m, int64_t n,
+                   Value accumulate, int64_t q) {
   MLIRContext *ctx = op.getContext();
   bool scaled = static_cast<bool>(op.getAScales());
   bool fp4 = isa<Float4E2M1FNType>(op.getAType());
-  Value d = tensorPointer(b, loc, k.base);
+  Value dAt = k.base;
+  if (q)
+    dAt = arith::AddIOp::create(b, loc, k.base, i32(b, loc, q * n));
+  Value d = tensorPointer(b, loc, dAt);
   // Version 1 of the descriptor (bit 46): tcgen05's format.
   constexpr int64_t kVersion = int64_t(1) << 46;
-  Value descA = tileDescriptor(b, loc, a, Value(), kVersion);
+  Value rowsAt =
+      q ? idx(b, loc,
+              q * WarpgroupMmaOp::kRows * WarpgroupMmaOp::kStepBytes / 4)
+        : Value();
+  Value descA = tileDescriptor(b, loc, a, rowsAt, kVersion);
   Value descB = tileDescriptor(b, loc, op.getB(), Value(), kVersion);
   Value idesc = i32(b, loc, instructionDescriptor(op, m, n));
   auto cta1 = NVVM::CTAGroupKindAttr::get(ctx, NVVM::CTAGroupKind::CTA_1);
@@ -467,7 +490,19 @@ void issueMma(OpBuilder &b, Location loc, WarpgroupMmaOp op,
         b, loc, NVVM::Tcgen05MMAKindAttr::get(ctx, kind), cta1, discard,
         UnitAttr(), d, descA, descB, idesc, accumulate, Value(), Value());
   }
-  NVVM::Tcgen05CommitOp::create(b, loc, k.barrier, Value(), cta1);
+}
+
+/// Thread 0 issues the MMAs of `op` (A from `a`, M rows per warpgroup,
+/// N = n), warpgroup q's into the accumulator n columns after q - 1's,
+/// and commits them to the kernel's mbarrier.
+void issueMma(OpBuilder &b, Location loc, WarpgroupMmaOp op,
+              const KernelState &k, Value a, int64_t m, int64_t n,
+              Value accumulate) {
+  for (int64_t q = 0; q < op.getWarpgroups(); ++q)
+    issueGroupMma(b, loc, op, k, a, m, n, accumulate, q);
+  NVVM::Tcgen05CommitOp::create(b, loc, k.barrier, Value(),
+                                NVVM::CTAGroupKindAttr::get(
+                                    op.getContext(), NVVM::CTAGroupKind::CTA_1));
 }
 
 /// Every thread waits for the committed MMA (the tiles are overwritten
@@ -501,6 +536,8 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
                           "not ")
            << n;
   auto resultType = cast<VectorType>(op.getResult().getType());
+  // Two warpgroups: the second's accumulator follows the first's.
+  const int64_t groupColumns = op.getWarpgroups() > 1 ? n : 0;
 
   OpBuilder b(op);
   Ids id = ids(b, loc);
@@ -510,7 +547,8 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
     b.setInsertionPoint(loop);
     Ids outer = ids(b, loc);
     unsigned index = cast<BlockArgument>(op.getAcc()).getArgNumber() - 1;
-    storeAccumulator(b, loc, k, outer.warp, loop.getInitArgs()[index]);
+    storeAccumulator(b, loc, k, outer.warp, loop.getInitArgs()[index],
+                     groupColumns);
     NVVM::Tcgen05WaitOp::create(
         b, loc,
         NVVM::Tcgen05WaitKindAttr::get(ctx, NVVM::Tcgen05WaitKind::STORE));
@@ -523,7 +561,7 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
   }
   bool stored = false;
   if (!loop && op.getAcc()) {
-    storeAccumulator(b, loc, k, id.warp, op.getAcc());
+    storeAccumulator(b, loc, k, id.warp, op.getAcc(), groupColumns);
     stored = true;
   }
   if (scaled) {
@@ -556,7 +594,7 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
 
   if (!loop) {
     op.getResult().replaceAllUsesWith(
-        loadAccumulator(b, loc, k, id.warp, resultType));
+        loadAccumulator(b, loc, k, id.warp, resultType, groupColumns));
     op.erase();
     return success();
   }
@@ -567,7 +605,8 @@ LogicalResult lowerStep(WarpgroupMmaOp op, const KernelState &k,
   op.erase();
   b.setInsertionPointAfter(loop);
   Ids after = ids(b, loc);
-  Value result = loadAccumulator(b, loc, k, after.warp, resultType);
+  Value result =
+      loadAccumulator(b, loc, k, after.warp, resultType, groupColumns);
   loop.getResult(index).replaceAllUsesWith(result);
   return success();
 }

@@ -1,18 +1,19 @@
 //===- TensorCoreGemm.cpp - GEMMs on tensor cores, one tile per block -----===//
 //
-// Every tensor-core GEMM kernel has one shape on every arch: a block of 128
-// threads (one warpgroup) owns a 64 x 128 tile of C; each K step of 32
-// bytes, the block copies its A (64 x 32 bytes) and B (128 x 32 bytes)
-// slices to workgroup memory, zero outside the operands, and issues one
+// Every tensor-core GEMM kernel has one shape on every arch: a block of one
+// or two warpgroups (128 threads each) owns a 64 x 128 or 128 x 256 tile of
+// C, each warpgroup 64 rows by every column; each K step of 32 bytes, the
+// block copies its A (rows x 32 bytes) and B (columns x 32 bytes) slices
+// to workgroup memory, zero outside the operands, and issues one
 // comfyquant.warpgroup_mma, which comfyquant-gpu-lower-mma makes wgmma on
-// sm_90a and mma.sync elsewhere. The host launch is then the same for every
-// arch.
+// sm_90a, tcgen05 on sm_100a and mma.sync elsewhere. The host launch is
+// then the same for every arch.
 //
-// Thread `tid` copies the 4-byte word `tid % 8` of rows `tid / 8 + 16i` of
-// both tiles (coalesced: 8 threads per row of 32 bytes); rows, columns and
-// K beyond the operands read zeros, so every shape is computed (integer
-// accumulation is exact from a zero start: K below 2^17 cannot reach the
-// s32 saturation).
+// Thread `tid` copies the 4-byte word `tid % 8` of rows `tid / 8 + Ti / 8`
+// (T threads) of both tiles (coalesced: 8 threads per row of 32 bytes), or
+// 16-byte chunks (2 per row); rows, columns and K beyond the operands read
+// zeros, so every shape is computed (integer accumulation is exact from a
+// zero start: K below 2^17 cannot reach the s32 saturation).
 //
 // When C is a temporary, its zero fill before the GEMM becomes zero
 // registers, and its elementwise consumer (scales, bias, cast) is evaluated
@@ -52,19 +53,32 @@ using mlir::comfyquant::detail::baseBuffer;
 using mlir::comfyquant::detail::bodySlice;
 using mlir::comfyquant::detail::GemmMatch;
 
-constexpr int64_t kThreads = 128;
-constexpr int64_t kBlockM = WarpgroupMmaOp::kRows;
-constexpr int64_t kBlockN = 128;
-/// Accumulator fragments (8 columns each) per thread.
-constexpr int64_t kFragments = kBlockN / 8;
 /// 32-bit words per row of a K step.
 constexpr int64_t kRowWords = WarpgroupMmaOp::kStepBytes / 4;
-/// Rows one pass of the block's threads copies.
-constexpr int64_t kRowsPerPass = kThreads / kRowWords;
-/// 16-byte chunks per row of a K step, and rows one pass of 16-byte copies
-/// covers.
+/// 16-byte chunks per row of a K step.
 constexpr int64_t kRowChunks = WarpgroupMmaOp::kStepBytes / 16;
-constexpr int64_t kWideRowsPerPass = kThreads / kRowChunks;
+
+/// A block's tile of C: warpgroups stacked along M (64 rows each, every
+/// warp 16 rows by all the columns), `cols` columns.
+struct TileShape {
+  int64_t warpgroups;
+  int64_t cols;
+  int64_t threads() const { return kWarpgroupSize * warpgroups; }
+  int64_t rows() const { return WarpgroupMmaOp::kRows * warpgroups; }
+  /// Accumulator fragments (8 columns each) per thread.
+  int64_t fragments() const { return cols / 8; }
+  /// Rows one pass of the block's threads copies, word by word.
+  int64_t rowsPerPass() const { return threads() / kRowWords; }
+  /// Rows one pass of 16-byte copies covers.
+  int64_t wideRowsPerPass() const { return threads() / kRowChunks; }
+};
+
+/// One warpgroup, 64 x 128: every kind.
+constexpr TileShape kNarrowTile{1, 128};
+/// Two warpgroups, 128 x 256 (the tile of CUTLASS's fastest sm_80 GEMMs:
+/// half the operand bytes per MAC of 64 x 128), for the kinds read as
+/// stored with nothing per step but the MMA (see wideTileFits).
+constexpr TileShape kWideTile{2, 256};
 
 struct Builder {
   OpBuilder &b;
@@ -335,11 +349,23 @@ std::optional<Family> tensorCoreFamily(linalg::GenericOp op) {
   return std::nullopt;
 }
 
-/// The config the kernel builder implements for `kind` (any split).
+/// The config the kernel builder implements for `kind` with `shape` (any
+/// split).
 GpuGemmAttr builtConfig(MLIRContext *ctx, GpuMmaKind kind,
-                        int64_t splitK = 1, int64_t stages = 1) {
-  return GpuGemmAttr::get(ctx, kind, {kBlockM, kBlockN}, {16, kBlockN},
-                          WarpgroupMmaOp::kStepBytes, stages, splitK);
+                        TileShape shape = kNarrowTile, int64_t splitK = 1,
+                        int64_t stages = 1) {
+  return GpuGemmAttr::get(ctx, kind, {shape.rows(), shape.cols},
+                          {16, shape.cols}, WarpgroupMmaOp::kStepBytes, stages,
+                          splitK);
+}
+
+/// The tile shape a built config names, if it names one.
+std::optional<TileShape> shapeOf(GpuGemmAttr config) {
+  for (TileShape shape : {kNarrowTile, kWideTile})
+    if (config == builtConfig(config.getContext(), config.getKind(), shape,
+                              config.getSplitK(), config.getStages()))
+      return shape;
+  return std::nullopt;
 }
 
 /// Whether GEMM input `index` of `op` may be loaded `bytes` (4 or 16) at
@@ -374,16 +400,27 @@ int64_t stagesFor(linalg::GenericOp op, const Family &f) {
   return chunkableOperand(op, f, 0) && chunkableOperand(op, f, 1) ? 2 : 1;
 }
 
+/// Whether the 128 x 256 tile applies: two cp.async stages (operands read
+/// as stored, no decode in the copies), no scales per K step (staged or
+/// applied to partial sums: one warpgroup), and N not statically below
+/// 256 columns.
+bool wideTileFits(linalg::GenericOp op, const Family &f, int64_t stages) {
+  auto bType = cast<ShapedType>(op.getDpsInputs()[1].getType());
+  return stages == 2 && !f.stagedScales && !f.match.block &&
+         (bType.isDynamicDim(0) || bType.getDimSize(0) >= kWideTile.cols);
+}
+
 /// The blocks a decode-sized M splits K over: enough that the tiles of N
 /// times the splits reach `fillCtas`, at least two K steps per split, at
 /// most GpuGemmAttr::kMaxSplitK; 1 when N or K is dynamic.
-int64_t splitKFor(linalg::GenericOp op, const Family &f, int64_t fillCtas) {
+int64_t splitKFor(linalg::GenericOp op, const Family &f, TileShape shape,
+                  int64_t fillCtas) {
   auto aType = cast<ShapedType>(op.getDpsInputs()[0].getType());
   auto bType = cast<ShapedType>(op.getDpsInputs()[1].getType());
   if (aType.isDynamicDim(1) || bType.isDynamicDim(0) ||
       aType.getDimSize(1) == 0 || bType.getDimSize(0) == 0 || fillCtas < 2)
     return 1;
-  int64_t tilesN = llvm::divideCeilSigned(bType.getDimSize(0), kBlockN);
+  int64_t tilesN = llvm::divideCeilSigned(bType.getDimSize(0), shape.cols);
   int64_t steps = llvm::divideCeilSigned(aType.getDimSize(1), f.tileK());
   int64_t splits = std::min<int64_t>({llvm::divideCeilSigned(fillCtas, tilesN), steps / 2,
                              GpuGemmAttr::kMaxSplitK});
@@ -401,11 +438,14 @@ struct SelectStrategyPass
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       if (op->hasAttr(ComfyQuantDialect::getGemmAttrName()))
         continue;
-      if (std::optional<Family> f = tensorCoreFamily(op))
+      if (std::optional<Family> f = tensorCoreFamily(op)) {
+        int64_t stages = stagesFor(op, *f);
+        TileShape shape =
+            wideTileFits(op, *f, stages) ? kWideTile : kNarrowTile;
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
-                    builtConfig(&getContext(), f->kind,
-                                splitKFor(op, *f, fillCtas),
-                                stagesFor(op, *f)));
+                    builtConfig(&getContext(), f->kind, shape,
+                                splitKFor(op, *f, shape, fillCtas), stages));
+      }
     }
   }
 };
@@ -419,8 +459,9 @@ struct SelectStrategyPass
 class TensorCoreKernelBuilder {
 public:
   TensorCoreKernelBuilder(linalg::GenericOp op, const Family &family,
-                          int64_t splitK, int64_t stages)
-      : op(op), family(family), splitK(splitK), asyncCopies(stages == 2),
+                          TileShape shape, int64_t splitK, int64_t stages)
+      : op(op), family(family), shape(shape), splitK(splitK),
+        asyncCopies(stages == 2),
         fusion(fusionFor(op)), b(op), loc(op.getLoc()), h{b, loc, &producers} {
   }
 
@@ -456,7 +497,7 @@ public:
     }
     createLaunch();
     placeThread();
-    accType = VectorType::get({kFragments, 2, 2}, family.acc);
+    accType = VectorType::get({shape.fragments(), 2, 2}, family.acc);
     Value init = initialAccumulators();
     // The copies, as two halves: `fetch` loads the words of one K step
     // into registers, `store` writes them into a tile. The loop stores the
@@ -478,6 +519,8 @@ public:
 private:
   linalg::GenericOp op;
   const Family &family;
+  /// The config's tile of C.
+  TileShape shape;
   /// The config's split_k (1: one block per tile at every M).
   int64_t splitK;
   /// The config's two stages: cp.async copies when both operands are
@@ -516,15 +559,15 @@ private:
     return arith::ConstantIntOp::create(b, loc, i32, v);
   }
 
-  /// The grid (one block per 64 x 128 tile of C), its workgroup tiles, and
+  /// The grid (one block per tile of C), its workgroup tiles, and
   /// the insertion point at the start of its body.
   void createLaunch() {
     rows = b.createOrFold<memref::DimOp>(loc, a, 0);
     depth = b.createOrFold<memref::DimOp>(loc, a, 1);
     cols = b.createOrFold<memref::DimOp>(loc, bm, 0);
     Value one = h.idx(1);
-    Value gridX = arith::CeilDivUIOp::create(b, loc, cols, h.idx(kBlockN));
-    Value gridY = arith::CeilDivUIOp::create(b, loc, rows, h.idx(kBlockM));
+    Value gridX = arith::CeilDivUIOp::create(b, loc, cols, h.idx(shape.cols));
+    Value gridY = arith::CeilDivUIOp::create(b, loc, rows, h.idx(shape.rows()));
     Value gridZ = one;
     if (splitK > 1)
       gridZ = arith::SelectOp::create(b, loc, splitRows(), h.idx(splitK), one);
@@ -535,18 +578,18 @@ private:
       return MemRefType::get({tileRows * kRowWords}, b.getI32Type(),
                              MemRefLayoutAttrInterface(), workgroup);
     };
-    SmallVector<Type> tiles = {tileType(kBlockM), tileType(kBlockN)};
+    SmallVector<Type> tiles = {tileType(shape.rows()), tileType(shape.cols)};
     auto scaleTileType = [&](int64_t count) {
       return MemRefType::get({count}, b.getI8Type(),
                              MemRefLayoutAttrInterface(), workgroup);
     };
     if (family.stagedScales)
-      tiles.append({scaleTileType(kBlockM * family.scalesPerRow()),
-                    scaleTileType(kBlockN * family.scalesPerRow())});
+      tiles.append({scaleTileType(shape.rows() * family.scalesPerRow()),
+                    scaleTileType(shape.cols * family.scalesPerRow())});
     if (asyncCopies)
-      tiles.append({tileType(kBlockM), tileType(kBlockN)});
+      tiles.append({tileType(shape.rows()), tileType(shape.cols)});
     launch = gpu::LaunchOp::create(
-        b, loc, gridX, gridY, gridZ, h.idx(kThreads), one, one,
+        b, loc, gridX, gridY, gridZ, h.idx(shape.threads()), one, one,
         /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
         /*asyncDependencies=*/{}, tiles);
     tileA = launch.getWorkgroupAttributions()[0];
@@ -568,7 +611,7 @@ private:
   }
 
   /// Each thread's warp, lane, accumulator rows and columns, and the words
-  /// it copies: word `copyWord` of tile rows `copyRow + kRowsPerPass * i`,
+  /// it copies: word `copyWord` of tile rows `copyRow + shape.rowsPerPass() * i`,
   /// stored at `copyAt + 128 * i` (the core-matrix layout, in words:
   /// (row / 8) * 64 + (word / 4) * 32 + (row % 8) * 4 + word % 4).
   void placeThread() {
@@ -581,8 +624,8 @@ private:
     Value warp = warpOf(b, loc, tid);
     g = arith::DivUIOp::create(b, loc, lane, h.idx(4));
     t = arith::RemUIOp::create(b, loc, lane, h.idx(4));
-    blockM = h.mul(launch.getBlockIds().y, kBlockM);
-    blockN = h.mul(launch.getBlockIds().x, kBlockN);
+    blockM = h.mul(launch.getBlockIds().y, shape.rows());
+    blockN = h.mul(launch.getBlockIds().x, shape.cols);
     row0 = h.add(h.add(blockM, h.mul(warp, 16)), g);
     row1 = h.add(row0, 8);
     t2 = h.mul(t, 2);
@@ -653,7 +696,7 @@ private:
                                                   split, h.idx(0))
                                 .getResult()
                           : Value();
-      for (int64_t j = 0; j < kFragments; ++j)
+      for (int64_t j = 0; j < shape.fragments(); ++j)
         for (Value row : {row0, row1})
           for (int64_t e = 0; e < 2; ++e) {
             Value v = h.loadOrZero(c, row, cCol(j, e), rows, cols, zeroAcc);
@@ -726,7 +769,7 @@ private:
   /// constant offsets, no clamping needed); outside, zeros without a load.
   SmallVector<Value> fetchChunks(Value from, Value fromRows, Value firstRow,
                                  int64_t tileRows, Value aligned, Value k0) {
-    int64_t passes = tileRows / kWideRowsPerPass;
+    int64_t passes = tileRows / shape.wideRowsPerPass();
     auto chunkType = VectorType::get({4}, i32);
     auto eltsType = VectorType::get({4 * p}, family.load);
     SmallVector<Value> chunks;
@@ -736,7 +779,7 @@ private:
         b, loc, DenseElementsAttr::get(chunkType, b.getI32IntegerAttr(0)));
     for (int64_t i = 0; i < passes; ++i) {
       Value base = h.add(firstRow, chunkRow);
-      Value row = h.add(base, kWideRowsPerPass * i);
+      Value row = h.add(base, shape.wideRowsPerPass() * i);
       Value rowInside = h.lt(row, fromRows);
       Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
       auto choice = scf::IfOp::create(b, loc, TypeRange{chunkType}, inside,
@@ -857,7 +900,7 @@ private:
   /// pass, in a vector.
   Value fetch(Value from, Value fromRows, Value firstRow, int64_t tileRows,
               Value scales, Value k0) {
-    int64_t count = tileRows / kRowsPerPass;
+    int64_t count = tileRows / shape.rowsPerPass();
     auto wordsType = VectorType::get({count}, i32);
     Value none = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(0)));
@@ -870,7 +913,7 @@ private:
     b.setInsertionPointToStart(passLoop.getBody());
     Value i = passLoop.getInductionVar();
     Value base = h.add(firstRow, copyRow);
-    Value passRow = h.mul(i, kRowsPerPass);
+    Value passRow = h.mul(i, shape.rowsPerPass());
     Value row = h.add(base, passRow);
     Value k = h.add(k0, copyK);
     Value w = packWord(from, fromRows, row, k);
@@ -911,7 +954,7 @@ private:
   void store(ValueRange fetched, Value to) {
     if (to == tileA ? wideA : wideB) {
       for (auto [i, chunk] : llvm::enumerate(fetched)) {
-        Value at = h.add(chunkAt, 64 * kWideRowsPerPass / 8 * i);
+        Value at = h.add(chunkAt, 64 * shape.wideRowsPerPass() / 8 * i);
         vector::StoreOp::create(b, loc, chunk, to, ValueRange{at},
                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
       }
@@ -921,7 +964,7 @@ private:
     int64_t count = cast<VectorType>(words.getType()).getDimSize(0);
     for (int64_t i = 0; i < count; ++i) {
       Value w = vector::ExtractOp::create(b, loc, words, i);
-      Value at = h.add(copyAt, 128 * i);
+      Value at = h.add(copyAt, shape.rowsPerPass() * kRowWords * i);
       memref::StoreOp::create(b, loc, w, to, ValueRange{at});
     }
   }
@@ -933,11 +976,11 @@ private:
                    int64_t tileRows, Value kb, Value neutral) {
     int64_t perRow = family.scalesPerRow();
     Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
-    for (int64_t i = 0; i < tileRows * perRow; i += kThreads) {
+    for (int64_t i = 0; i < tileRows * perRow; i += shape.threads()) {
       // Entries past the tile (MXFP8's 64 A rows) are stored twice.
       int64_t count = tileRows * perRow;
       Value entry = h.add(tid, i);
-      if (count % kThreads)
+      if (count % shape.threads())
         entry = arith::RemUIOp::create(b, loc, entry, h.idx(count));
       Value rowInTile =
           perRow == 1 ? entry
@@ -966,8 +1009,8 @@ private:
     if (family.stagedScales) {
       Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
       Value neutral = neutralScale();
-      stageScales(scalesA, rows, blockM, scaleTileA, kBlockM, kb, neutral);
-      stageScales(scalesB, cols, blockN, scaleTileB, kBlockN, kb, neutral);
+      stageScales(scalesA, rows, blockM, scaleTileA, shape.rows(), kb, neutral);
+      stageScales(scalesB, cols, blockN, scaleTileB, shape.cols, kb, neutral);
       next =
           WarpgroupMmaOp::create(b, loc, accType, mmaA, mmaB, acc, scaleTileA,
                                  scaleTileB, family.mmaA(), family.mmaB());
@@ -981,7 +1024,7 @@ private:
       Value rowScales[2] = {h.loadClamped(scalesA, row0, kb),
                             h.loadClamped(scalesA, row1, kb)};
       SmallVector<Value> sums;
-      for (int64_t j = 0; j < kFragments; ++j) {
+      for (int64_t j = 0; j < shape.fragments(); ++j) {
         Value colScales[2] = {h.loadClamped(scalesB, cCol(j, 0), kb),
                               h.loadClamped(scalesB, cCol(j, 1), kb)};
         for (int64_t r = 0; r < 2; ++r)
@@ -1038,9 +1081,9 @@ private:
     (void)type.getStridesAndOffset(strides, offset);
     Value start = firstElementAddress(from);
     Value zero = h.idx(0);
-    for (int64_t i = 0; i < tileRows / kWideRowsPerPass; ++i) {
+    for (int64_t i = 0; i < tileRows / shape.wideRowsPerPass(); ++i) {
       Value rowBase = h.add(firstRow, chunkRow);
-      Value row = h.add(rowBase, kWideRowsPerPass * i);
+      Value row = h.add(rowBase, shape.wideRowsPerPass() * i);
       Value inside = h.lt(row, fromRows);
       Value used = arith::SelectOp::create(b, loc, inside, row, zero);
       Value rowBytes = h.mul(used, strides[0] * r.elementBytes);
@@ -1065,7 +1108,7 @@ private:
       Value src = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
       Value bytes = arith::SelectOp::create(b, loc, inside, i32Constant(16),
                                             i32Constant(0));
-      Value at = h.add(chunkAt, 64 * kWideRowsPerPass / 8 * i);
+      Value at = h.add(chunkAt, 64 * shape.wideRowsPerPass() / 8 * i);
       Value dst = tileSharedAddress(b, loc, to, at);
       NVVM::InlinePtxOp::create(
           b, loc, TypeRange{}, ValueRange{dst, src, bytes}, ValueRange{},
@@ -1100,8 +1143,8 @@ private:
   /// copies into the other stage first; an odd last step runs after the
   /// loop, on stage 0.
   Value asyncLoop(Value init) {
-    AsyncRows ra = asyncRows(a, rows, blockM, kBlockM);
-    AsyncRows rb = asyncRows(bm, cols, blockN, kBlockN);
+    AsyncRows ra = asyncRows(a, rows, blockM, shape.rows());
+    AsyncRows rb = asyncRows(bm, cols, blockN, shape.cols);
     copyChunksAsync(ra, tileA, kBegin);
     copyChunksAsync(rb, tileB, kBegin);
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -1146,9 +1189,9 @@ private:
     Value kStart = kBegin;
     Value kStep = h.idx(tileK);
     SmallVector<Value> firstA =
-        fetchStep(a, rows, blockM, kBlockM, scalesA, kStart);
+        fetchStep(a, rows, blockM, shape.rows(), scalesA, kStart);
     SmallVector<Value> firstB =
-        fetchStep(bm, cols, blockN, kBlockN, scalesB, kStart);
+        fetchStep(bm, cols, blockN, shape.cols, scalesB, kStart);
     SmallVector<Value> carried = {init};
     llvm::append_range(carried, firstA);
     llvm::append_range(carried, firstB);
@@ -1164,9 +1207,9 @@ private:
       // outside K and loads as zero.
       Value kNext = h.add(k0, tileK);
       SmallVector<Value> nextA =
-          fetchStep(a, rows, blockM, kBlockM, scalesA, kNext);
+          fetchStep(a, rows, blockM, shape.rows(), scalesA, kNext);
       SmallVector<Value> nextB =
-          fetchStep(bm, cols, blockN, kBlockN, scalesB, kNext);
+          fetchStep(bm, cols, blockN, shape.cols, scalesB, kNext);
       Value acc = args[0];
       SmallVector<Value> yielded = {mmaStep(acc, k0)};
       llvm::append_range(yielded, nextA);
@@ -1192,7 +1235,7 @@ private:
   }
 
   void writeElements(Value result, bool toPartials) {
-    for (int64_t j = 0; j < kFragments; ++j)
+    for (int64_t j = 0; j < shape.fragments(); ++j)
       for (int64_t r = 0; r < 2; ++r)
         for (int64_t e = 0; e < 2; ++e) {
           Value row = r ? row1 : row0, col = cCol(j, e);
@@ -1300,7 +1343,8 @@ struct TensorCoreGemmPass
     if (func.isExternal())
       return;
     // The GEMMs the selection chose, with the config it chose.
-    SmallVector<std::tuple<linalg::GenericOp, Family, GpuGemmAttr>> gemms;
+    SmallVector<std::tuple<linalg::GenericOp, Family, GpuGemmAttr, TileShape>>
+        gemms;
     // (The family is held by value: the builder keeps a reference.)
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       auto config = op->getAttrOfType<GpuGemmAttr>(
@@ -1313,13 +1357,21 @@ struct TensorCoreGemmPass
             << config << " is not a tensor-core kernel for these operands";
         return signalPassFailure();
       }
-      if (config != builtConfig(&getContext(), f->kind, config.getSplitK(),
-                                config.getStages()) ||
-          config.getStages() > 2) {
+      std::optional<TileShape> shape = shapeOf(config);
+      if (!shape || config.getStages() > 2) {
         op.emitOpError("its config ")
             << config << " is not built; the tensor-core kernels are "
-            << builtConfig(&getContext(), f->kind)
-            << " with any split_k and 1 or 2 stages";
+            << builtConfig(&getContext(), f->kind) << " or "
+            << builtConfig(&getContext(), f->kind, kWideTile, 1, 2)
+            << " with any split_k and 1 or 2 stages (two for the wide tile)";
+        return signalPassFailure();
+      }
+      if (shape->warpgroups > 1 &&
+          !wideTileFits(op, *f, config.getStages())) {
+        op.emitOpError("its config ")
+            << config
+            << " has two warpgroups, which need two stages, no block scales "
+               "and N not below 256";
         return signalPassFailure();
       }
       if (config.getStages() == 2 && stagesFor(op, *f) != 2) {
@@ -1330,11 +1382,11 @@ struct TensorCoreGemmPass
                "bytes)";
         return signalPassFailure();
       }
-      gemms.push_back({op, *f, config});
+      gemms.push_back({op, *f, config, *shape});
     }
     SmallVector<Attribute> configs;
-    for (auto &[op, family, config] : gemms) {
-      TensorCoreKernelBuilder(op, family, config.getSplitK(),
+    for (auto &[op, family, config, shape] : gemms) {
+      TensorCoreKernelBuilder(op, family, shape, config.getSplitK(),
                               config.getStages())
           .build();
       configs.push_back(config);

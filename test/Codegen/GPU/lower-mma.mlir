@@ -165,19 +165,43 @@ module attributes {gpu.container_module} {
 
 // Elsewhere: a barrier, then each warp loads its A fragment with one
 // ldmatrix.x4 (lane i addresses row i % 8 of core matrix i / 8) and the 16
-// column fragments' B registers with eight (fragments j, j + 1 each), and
-// issues one m16n8k32 onto accumulator fragment j.
+// column fragments' B registers with eight (fragments j, j + 1 each, loaded
+// right before their two MMAs), and issues one m16n8k32 onto accumulator
+// fragment j.
 // SYNC-LABEL: gpu.func @tile_s8
 // SYNC:         gpu.barrier
 // SYNC-NEXT:    %[[TID:.*]] = gpu.thread_id x
 // SYNC:         memref.extract_aligned_pointer_as_index %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
 // SYNC:         nvvm.inline_ptx "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
-// SYNC-COUNT-8: nvvm.inline_ptx "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
+// SYNC-NOT:     memref.load %{{.*}} : memref<{{512|1024}}xi32, #gpu.address_space<workgroup>>
+// SYNC:         nvvm.inline_ptx "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
 // SYNC-NOT:     memref.load %{{.*}} : memref<{{512|1024}}xi32, #gpu.address_space<workgroup>>
 // SYNC:         %[[C0:.*]] = vector.extract %arg0[0] : vector<2x2xi32> from vector<16x2x2xi32>
 // SYNC-NEXT:    %[[D0:.*]] = nvgpu.mma.sync(%{{.*}}, %{{.*}}, %[[C0]]) {mmaShape = [16, 8, 32]} : (vector<4x4xi8>, vector<2x4xi8>, vector<2x2xi32>) -> vector<2x2xi32>
 // SYNC-NEXT:    vector.insert %[[D0]], %arg0 [0]
-// SYNC-COUNT-15: nvgpu.mma.sync
+// SYNC:         nvgpu.mma.sync
+// SYNC:         ldmatrix.sync.aligned.m8n8.x4
+// SYNC:         nvgpu.mma.sync
+// SYNC:         nvgpu.mma.sync
+// SYNC:         ldmatrix.sync.aligned.m8n8.x4
+// SYNC:         nvgpu.mma.sync
+// SYNC:         nvgpu.mma.sync
+// SYNC:         ldmatrix.sync.aligned.m8n8.x4
+// SYNC:         nvgpu.mma.sync
+// SYNC:         nvgpu.mma.sync
+// SYNC:         ldmatrix.sync.aligned.m8n8.x4
+// SYNC:         nvgpu.mma.sync
+// SYNC:         nvgpu.mma.sync
+// SYNC:         ldmatrix.sync.aligned.m8n8.x4
+// SYNC:         nvgpu.mma.sync
+// SYNC:         nvgpu.mma.sync
+// SYNC:         ldmatrix.sync.aligned.m8n8.x4
+// SYNC:         nvgpu.mma.sync
+// SYNC:         nvgpu.mma.sync
+// SYNC:         ldmatrix.sync.aligned.m8n8.x4
+// SYNC:         nvgpu.mma.sync
+// SYNC:         nvgpu.mma.sync
+// SYNC-NOT:     ldmatrix
 // SYNC-NOT:     nvgpu.mma.sync
 // SYNC-NOT:     comfyquant.warpgroup_mma
 // sm_100a: warp 0 allocates 128 tensor-memory columns into a workgroup
@@ -588,6 +612,52 @@ gpu.module @kernels {
     }
     vector.store %r#0, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
     vector.store %r#1, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// Two warpgroups (A of 128 rows, N = 256). mma.sync: warp w's A fragment
+// is rows 16w.. (word 128w), so warps 4..7 read the second warpgroup's
+// rows with no other change; 16 ldmatrix for B, 32 MMAs. wgmma: each
+// warpgroup's A descriptor starts (tid / 128) * 512 words in, m64n256.
+// tcgen05: 512 columns; thread 0 issues one M = 64 MMA per warpgroup, the
+// second with A 512 words (2048 bytes: 128 in the descriptor's 16-byte
+// units) further and D 256 columns further, then one commit; warp w
+// reaches lane quarter w % 4 at column (w / 4) * 256.
+// SYNC-LABEL: gpu.func @tile_s8_two_warpgroups
+// SYNC:         arith.constant 128 : index
+// SYNC-COUNT-17: ldmatrix.sync.aligned.m8n8.x4
+// SYNC-NOT:     ldmatrix
+// WGMMA-LABEL: gpu.func @tile_s8_two_warpgroups
+// WGMMA:         %[[TID:.*]] = gpu.thread_id x
+// WGMMA-NEXT:    %[[WGSIZE:.*]] = arith.constant 128 : index
+// WGMMA-NEXT:    %[[Q:.*]] = arith.divui %[[TID]], %[[WGSIZE]]
+// WGMMA-NEXT:    %[[ROWS:.*]] = arith.constant 512 : index
+// WGMMA-NEXT:    %[[AT:.*]] = arith.muli %[[Q]], %[[ROWS]]
+// WGMMA:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 32>
+// WGMMA-COUNT-128: llvm.extractvalue
+// TCGEN05-LABEL: gpu.func @tile_s8_two_warpgroups
+// TCGEN05:         %[[COLS:.*]] = arith.constant 512 : i32
+// TCGEN05:         nvvm.tcgen05.alloc %{{.*}}, %[[COLS]]
+// TCGEN05:         arith.remui %{{.*}}, %c4
+// TCGEN05:         arith.divui %{{.*}}, %c4
+// TCGEN05:         arith.constant 256 : i32
+// TCGEN05:         nvvm.tcgen05.st %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_16x256b>} : vector<128xi32>
+// TCGEN05:         scf.if
+// TCGEN05:           nvvm.tcgen05.mma
+// TCGEN05:           arith.constant 256 : i32
+// TCGEN05:           arith.constant 512 : index
+// TCGEN05:           nvvm.tcgen05.mma
+// TCGEN05-NEXT:      nvvm.tcgen05.commit
+// TCGEN05-NOT:       nvvm.tcgen05.mma
+// TCGEN05:         nvvm.tcgen05.ld %{{.*}} {shape = #nvvm.tcgen05_ldst_shape<shape_16x256b>} : vector<128xi32>
+gpu.module @kernels {
+  gpu.func @tile_s8_two_warpgroups(%acc: vector<32x2x2xi32>, %out: memref<32x2x2xi32>) workgroup(%a : memref<1024xi32, #gpu.address_space<workgroup>>, %b : memref<2048xi32, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc : i8 x i8 : memref<1024xi32, #gpu.address_space<workgroup>>, memref<2048xi32, #gpu.address_space<workgroup>> -> vector<32x2x2xi32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<32x2x2xi32>, vector<32x2x2xi32>
     gpu.return
   }
 }

@@ -58,7 +58,7 @@ func.func @f32_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf32
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
 func.func @pinned_tile(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
-  // expected-error @below {{its config #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1> is not built; the tensor-core kernels are #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1> with any split_k and 1 or 2 stages}}
+  // expected-error @below {{its config #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1> is not built; the tensor-core kernels are #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1> or #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2> with any split_k and 1 or 2 stages (two for the wide tile)}}
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
@@ -90,13 +90,14 @@ func.func @wrong_kind(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40
 
 // -----
 
-// Split K for decode, from the static N and K: N = 3072 is 24 tiles of 128
-// columns, so ceildiv(132, 24) = 6 splits fill an H100's 132 SMs (K = 3072
-// is 96 steps, plenty). N = 40 with K = 96 (3 steps) cannot give two steps
-// to each of 2 splits: no split. fill-ctas=1 never splits. Both read their
-// operands as stored with K a multiple of 16 bytes: two cp.async stages.
+// Split K for decode, from the static N and K: N = 3072 is 12 tiles of 256
+// columns (both operands read as stored, K a multiple of 16 bytes: two
+// cp.async stages and the 128 x 256 tile), so ceildiv(132, 12) = 11 splits
+// fill an H100's 132 SMs (K = 3072 is 96 steps, plenty). N = 40 is below
+// the wide tile, and with K = 96 (3 steps) cannot give two steps to each
+// of 2 splits: no split. fill-ctas=1 never splits.
 // CHECK-LABEL: func.func @decode_split
-// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2, split_k = 6>
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2, split_k = 11>
 // CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>
 // FILL1-LABEL: func.func @decode_split
 // FILL1-NOT:     split_k
@@ -134,6 +135,86 @@ func.func @decode_split(%a: memref<?x3072xi8>, %b: memref<3072x3072xi8>, %c: mem
 func.func @two_stages_odd_k(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
   // expected-error @below {{has two stages, which need both operands copied in 16-byte chunks}}
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// The 128 x 256 tile (two warpgroups): operands read as stored with two
+// stages and N not below 256; FP8 too. A
+// block-scaled FP8 GEMM (MXFP8, scales staged per step) keeps one
+// warpgroup.
+// CHECK-LABEL: func.func @wide_tile
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<fp8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>
+// FORMED-LABEL: func.func @wide_tile
+// FORMED-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>, #comfyquant.gpu_gemm<fp8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>]
+// FORMED:         gpu.launch
+// FORMED-SAME:      threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
+// FORMED-SAME:      workgroup(%{{.*}} : memref<1024xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<2048xi32, #gpu.address_space<workgroup>>
+// FORMED:         comfyquant.warpgroup_mma
+// FORMED-SAME:      memref<1024xi32, #gpu.address_space<workgroup>>, memref<2048xi32, #gpu.address_space<workgroup>> -> vector<32x2x2xi32>
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @wide_tile(%a: memref<?x96xi8>, %b: memref<512x96xi8>, %c: memref<?x512xi32>,
+                     %fa: memref<?x64xi8>, %fb: memref<300x64xi8>, %fc: memref<?x300xf32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x96xi8>, memref<512x96xi8>) outs(%c : memref<?x512xi32>) {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%fa, %fb : memref<?x64xi8>, memref<300x64xi8>) outs(%fc : memref<?x300xf32>) {
+  ^bb0(%x: i8, %w: i8, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.bitcast %w : i8 to f8E4M3FN
+    %2 = arith.extf %0 : f8E4M3FN to f32
+    %3 = arith.extf %1 : f8E4M3FN to f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+// The wide tile pinned where it does not apply (N = 40 below 256) is
+// refused; so is one stage with it.
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @wide_tile_narrow_n(%a: memref<?x96xi8>, %b: memref<40x96xi8>, %c: memref<?x40xi32>) {
+  // expected-error @below {{has two warpgroups, which need two stages, no block scales and N not below 256}}
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x96xi8>, memref<40x96xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @wide_tile_one_stage(%a: memref<?x96xi8>, %b: memref<512x96xi8>, %c: memref<?x512xi32>) {
+  // expected-error @below {{has two warpgroups, which need two stages, no block scales and N not below 256}}
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x96xi8>, memref<512x96xi8>) outs(%c : memref<?x512xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 1>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
     %1 = arith.extsi %w : i8 to i32

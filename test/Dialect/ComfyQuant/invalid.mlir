@@ -2554,8 +2554,24 @@ func.func @warpgroup_mma_n(%a: memref<512xi32>, %b: memref<64xi32>) -> vector<1x
 // -----
 
 func.func @warpgroup_mma_a(%a: memref<256xi32>, %b: memref<1024xi32>) -> vector<16x2x2xf32> {
-  // expected-error @+1 {{'comfyquant.warpgroup_mma' op a must hold 64 rows of 32 bytes}}
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op a must hold 64 rows of 32 bytes per warpgroup, at most 2 warpgroups}}
   %d = comfyquant.warpgroup_mma %a, %b : f16 x f16 : memref<256xi32>, memref<1024xi32> -> vector<16x2x2xf32>
+  return %d : vector<16x2x2xf32>
+}
+
+// -----
+
+func.func @warpgroup_mma_a_three_warpgroups(%a: memref<1536xi32>, %b: memref<1024xi32>) -> vector<16x2x2xi32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op a must hold 64 rows of 32 bytes per warpgroup, at most 2 warpgroups}}
+  %d = comfyquant.warpgroup_mma %a, %b : i8 x i8 : memref<1536xi32>, memref<1024xi32> -> vector<16x2x2xi32>
+  return %d : vector<16x2x2xi32>
+}
+
+// -----
+
+func.func @warpgroup_mma_scales_two_warpgroups(%a: memref<1024xi32>, %b: memref<1024xi32>, %sa: memref<128xi8>, %sb: memref<128xi8>) -> vector<16x2x2xf32> {
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op scales and FP4 operands take one warpgroup (a of 64 rows)}}
+  %d = comfyquant.warpgroup_mma %a, %b scales(%sa, %sb : memref<128xi8>, memref<128xi8>) : f8E4M3FN x f8E4M3FN : memref<1024xi32>, memref<1024xi32> -> vector<16x2x2xf32>
   return %d : vector<16x2x2xf32>
 }
 

@@ -32,6 +32,14 @@ const CUDAArch *lookupCUDAArch(llvm::StringRef name);
 /// The LLVM IR translations the device pipeline serializes with.
 void registerComfyQuantGPUTranslations(DialectRegistry &registry);
 
+/// Sets the NVPTX back end's options the kernels are tuned for, once per
+/// process, unless the command line set them: no f32x2 registers
+/// (`nvptx-no-f32x2`). On sm_100 and later NVPTX otherwise holds every pair
+/// of 32-bit accumulator lanes in a 64-bit register and packs and unpacks
+/// them around each MMA: 1700 extra movs and a spill in a 128 x 256
+/// integer GEMM on sm_120a, none without.
+void configureNVPTXBackend();
+
 /// The CUDA toolkit directory (holding nvvm/libdevice) of the ptxas
 /// findPtxas() finds; "" when there is none.
 std::string findCUDAToolkit();

@@ -129,17 +129,22 @@ def ComfyQuantGPUSelectStrategy
     `comfyquant.gemm = #comfyquant.gpu_gemm<KIND, block = [64, 128],
     warp = [16, 128], k_bytes = 32, stages = 1>`: the operand kind, the
     block's tile of C, each warp's tile, the bytes of K per step and the
-    shared-memory stages (one tile per kind for now). A GEMM that carries a
-    config already (test IR, tuning) keeps it. GEMMs no family covers get
-    none and stay SIMT.
+    shared-memory stages. A GEMM that carries a config already (test IR,
+    tuning) keeps it. GEMMs no family covers get none and stay SIMT.
 
     `stages = 2` when both operands can be copied in 16-byte chunks (read as
     stored, K and row strides multiples of 16 bytes): two shared-memory
     stages fed by cp.async (when both are 16-byte aligned at run time);
     otherwise one stage fed from registers.
 
+    `block = [128, 256], warp = [16, 256]` (two warpgroups) when there are
+    two stages, no block scales (nothing per K step but the MMA) and N is
+    not statically below 256: half the global bytes per MAC of the
+    one-warpgroup `block = [64, 128], warp = [16, 128]`, which every other
+    GEMM takes.
+
     With static N and K, `split_k` is the number of blocks a decode-sized M
-    splits K over: enough that `ceildiv(N, 128) * split_k` reaches
+    splits K over: enough that `ceildiv(N, BN) * split_k` reaches
     `fill-ctas` (the SM count to fill), each split at least two K steps,
     at most 16; 1 (no split) when the tiles of N fill the GPU already.
   }];
@@ -153,15 +158,18 @@ def ComfyQuantGPUSelectStrategy
 
 def ComfyQuantGPUTensorCoreGemm
     : Pass<"comfyquant-gpu-tensor-core-gemm", "::mlir::func::FuncOp"> {
-  let summary = "GEMMs on tensor cores, one 64 x 128 tile per warpgroup";
+  let summary = "GEMMs on tensor cores, a 64 x 128 or 128 x 256 tile per "
+                "block";
   let description = [{
     Each top-level `linalg.generic` on buffers that carries a
     `#comfyquant.gpu_gemm` config (`comfyquant-gpu-select-strategy`) and
     computes `C[m, n] += ext(A[m, k]) * ext(B[n, k])` becomes a
-    `gpu.launch` of one warpgroup (128 threads) per tile of C the config
-    names; a config whose kind does not match the operands, or whose tiles,
-    step or stages are not the ones built (64 x 128, warps of 16 x 128, 32
-    bytes, 1 stage), is an error. The kinds, by operands:
+    `gpu.launch` of one warpgroup (128 threads) per 64 x 128 tile of C, or
+    two (256 threads) per 128 x 256 tile, as the config names; a config
+    whose kind does not match the operands, or whose tiles, step or stages
+    are not the ones built (64 x 128 with warps of 16 x 128 and 1 or 2
+    stages, 128 x 256 with warps of 16 x 256 and 2 stages where the
+    selection would allow it; 32 bytes), is an error. The kinds, by operands:
     * i8 x i8 -> i32 (every integer format after decoding);
     * FP8 codes (i8 widened through f8E4M3FN/f8E5M2 in the body) -> f32;
       with block scales of 32 (MXFP8): when the body's scale factor is
@@ -179,7 +187,7 @@ def ComfyQuantGPUTensorCoreGemm
     (zeros outside the operands, so every shape is computed) and issues one
     `comfyquant.warpgroup_mma`, which `comfyquant-gpu-lower-mma` lowers per
     arch; a barrier follows before the next step overwrites the tiles. The
-    grid is `(ceildiv(N, 128), ceildiv(M, 64))` on every arch. f32 x f32
+    grid is `(ceildiv(N, BN), ceildiv(M, BM))` on every arch. f32 x f32
     GEMMs stay SIMT. The function records each GEMM's config, e.g.
     `comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128],
     warp = [16, 128], k_bytes = 32, stages = 1>]`.

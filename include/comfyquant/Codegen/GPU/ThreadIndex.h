@@ -16,6 +16,9 @@ namespace mlir::comfyquant::gpu_codegen {
 
 /// Threads per warp.
 constexpr int64_t kWarpSize = 32;
+/// Threads of a warpgroup (four warps: what wgmma and tcgen05's lane
+/// quarters count in).
+constexpr int64_t kWarpgroupSize = 4 * kWarpSize;
 
 /// An index constant.
 inline Value indexConstant(OpBuilder &b, Location loc, int64_t v) {

@@ -760,8 +760,15 @@ LogicalResult WarpgroupMmaOp::verify() {
                ? t.getNumElements() * 4
                : int64_t(-1);
   };
-  if (bytes(getA()) != kRows * kStepBytes)
-    return emitOpError("a must hold 64 rows of 32 bytes");
+  int64_t aBytes = bytes(getA());
+  if (aBytes <= 0 || aBytes % (kRows * kStepBytes) ||
+      aBytes / (kRows * kStepBytes) > kMaxWarpgroups)
+    return emitOpError("a must hold 64 rows of 32 bytes per warpgroup, at "
+                       "most ")
+           << kMaxWarpgroups << " warpgroups";
+  if (aBytes != kRows * kStepBytes && (getAScales() || fp4))
+    return emitOpError("scales and FP4 operands take one warpgroup (a of 64 "
+                       "rows)");
   if (bytes(getB()) != n * kStepBytes)
     return emitOpError("b must hold N = ") << n << " rows of 32 bytes";
   if (getAcc() && getAcc().getType() != getResult().getType())

@@ -473,6 +473,7 @@ def ComfyQuant_GpuGemmAttr : ComfyQuant_Attr<"GpuGemm", "gpu_gemm", [
     ```mlir
     #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
     #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 6>
+    #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2, split_k = 11>
     ```
   }];
   let parameters = (ins EnumParameter<ComfyQuant_GpuMmaKind>:$kind,

@@ -523,9 +523,10 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
   let summary = "Block-level 64 x N multiply-accumulate of one 32-byte K "
                 "step from workgroup memory (CUDA)";
   let description = [{
-    The 128 threads of a block (one warpgroup) compute `acc + A · Bᵀ` for
-    a 64 x K tile A and an N x K tile B that the block has just written to
-    workgroup memory, K being 32 bytes: 32 codes of i8 (s8 x s8 -> i32) or
+    The threads of a block, W warpgroups of 128 (W = 1 or 2), compute
+    `acc + A · Bᵀ` for a 64W x K tile A and an N x K tile B that the block
+    has just written to workgroup memory, warpgroup q taking the rows
+    [64q, 64q + 64) of A, K being 32 bytes: 32 codes of i8 (s8 x s8 -> i32) or
     FP8 (f8E4M3FN/f8E5M2 x f8E4M3FN/f8E5M2 -> f32), 16 f16 (-> f32), or 64
     E2M1 codes (f4E2M1FN x f4E2M1FN -> f32, with scales), two per byte, the
     lower K in the low nibble.
@@ -537,10 +538,11 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
     another barrier after it.
 
     Every thread holds 64 x N / 128 accumulators, `vector<(N/8) x 2 x 2>`:
-    element (j, r, e) of warp w, lane `4g + t` is row `16w + g + 8r`,
-    column `8j + 2t + e`, which is both the layout of N / 8 `mma.sync`
-    m16n8 fragments per warp and the accumulator layout of `wgmma`
-    m64nN. Without `acc` the product starts from zero.
+    element (j, r, e) of warp w (of the block), lane `4g + t` is row
+    `16w + g + 8r`, column `8j + 2t + e`, which is both the layout of N / 8
+    `mma.sync` m16n8 fragments per warp and the accumulator layout of each
+    warpgroup's `wgmma` m64nN. Without `acc` the product starts from zero.
+    Scales and FP4 operands take one warpgroup (W = 1).
 
     With `scales` (FP8 operands only: MXFP8, whose scale block is the K
     step), `a_scales[row]` and `b_scales[col]` are UE8M0 bytes in
@@ -588,12 +590,19 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Rows of A (the warpgroup's M).
+    /// Rows of A per warpgroup (its M).
     static constexpr int64_t kRows = 64;
+    /// The most warpgroups a block may hold.
+    static constexpr int64_t kMaxWarpgroups = 2;
     /// Bytes of K per step.
     static constexpr int64_t kStepBytes = 32;
     /// E2M1 codes per FP4 scale (four blocks per step).
     static constexpr int64_t kFP4Block = 16;
+    /// Warpgroups of the block (W): A's rows / kRows.
+    int64_t getWarpgroups() {
+      auto t = ::llvm::cast<::mlir::MemRefType>(getA().getType());
+      return t.getNumElements() * 4 / (kRows * kStepBytes);
+    }
     /// Columns of B (N).
     int64_t getColumns() {
       return ::llvm::cast<::mlir::VectorType>(getResult().getType())
