@@ -68,13 +68,18 @@ static SmallVector<Value> operandIndices(OpBuilder &b, Location loc,
 Value mlir::comfyquant::detail::emitEpilogueAt(OpBuilder &b, Location loc,
                                                linalg::GenericOp epi,
                                                unsigned accOperand, Value acc,
-                                               Value row, Value col) {
+                                               Value row, Value col,
+                                               llvm::function_ref<Value(OpOperand &)> readInput) {
   Block &body = epi.getRegion().front();
   IRMapping map;
   for (OpOperand *in : epi.getDpsInputOperands()) {
     BlockArgument arg = body.getArgument(in->getOperandNumber());
     if (in->getOperandNumber() == accOperand) {
       map.map(arg, acc);
+      continue;
+    }
+    if (Value given = readInput ? readInput(*in) : Value()) {
+      map.map(arg, given);
       continue;
     }
     SmallVector<Value> at = operandIndices(b, loc, epi, in, row, col);

@@ -136,44 +136,60 @@ Value packed(OpBuilder &b, Location loc, Value v, int64_t r) {
   return vector::ExtractOp::create(b, loc, word, 0);
 }
 
-/// sm_89+: the FP8 mma.sync itself.
-FailureOr<Value> native(OpBuilder &b, Location loc, MmaFP8Op op) {
-  if (op.getAcc() && matchPattern(op.getAcc(), m_Constant()) &&
-      !matchPattern(op.getAcc(), m_PosZeroFloat()))
-    return op.emitOpError("a constant accumulator other than zero cannot "
-                          "be an inline-PTX operand");
-  SmallVector<Value> operands;
-  for (int64_t r = 0; r < 4; ++r)
-    operands.push_back(packed(b, loc, op.getA(), r));
-  for (int64_t r = 0; r < 2; ++r)
-    operands.push_back(packed(b, loc, op.getB(), r));
-  std::string instruction = llvm::formatv(
-      "mma.sync.aligned.m16n8k32.row.col.f32.{0}.{1}.f32 {{$0, $1, $2, $3}, "
-      "{{$4, $5, $6, $7}, {{$8, $9}, ",
-      MmaFP8Op::getPtxTypeName(op.getAType()),
-      MmaFP8Op::getPtxTypeName(op.getBType()));
+/// An f32-accumulating m16n8 mma.sync as inline PTX (`instruction` up to
+/// its C operand) on A registers `a` (4), B registers `b` (2) and the
+/// accumulator fragment `acc` (vector<2x2xf32>; null: zero): the form of
+/// the MMAs MLIR 22's mma.sync ops cannot type (FP8, bf16).
+FailureOr<Value> inlineMmaSync(OpBuilder &b, Location loc, Operation *op,
+                               StringRef instruction, ArrayRef<Value> aRegs,
+                               ArrayRef<Value> bRegs, Value acc,
+                               Type resultType) {
+  if (acc && matchPattern(acc, m_Constant()) &&
+      !matchPattern(acc, m_PosZeroFloat()))
+    return op->emitOpError("a constant accumulator other than zero cannot "
+                           "be an inline-PTX operand");
+  SmallVector<Value> operands(aRegs);
+  llvm::append_range(operands, bRegs);
+  std::string head = llvm::formatv("{0} {{$0, $1, $2, $3}, {{$4, $5, $6, $7}, "
+                                   "{{$8, $9}, ",
+                                   instruction);
   std::string ptx;
   // A zero C (none, or a zero constant: the first K step of a kernel whose
   // accumulators start at zero, once a one-step loop is folded) is a
   // register of the asm's own; constant asm operands would become
   // immediates, 'n', which f32 values cannot be.
-  if (!op.getAcc() || matchPattern(op.getAcc(), m_PosZeroFloat())) {
-    ptx = "{\n.reg .f32 zero;\nmov.f32 zero, 0f00000000;\n" + instruction +
+  if (!acc || matchPattern(acc, m_PosZeroFloat())) {
+    ptx = "{\n.reg .f32 zero;\nmov.f32 zero, 0f00000000;\n" + head +
           "{zero, zero, zero, zero};\n}";
   } else {
     for (int64_t r = 0; r < 2; ++r)
       for (int64_t e = 0; e < 2; ++e)
         operands.push_back(vector::ExtractOp::create(
-            b, loc, op.getAcc(), ArrayRef<int64_t>{r, e}));
-    ptx = instruction + "{$10, $11, $12, $13};";
+            b, loc, acc, ArrayRef<int64_t>{r, e}));
+    ptx = head + "{$10, $11, $12, $13};";
   }
   Type f32 = b.getF32Type();
   auto mma = NVVM::InlinePtxOp::create(b, loc, TypeRange{f32, f32, f32, f32},
                                        operands, ValueRange{},
                                        b.getStringAttr(ptx), Value());
-  Value result = vector::FromElementsOp::create(
-      b, loc, op.getResult().getType(), mma.getResults());
+  Value result =
+      vector::FromElementsOp::create(b, loc, resultType, mma.getResults());
   return result;
+}
+
+/// sm_89+: the FP8 mma.sync itself.
+FailureOr<Value> native(OpBuilder &b, Location loc, MmaFP8Op op) {
+  SmallVector<Value> aRegs, bRegs;
+  for (int64_t r = 0; r < 4; ++r)
+    aRegs.push_back(packed(b, loc, op.getA(), r));
+  for (int64_t r = 0; r < 2; ++r)
+    bRegs.push_back(packed(b, loc, op.getB(), r));
+  std::string instruction = llvm::formatv(
+      "mma.sync.aligned.m16n8k32.row.col.f32.{0}.{1}.f32",
+      MmaFP8Op::getPtxTypeName(op.getAType()),
+      MmaFP8Op::getPtxTypeName(op.getBType()));
+  return inlineMmaSync(b, loc, op, instruction, aRegs, bRegs, op.getAcc(),
+                       op.getResult().getType());
 }
 
 /// One warpgroup MMA step as the lowerings read it: a warpgroup_mma, or
@@ -432,7 +448,7 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
 
   VectorType resultType = op.resultType;
   auto fragType = VectorType::get({2, 2}, resultType.getElementType());
-  int64_t k = a.isF16() ? 16 : 32;
+  int64_t k = a.isF16() || a.isBF16() ? 16 : 32;
   // A zero accumulator (a one-step K loop folded away) is no accumulator:
   // the FP8 inline asm takes a zero register of its own.
   Value accIn = op.getAcc();
@@ -471,6 +487,22 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
     } else if (fp8) {
       d = MmaFP8Op::create(b, loc, fragType, fragA, fragB, acc, a,
                            op.getBType());
+    } else if (a.isBF16()) {
+      // MLIR 22's nvgpu-to-nvvm cannot type a bf16 mma.sync.
+      SmallVector<Value> aRegs, bRegs;
+      for (int64_t r = 0; r < 4; ++r)
+        aRegs.push_back(packed(b, loc, fragA, r));
+      for (int64_t r = 0; r < 2; ++r)
+        bRegs.push_back(packed(b, loc, fragB, r));
+      // A constant accumulator other than zero (no asm operand) is added
+      // after a product from zero.
+      bool constantAcc = acc && matchPattern(acc, m_Constant()) &&
+                         !matchPattern(acc, m_PosZeroFloat());
+      d = *inlineMmaSync(b, loc, fragA.getDefiningOp(),
+                         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                         aRegs, bRegs, constantAcc ? Value() : acc, fragType);
+      if (constantAcc)
+        d = arith::AddFOp::create(b, loc, acc, d);
     } else {
       if (!acc)
         acc = arith::ConstantOp::create(
@@ -492,11 +524,19 @@ NVVM::WGMMATypes wgmmaType(Type t) {
     return NVVM::WGMMATypes::e5m2;
   if (t.isF16())
     return NVVM::WGMMATypes::f16;
+  if (t.isBF16())
+    return NVVM::WGMMATypes::bf16;
   return NVVM::WGMMATypes::s8;
 }
 
-/// sm_90a: one wgmma m64nNk{32,16} reading both tiles through descriptors,
-/// waited for before the result is used.
+/// The columns of one promoted FP8 wgmma: a product of N = 256 beside the
+/// 256-column accumulator it is added to would need 256 f32 registers per
+/// thread; in halves of 128 it needs 192.
+constexpr int64_t kPromotedColumns = 128;
+
+/// sm_90a: one wgmma m64nNk{32,16} reading both tiles through descriptors
+/// (promoted FP8 steps wider than kPromotedColumns: one per half), waited
+/// for before the result is used.
 Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
   // The tiles were written by ordinary stores (the generic proxy); wgmma
   // reads shared memory through the async proxy.
@@ -507,9 +547,6 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
   gpu::BarrierOp::create(b, loc);
   VectorType resultType = op.resultType;
   Type elt = resultType.getElementType();
-  int64_t count = resultType.getNumElements();
-  auto structType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(count, elt));
   // With scales the product starts from zero and is rescaled below. FP8
   // products start from zero too and are added to the f32 accumulator
   // after the wgmma: FP8 wgmma sums keep fewer bits than f32 (PTX ISA:
@@ -522,15 +559,6 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
   Value acc = op.getAScales() || promote ? Value() : op.getAcc();
   bool zero = !acc || matchPattern(acc, m_Zero()) ||
               matchPattern(acc, m_PosZeroFloat());
-  Value inouts = LLVM::PoisonOp::create(b, loc, structType);
-  if (!zero) {
-    auto flat = VectorType::get({count}, elt);
-    Value values = vector::ShapeCastOp::create(b, loc, flat, acc);
-    for (int64_t i = 0; i < count; ++i) {
-      Value v = vector::ExtractOp::create(b, loc, values, i);
-      inouts = LLVM::InsertValueOp::create(b, loc, inouts, v, i);
-    }
-  }
   // Warpgroup q multiplies A's rows [64q, 64q + 64): 8 core-matrix rows
   // groups, 64 words each, further on.
   Value aOffset = op.aOffset;
@@ -544,35 +572,85 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
                       WarpgroupMmaOp::kRows * WarpgroupMmaOp::kStepBytes / 4));
     aOffset = offsetBy(b, loc, rowsAt, aOffset);
   }
-  Value descA = tileDescriptor(b, loc, op.getA(), aOffset, 0);
-  Value descB = tileDescriptor(b, loc, op.getB(), op.bOffset, 0);
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
   bool integer = elt.isInteger(32);
-  int64_t k = op.getAType().isF16() ? 16 : 32;
-  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), WarpgroupMmaOp::kRows,
-                                       op.getColumns(), k);
-  auto mma = NVVM::WgmmaMmaAsyncOp::create(
-      b, loc, structType, inouts, descA, descB, shape, wgmmaType(op.getAType()),
-      wgmmaType(op.getBType()),
-      integer ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32,
-      zero ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-      NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
-      NVVM::MMALayout::col,
-      integer ? NVVM::MMAIntOverflowAttr::get(b.getContext(),
-                                              NVVM::MMAIntOverflow::satfinite)
-              : NVVM::MMAIntOverflowAttr());
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  SmallVector<Value> elems;
-  for (int64_t i = 0; i < count; ++i)
-    elems.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
-  Value product = vector::FromElementsOp::create(b, loc, resultType, elems);
+  int64_t k = op.getAType().isF16() || op.getAType().isBF16() ? 16 : 32;
+
+  // One wgmma over B's columns [first, first + n), onto `inouts` (the
+  // accumulator struct, or none for a zero start), waited for: its
+  // product as fragments.
+  auto issue = [&](int64_t first, int64_t n) -> Value {
+    int64_t count = n / 8 * 4;
+    auto structType = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(count, elt));
+    Value inouts = LLVM::PoisonOp::create(b, loc, structType);
+    if (!zero) {
+      auto flat = VectorType::get({resultType.getNumElements()}, elt);
+      Value values = vector::ShapeCastOp::create(b, loc, flat, acc);
+      for (int64_t i = 0; i < count; ++i) {
+        Value v = vector::ExtractOp::create(b, loc, values, first / 8 * 4 + i);
+        inouts = LLVM::InsertValueOp::create(b, loc, inouts, v, i);
+      }
+    }
+    Value descA = tileDescriptor(b, loc, op.getA(), aOffset, 0);
+    // B's rows from `first` on: 8-row groups of 64 words.
+    Value bOffset = op.bOffset;
+    if (first)
+      bOffset = offsetBy(b, loc, indexConstant(b, loc, first * 8), bOffset);
+    Value descB = tileDescriptor(b, loc, op.getB(), bOffset, 0);
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    auto shape =
+        NVVM::MMAShapeAttr::get(b.getContext(), WarpgroupMmaOp::kRows, n, k);
+    auto mma = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, structType, inouts, descA, descB, shape,
+        wgmmaType(op.getAType()), wgmmaType(op.getBType()),
+        integer ? NVVM::WGMMATypes::s32 : NVVM::WGMMATypes::f32,
+        zero ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col,
+        integer ? NVVM::MMAIntOverflowAttr::get(b.getContext(),
+                                                NVVM::MMAIntOverflow::satfinite)
+                : NVVM::MMAIntOverflowAttr());
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    SmallVector<Value> elems;
+    for (int64_t i = 0; i < count; ++i)
+      elems.push_back(LLVM::ExtractValueOp::create(b, loc, mma, i));
+    auto type = VectorType::get({n / 8, 2, 2}, elt);
+    return vector::FromElementsOp::create(b, loc, type, elems);
+  };
+
   if (promote) {
     Value accIn = op.getAcc();
-    if (!accIn || matchPattern(accIn, m_PosZeroFloat()))
-      return product;
-    return arith::AddFOp::create(b, loc, accIn, product);
+    if (accIn && matchPattern(accIn, m_PosZeroFloat()))
+      accIn = Value();
+    int64_t n = op.getColumns();
+    if (n <= kPromotedColumns) {
+      Value product = issue(0, n);
+      return accIn ? arith::AddFOp::create(b, loc, accIn, product).getResult()
+                   : product;
+    }
+    // Each half's product is added to its fragments before the next half
+    // is issued.
+    Value result = accIn;
+    if (!result)
+      result = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(resultType, b.getZeroAttr(elt)));
+    for (int64_t first = 0; first < n; first += kPromotedColumns) {
+      Value product = issue(first, kPromotedColumns);
+      for (int64_t j = 0; j < kPromotedColumns / 8; ++j) {
+        int64_t at = first / 8 + j;
+        Value part = vector::ExtractOp::create(b, loc, product, j);
+        Value sum = part;
+        if (accIn) {
+          Value old = vector::ExtractOp::create(b, loc, accIn, at);
+          sum = arith::AddFOp::create(b, loc, old, part);
+        }
+        result = vector::InsertOp::create(b, loc, sum, result, at);
+      }
+    }
+    return result;
   }
+  Value product = issue(0, op.getColumns());
   if (!op.getAScales())
     return product;
   // No block-scaled wgmma: each 8-column fragment of the product is

@@ -212,15 +212,15 @@ std::optional<Family> familyOf(const GemmMatch &m, linalg::GenericOp op) {
     return Family{m, i8, 8, f32, GpuMmaKind::fp4_ue4m3_scaled, true};
   }
   case GemmMatch::Kind::FloatF32: {
-    // f16 operands as stored. f32 ones are not rounded (SIMT); bf16 ones
-    // too, as MLIR 22's nvgpu-to-nvvm cannot type a bf16 mma.sync.
+    // f16 and bf16 operands as stored (their products are exact in f32);
+    // f32 ones are not rounded (SIMT).
     auto stored = [&](unsigned i) {
       return cast<ShapedType>(op.getDpsInputs()[i].getType()).getElementType();
     };
     Type t = stored(0);
-    if (t != stored(1) || !t.isF16())
+    if (t != stored(1) || !(t.isF16() || t.isBF16()))
       return std::nullopt;
-    return Family{m, t, 2, f32, GpuMmaKind::f16};
+    return Family{m, t, 2, f32, t.isF16() ? GpuMmaKind::f16 : GpuMmaKind::bf16};
   }
   }
   return std::nullopt;
@@ -1234,7 +1234,113 @@ private:
     writeElements(result, /*toPartials=*/false);
   }
 
+  /// How the fused epilogue's operands other than the accumulator are read
+  /// where each element is stored: operands that vary only along the
+  /// columns from the block's copy in workgroup memory (slot q of tileB:
+  /// words [q * BN, q * BN + BN)), those that vary only along the rows from
+  /// the thread's two rows read once, those that vary with neither read
+  /// once; the rest per element.
+  struct EpilogueInputs {
+    llvm::DenseMap<unsigned, int64_t> columnSlot;
+    llvm::DenseMap<unsigned, std::array<Value, 2>> byRow;
+    llvm::DenseMap<unsigned, Value> uniform;
+  };
+
+  /// operand[map(row, col)] with every row or column index clamped into
+  /// the operand (a value read for an element outside C is never used).
+  Value readClamped(OpOperand &in, Value row, Value col) {
+    linalg::GenericOp epi = fusion.epilogue;
+    SmallVector<Value> at;
+    for (auto [pos, e] :
+         llvm::enumerate(epi.getMatchingIndexingMap(&in).getResults())) {
+      if (auto d = dyn_cast<AffineDimExpr>(e)) {
+        Value size = b.createOrFold<memref::DimOp>(loc, in.get(), pos);
+        Value last = arith::SubIOp::create(b, loc, size, h.idx(1));
+        at.push_back(h.min(d.getPosition() == 0 ? row : col, last));
+      } else {
+        at.push_back(h.idx(cast<AffineConstantExpr>(e).getValue()));
+      }
+    }
+    return memref::LoadOp::create(b, loc, in.get(), at);
+  }
+
+  /// A value of at most 32 bits as the i32 word it is staged in, and back.
+  Value toWord(Value v) {
+    Type t = v.getType();
+    unsigned bits = t.getIntOrFloatBitWidth();
+    if (isa<FloatType>(t))
+      v = arith::BitcastOp::create(b, loc, b.getIntegerType(bits), v);
+    return bits == 32 ? v : arith::ExtUIOp::create(b, loc, i32, v).getResult();
+  }
+  Value fromWord(Value word, Type t) {
+    unsigned bits = t.getIntOrFloatBitWidth();
+    Value v = bits == 32 ? word
+                         : arith::TruncIOp::create(
+                               b, loc, b.getIntegerType(bits), word)
+                               .getResult();
+    return isa<FloatType>(t) ? arith::BitcastOp::create(b, loc, t, v).getResult()
+                             : v;
+  }
+
+  /// Reads the epilogue operands that do not vary along both dims once per
+  /// block or thread (see EpilogueInputs): a per-column scale or bias read
+  /// per element is most of the kernel's global bytes past the operands.
+  /// The tiles are free after the K loop; two barriers keep the staging
+  /// off the last MMA's tiles and its reads behind its writes.
+  EpilogueInputs stageEpilogueInputs() {
+    EpilogueInputs inputs;
+    linalg::GenericOp epi = fusion.epilogue;
+    int64_t slots = cast<MemRefType>(tileB.getType()).getNumElements() /
+                    shape.cols;
+    SmallVector<OpOperand *> columnOperands;
+    for (OpOperand *in : epi.getDpsInputOperands()) {
+      auto type = dyn_cast<MemRefType>(in->get().getType());
+      if (in->getOperandNumber() == fusion.accOperand || !type)
+        continue;
+      AffineMap map = epi.getMatchingIndexingMap(in);
+      bool byRow = map.isFunctionOfDim(0), byCol = map.isFunctionOfDim(1);
+      if (byRow && byCol)
+        continue;
+      unsigned number = in->getOperandNumber();
+      if (byCol) {
+        Type t = type.getElementType();
+        if (t.isIntOrFloat() && t.getIntOrFloatBitWidth() <= 32 &&
+            static_cast<int64_t>(columnOperands.size()) < slots) {
+          inputs.columnSlot[number] = columnOperands.size();
+          columnOperands.push_back(in);
+        }
+      } else if (byRow) {
+        inputs.byRow[number] = {readClamped(*in, row0, blockN),
+                                readClamped(*in, row1, blockN)};
+      } else {
+        inputs.uniform[number] = readClamped(*in, blockM, blockN);
+      }
+    }
+    if (columnOperands.empty())
+      return inputs;
+    gpu::BarrierOp::create(b, loc);
+    for (auto [q, in] : llvm::enumerate(columnOperands))
+      for (int64_t i = 0; i < shape.cols; i += shape.threads()) {
+        Value at = h.add(tid, i);
+        OpBuilder::InsertionGuard guard(b);
+        if (i + shape.threads() > shape.cols) {
+          auto inTile = scf::IfOp::create(b, loc, h.lt(at, h.idx(shape.cols)),
+                                          false);
+          b.setInsertionPoint(inTile.thenBlock()->getTerminator());
+        }
+        Value col = h.add(blockN, at);
+        Value word = toWord(readClamped(*in, blockM, col));
+        Value slotAt = h.add(at, static_cast<int64_t>(q) * shape.cols);
+        memref::StoreOp::create(b, loc, word, tileB, ValueRange{slotAt});
+      }
+    gpu::BarrierOp::create(b, loc);
+    return inputs;
+  }
+
   void writeElements(Value result, bool toPartials) {
+    EpilogueInputs inputs;
+    if (!toPartials && fusion.epilogue)
+      inputs = stageEpilogueInputs();
     for (int64_t j = 0; j < shape.fragments(); ++j)
       for (int64_t r = 0; r < 2; ++r)
         for (int64_t e = 0; e < 2; ++e) {
@@ -1247,22 +1353,41 @@ private:
           b.setInsertionPoint(store.thenBlock()->getTerminator());
           Value v = vector::ExtractOp::create(b, loc, result,
                                               ArrayRef<int64_t>{j, r, e});
-          if (toPartials)
+          if (toPartials) {
             memref::StoreOp::create(b, loc, v, partials,
                                     ValueRange{split, row, col});
-          else
-            storeElement(v, row, col);
+            continue;
+          }
+          // Column 8j + e + 2t of the block's tile.
+          auto read = [&](OpOperand &in) -> Value {
+            unsigned number = in.getOperandNumber();
+            if (auto it = inputs.columnSlot.find(number);
+                it != inputs.columnSlot.end()) {
+              Value inTile = h.add(t2, j * 8 + e);
+              Value at = h.add(inTile, it->second * shape.cols);
+              Value word =
+                  memref::LoadOp::create(b, loc, tileB, ValueRange{at});
+              return fromWord(
+                  word, cast<MemRefType>(in.get().getType()).getElementType());
+            }
+            if (auto it = inputs.byRow.find(number); it != inputs.byRow.end())
+              return it->second[r];
+            return inputs.uniform.lookup(number);
+          };
+          storeElement(v, row, col, read);
         }
   }
 
-  /// C[row, col] = v, or the fused epilogue's output there.
-  void storeElement(Value v, Value row, Value col) {
+  /// C[row, col] = v, or the fused epilogue's output there (its operands
+  /// read by `readInput` where it gives a value).
+  void storeElement(Value v, Value row, Value col,
+                    llvm::function_ref<Value(OpOperand &)> readInput = {}) {
     if (!fusion.epilogue) {
       memref::StoreOp::create(b, loc, v, c, ValueRange{row, col});
       return;
     }
     Value y = mlir::comfyquant::detail::emitEpilogueAt(
-        b, loc, fusion.epilogue, fusion.accOperand, v, row, col);
+        b, loc, fusion.epilogue, fusion.accOperand, v, row, col, readInput);
     memref::StoreOp::create(b, loc, y,
                             fusion.epilogue.getDpsInitOperand(0)->get(),
                             ValueRange{row, col});

@@ -661,3 +661,52 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// bf16 x bf16 -> f32: mma.sync m16n8k16 as inline PTX (nvgpu.mma.sync
+// cannot type bf16), 16 per warp; wgmma m64n128k16 with bf16 operands;
+// tcgen05 kind::f16 with A and B format 1 (bf16) in the instruction
+// descriptor (0x04200490: f32 D, N >> 3 = 16, M >> 4 = 4).
+// SYNC-LABEL: gpu.func @tile_bf16
+// SYNC-COUNT-16: nvvm.inline_ptx "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};"
+// SYNC-NOT:     nvgpu.mma.sync
+// WGMMA-LABEL: gpu.func @tile_bf16
+// WGMMA:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// TCGEN05-LABEL: gpu.func @tile_bf16
+// TCGEN05:         arith.constant 69207184 : i32
+// TCGEN05:         nvvm.tcgen05.mma {{.*}} kind = #nvvm.tcgen05_mma_kind<f16>
+gpu.module @kernels {
+  gpu.func @tile_bf16(%acc: vector<16x2x2xf32>, %out: memref<16x2x2xf32>) workgroup(%a : memref<512xi32, #gpu.address_space<workgroup>>, %b : memref<1024xi32, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc : bf16 x bf16 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<16x2x2xf32>, vector<16x2x2xf32>
+    gpu.return
+  }
+}
+
+// -----
+
+// FP8 with two warpgroups (N = 256) on sm_90a: the products are promoted
+// to the f32 accumulator every step, so the step runs as two m64n128
+// wgmmas, B's second half 1024 words (128 rows) further, each waited for
+// and added before the next is issued: 64 product registers beside the
+// 128 of the accumulator, not 128.
+// SYNC-LABEL: gpu.func @tile_e4m3_two_warpgroups
+// WGMMA-LABEL: gpu.func @tile_e4m3_two_warpgroups
+// WGMMA:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+// WGMMA:         nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA-COUNT-16: arith.addf
+// WGMMA:         arith.constant 1024 : index
+// WGMMA:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>
+// WGMMA:         nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA-COUNT-16: arith.addf
+// WGMMA-NOT:     nvvm.wgmma.mma_async
+gpu.module @kernels {
+  gpu.func @tile_e4m3_two_warpgroups(%acc: vector<32x2x2xf32>, %out: memref<32x2x2xf32>) workgroup(%a : memref<1024xi32, #gpu.address_space<workgroup>>, %b : memref<2048xi32, #gpu.address_space<workgroup>>) kernel {
+    %d = comfyquant.warpgroup_mma %a, %b, %acc : f8E4M3FN x f8E4M3FN : memref<1024xi32, #gpu.address_space<workgroup>>, memref<2048xi32, #gpu.address_space<workgroup>> -> vector<32x2x2xf32>
+    %c0 = arith.constant 0 : index
+    vector.store %d, %out[%c0, %c0, %c0] : memref<32x2x2xf32>, vector<32x2x2xf32>
+    gpu.return
+  }
+}

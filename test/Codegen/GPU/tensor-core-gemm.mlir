@@ -457,17 +457,22 @@ func.func @float_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf
 
 // -----
 
+// bf16 x bf16 -> f32 (the full-precision GEMMs of bf16 activations) on
+// tensor cores: the bf16 mma.sync as inline PTX (MLIR 22's nvgpu-to-nvvm
+// cannot type it), wgmma with bf16 operands on sm_90a. K = 8 is 16 bytes:
+// both operands chunkable, two stages.
 // CHECK-LABEL: func.func @bf16_gemm
-// CHECK-NOT:     comfyquant.gemms
-// CHECK:         linalg.generic
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<bf16, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
+// CHECK:         comfyquant.warpgroup_mma {{.*}} : bf16 x bf16
+// CHECK-NOT:     linalg.generic
 // PTX80:         func.func @bf16_gemm
-// PTX80-NOT:     mma.sync
+// PTX80:         mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX80:         func.func @int8_gemm_fused
 // PTX90:         func.func @bf16_gemm
-// PTX90-NOT:     wgmma
+// PTX90:         wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // PTX90:         func.func @int8_gemm_fused
 // PTX120:        func.func @bf16_gemm
-// PTX120-NOT:    mma.sync
+// PTX120:        mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // PTX120:        func.func @int8_gemm_fused
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
@@ -490,21 +495,32 @@ func.func @bf16_gemm(%a: memref<?x8xbf16>, %b: memref<4x8xbf16>, %c: memref<?x4x
 // elementwise consumer after it (the INT8 epilogue: row scale x column
 // scale, cast to bf16): one kernel. The accumulators start at zero, the
 // epilogue is evaluated per accumulator element in registers and stored to
-// its output; the fill, the consumer and the temporary are gone.
+// its output; the fill, the consumer and the temporary are gone. The row
+// scale is read once per thread row (clamped into M), the column scale
+// once per block into the free B tile (a barrier before and after), then
+// from there per element.
 // CHECK-LABEL: func.func @int8_gemm_fused
 // CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
 // CHECK-NOT:     memref.alloc
 // CHECK-NOT:     linalg.fill
 // CHECK:         gpu.launch
+// CHECK-SAME:      workgroup(%{{[a-z0-9_]+}} : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:[a-z0-9_]+]] : memref<1024xi32, #gpu.address_space<workgroup>>
 // CHECK:           %[[ZERO:.*]] = arith.constant dense<0> : vector<16x2x2xi32>
 // CHECK:           scf.for {{.*}} iter_args(%{{[a-z0-9_]+}} = %[[ZERO]],
 // CHECK:             comfyquant.warpgroup_mma
+// CHECK:           %[[RS0:.*]] = memref.load %arg2[
+// CHECK:           %[[RS1:.*]] = memref.load %arg2[
+// CHECK:           gpu.barrier
+// CHECK:           %[[CSV:.*]] = memref.load %arg3[
+// CHECK:           %[[CSW:.*]] = arith.bitcast %[[CSV]] : f32 to i32
+// CHECK:           memref.store %[[CSW]], %[[TB]][
+// CHECK-NEXT:      gpu.barrier
 // CHECK:           scf.if
 // CHECK-NEXT:        %[[ACC:.*]] = vector.extract
-// CHECK:             %[[RS:.*]] = memref.load %arg2[
-// CHECK:             %[[CS:.*]] = memref.load %arg3[
+// CHECK-NEXT:        %[[CSR:.*]] = memref.load %[[TB]][
+// CHECK-NEXT:        %[[CS:.*]] = arith.bitcast %[[CSR]] : i32 to f32
 // CHECK-NEXT:        %[[F:.*]] = arith.sitofp %[[ACC]] : i32 to f32
-// CHECK-NEXT:        %[[X:.*]] = arith.mulf %[[F]], %[[RS]] : f32
+// CHECK-NEXT:        %[[X:.*]] = arith.mulf %[[F]], %[[RS0]] : f32
 // CHECK-NEXT:        %[[Y:.*]] = arith.mulf %[[X]], %[[CS]] : f32
 // CHECK-NEXT:        %[[O:.*]] = arith.truncf %[[Y]] : f32 to bf16
 // CHECK-NEXT:        memref.store %[[O]], %arg4[
@@ -605,7 +621,8 @@ func.func @nonzero_fill(%a: memref<?x32xi8>, %b: memref<8x32xi8>, %y: memref<?x8
 // CHECK:           comfyquant.warpgroup_mma
 // CHECK:           scf.if %{{[0-9a-z_]+}} {
 // CHECK-NEXT:        %[[V:.*]] = vector.extract
-// CHECK-NEXT:        %[[B:.*]] = memref.load %arg3[
+// CHECK:             %[[BW:.*]] = memref.load %{{.*}} : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT:        %[[B:.*]] = arith.bitcast %[[BW]] : i32 to f32
 // CHECK-NEXT:        %[[X:.*]] = arith.mulf %[[V]], %[[S]] : f32
 // CHECK-NEXT:        %[[Y:.*]] = arith.addf %[[X]], %[[B]] : f32
 // CHECK-NEXT:        %[[O:.*]] = arith.truncf %[[Y]] : f32 to bf16
@@ -1073,6 +1090,40 @@ func.func @unpacked_weight_overwritten(%a: memref<?x64xi8>, %packed: memref<16x3
 #map_c = affine_map<(m, n, k) -> (m, n)>
 func.func @int8_split_k(%a: memref<?x256xi8>, %b: memref<40x256xi8>, %c: memref<?x40xi32>) {
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x256xi8>, memref<40x256xi8>) outs(%c : memref<?x40xi32>) {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// The 128 x 256 tile: two warpgroups (256 threads), A of 128 rows and B of
+// 256 in each of two cp.async stages; the grid is (ceildiv(N, 256),
+// ceildiv(M, 128)). A's chunks take one pass of the 256 threads, B's two.
+// sm_90a: one wgmma m64n256 per warpgroup; elsewhere 32 mma.sync per warp
+// and step.
+// CHECK-LABEL: func.func @int8_gemm_wide
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>]
+// CHECK-DAG:     %[[GX:.*]] = arith.ceildivui %c300, %c256
+// CHECK-DAG:     %[[GY:.*]] = arith.ceildivui %{{.*}}, %c128
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[GX]], {{.*}} = %[[GY]], {{.*}}) threads({{.*}}) in ({{.*}} = %c256{{[_0-9]*}}, {{.*}}) workgroup(%{{.*}} : memref<1024xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<2048xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1024xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<2048xi32, #gpu.address_space<workgroup>>)
+// CHECK:           comfyquant.warpgroup_mma {{.*}} -> vector<32x2x2xi32>
+// PTX80:         func.func @int8_gemm_wide
+// PTX80:         .maxntid 256, 1, 1
+// PTX80-COUNT-3: cp.async.cg.shared.global
+// PTX80-COUNT-32: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
+// PTX90:         func.func @int8_gemm_wide
+// PTX90:         wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8.satfinite
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @int8_gemm_wide(%a: memref<?x96xi8>, %b: memref<300x96xi8>, %c: memref<?x300xi32>) {
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x96xi8>, memref<300x96xi8>) outs(%c : memref<?x300xi32>) {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
     %1 = arith.extsi %w : i8 to i32

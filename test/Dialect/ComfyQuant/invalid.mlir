@@ -2530,7 +2530,7 @@ func.func @mma_fp8_result(%a: vector<4x4xi8>, %b: vector<2x4xi8>) -> vector<4x2x
 // The block-level MMA: i8 x i8 -> i32, FP8 x FP8, f16 x f16 or FP4 x FP4 -> f32,
 // tiles of 64 and N rows of 32 bytes, N a multiple of 16 up to 256.
 func.func @warpgroup_mma_types(%a: memref<512xi32>, %b: memref<1024xi32>) -> vector<16x2x2xf32> {
-  // expected-error @+1 {{'comfyquant.warpgroup_mma' op operands must be i8 x i8, FP8 x FP8, f16 x f16 or f4E2M1FN x f4E2M1FN, not 'i8' x 'f8E4M3FN'}}
+  // expected-error @+1 {{'comfyquant.warpgroup_mma' op operands must be i8 x i8, FP8 x FP8, f16 x f16, bf16 x bf16 or f4E2M1FN x f4E2M1FN, not 'i8' x 'f8E4M3FN'}}
   %d = comfyquant.warpgroup_mma %a, %b : i8 x f8E4M3FN : memref<512xi32>, memref<1024xi32> -> vector<16x2x2xf32>
   return %d : vector<16x2x2xf32>
 }

@@ -91,10 +91,12 @@ APFloat e4m3Value(unsigned code);
 std::optional<unsigned> epilogueAccOperand(linalg::GenericOp epi, Value acc);
 
 /// The value `epi` yields at (row, col) for accumulator element `acc`: its
-/// other operands read there (tensor.extract or memref.load), its body
-/// cloned at `b`.
+/// other operands read there (tensor.extract or memref.load; or the value
+/// `readInput` gives for the operand, where it gives one), its body cloned
+/// at `b`.
 Value emitEpilogueAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
-                     unsigned accOperand, Value acc, Value row, Value col);
+                     unsigned accOperand, Value acc, Value row, Value col,
+                     llvm::function_ref<Value(OpOperand &)> readInput = {});
 
 /// emitEpilogueAt for the columns [col, col + lanes) at once, `acc` a
 /// vector of `lanes`: operands that vary along the column dim are read as

@@ -180,8 +180,8 @@ def ComfyQuantGPUTensorCoreGemm
       each K step's product starts from zero and its partial sums are
       multiplied by the body's factor of (row, block) and (column, block)
       before they are added to the f32 accumulators;
-    * f16 x f16 -> f32 (NVFP4 decoded exactly to f16; bf16 stays SIMT:
-      MLIR 22 cannot lower a bf16 mma.sync).
+    * f16 x f16 -> f32 (NVFP4 decoded exactly to f16) and bf16 x bf16 ->
+      f32 (the full-precision GEMMs of bf16 activations).
     Each K step of 32 bytes (32 8-bit codes, 16 f16), the block copies its
     slices of A and B into two workgroup buffers in the core-matrix layout
     (zeros outside the operands, so every shape is computed) and issues one

@@ -364,6 +364,7 @@ int64_t GpuGemmAttr::getTileCols() const { return getBlock()[1]; }
 int64_t GpuGemmAttr::getStepK() const {
   switch (getKind()) {
   case GpuMmaKind::f16:
+  case GpuMmaKind::bf16:
     return getKBytes() / 2;
   case GpuMmaKind::fp4_ue4m3_scaled:
     return getKBytes() * 2;

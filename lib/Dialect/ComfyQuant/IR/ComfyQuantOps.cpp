@@ -739,11 +739,11 @@ LogicalResult WarpgroupMmaOp::verify() {
   bool fp8 = isa<Float8E4M3FNType, Float8E5M2Type>(a) &&
              isa<Float8E4M3FNType, Float8E5M2Type>(b);
   bool s8 = a.isInteger(8) && b.isInteger(8);
-  bool f16 = a.isF16() && b.isF16();
+  bool f16 = (a.isF16() && b.isF16()) || (a.isBF16() && b.isBF16());
   bool fp4 = isa<Float4E2M1FNType>(a) && isa<Float4E2M1FNType>(b);
   if (!fp8 && !s8 && !f16 && !fp4)
-    return emitOpError("operands must be i8 x i8, FP8 x FP8, f16 x f16 or "
-                       "f4E2M1FN x f4E2M1FN, not ")
+    return emitOpError("operands must be i8 x i8, FP8 x FP8, f16 x f16, "
+                       "bf16 x bf16 or f4E2M1FN x f4E2M1FN, not ")
            << a << " x " << b;
   if (acc != (s8 ? Type(IntegerType::get(getContext(), 32))
                  : Type(Float32Type::get(getContext()))))

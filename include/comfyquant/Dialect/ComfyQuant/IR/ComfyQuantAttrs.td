@@ -154,7 +154,8 @@ def ComfyQuant_GpuMmaKind : I32EnumAttr<"GpuMmaKind",
     I32EnumAttrCase<"fp8_ue8m0_scaled", 2>,  // MXFP8, UE8M0 scales per step
     I32EnumAttrCase<"fp8_block_scaled", 3>,  // FP8, another scale function
     I32EnumAttrCase<"f16", 4>,               // f16 -> f32
-    I32EnumAttrCase<"fp4_ue4m3_scaled", 5>]> { // NVFP4, 4 UE4M3 scales per step
+    I32EnumAttrCase<"fp4_ue4m3_scaled", 5>,  // NVFP4, 4 UE4M3 scales per step
+    I32EnumAttrCase<"bf16", 6>]> {             // bf16 -> f32
   let cppNamespace = "::mlir::comfyquant";
   let genSpecializedAttr = 0;
 }

@@ -527,7 +527,7 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
     `acc + A · Bᵀ` for a 64W x K tile A and an N x K tile B that the block
     has just written to workgroup memory, warpgroup q taking the rows
     [64q, 64q + 64) of A, K being 32 bytes: 32 codes of i8 (s8 x s8 -> i32) or
-    FP8 (f8E4M3FN/f8E5M2 x f8E4M3FN/f8E5M2 -> f32), 16 f16 (-> f32), or 64
+    FP8 (f8E4M3FN/f8E5M2 x f8E4M3FN/f8E5M2 -> f32), 16 f16 or bf16 (-> f32), or 64
     E2M1 codes (f4E2M1FN x f4E2M1FN -> f32, with scales), two per byte, the
     lower K in the low nibble.
     Both tiles are 1-D buffers of 32-bit words stored K-major in 8 x
