@@ -1,8 +1,8 @@
 //===- TensorCoreGemm.cpp - GEMMs on tensor cores, one tile per block -----===//
 //
 // Every tensor-core GEMM kernel has one shape on every arch: a block of one
-// or two warpgroups (128 threads each) owns a 64 x 128 or 128 x 256 tile of
-// C, each warpgroup 64 rows by every column; each K step of 32 bytes, the
+// or two warpgroups (128 threads each) owns a 64 x 128, 128 x 128 or 128 x
+// 256 tile of C, each warpgroup 64 rows by every column; each K step of 32 bytes, the
 // block copies its A (rows x 32 bytes) and B (columns x 32 bytes) slices
 // to workgroup memory, zero outside the operands, and issues one
 // comfyquant.warpgroup_mma, which comfyquant-gpu-lower-mma makes wgmma on
@@ -77,8 +77,13 @@ struct TileShape {
 constexpr TileShape kNarrowTile{1, 128};
 /// Two warpgroups, 128 x 256 (the tile of CUTLASS's fastest sm_80 GEMMs:
 /// half the operand bytes per MAC of 64 x 128), for the kinds read as
-/// stored with nothing per step but the MMA (see wideTileFits).
+/// stored with nothing per step but the MMA (see twoWarpgroupsFit).
 constexpr TileShape kWideTile{2, 256};
+/// Two warpgroups, 128 x 128, for FP8 read as stored: on sm_90a each
+/// step's wgmma product is added to the f32 accumulators (see
+/// comfyquant-gpu-lower-mma), and at 256 columns product and accumulators
+/// need more registers than a thread has (ptxas spills 0.4 to 1.1 KB).
+constexpr TileShape kTallTile{2, 128};
 
 struct Builder {
   OpBuilder &b;
@@ -361,7 +366,7 @@ GpuGemmAttr builtConfig(MLIRContext *ctx, GpuMmaKind kind,
 
 /// The tile shape a built config names, if it names one.
 std::optional<TileShape> shapeOf(GpuGemmAttr config) {
-  for (TileShape shape : {kNarrowTile, kWideTile})
+  for (TileShape shape : {kNarrowTile, kWideTile, kTallTile})
     if (config == builtConfig(config.getContext(), config.getKind(), shape,
                               config.getSplitK(), config.getStages()))
       return shape;
@@ -400,14 +405,22 @@ int64_t stagesFor(linalg::GenericOp op, const Family &f) {
   return chunkableOperand(op, f, 0) && chunkableOperand(op, f, 1) ? 2 : 1;
 }
 
-/// Whether the 128 x 256 tile applies: two cp.async stages (operands read
-/// as stored, no decode in the copies), no scales per K step (staged or
-/// applied to partial sums: one warpgroup), and N not statically below
-/// 256 columns.
-bool wideTileFits(linalg::GenericOp op, const Family &f, int64_t stages) {
+/// Whether a tile of two warpgroups and `cols` columns applies: two
+/// cp.async stages (operands read as stored, no decode in the copies), no
+/// scales per K step (staged or applied to partial sums: one warpgroup),
+/// and N not statically below `cols`.
+bool twoWarpgroupsFit(linalg::GenericOp op, const Family &f, int64_t stages,
+                      int64_t cols) {
   auto bType = cast<ShapedType>(op.getDpsInputs()[1].getType());
   return stages == 2 && !f.stagedScales && !f.match.block &&
-         (bType.isDynamicDim(0) || bType.getDimSize(0) >= kWideTile.cols);
+         (bType.isDynamicDim(0) || bType.getDimSize(0) >= cols);
+}
+
+/// The tile of C: two warpgroups where they fit (FP8 128 x 128, the other
+/// kinds 128 x 256), else one.
+TileShape tileFor(linalg::GenericOp op, const Family &f, int64_t stages) {
+  TileShape two = f.kind == GpuMmaKind::fp8 ? kTallTile : kWideTile;
+  return twoWarpgroupsFit(op, f, stages, two.cols) ? two : kNarrowTile;
 }
 
 /// The blocks a decode-sized M splits K over: enough that the tiles of N
@@ -440,8 +453,7 @@ struct SelectStrategyPass
         continue;
       if (std::optional<Family> f = tensorCoreFamily(op)) {
         int64_t stages = stagesFor(op, *f);
-        TileShape shape =
-            wideTileFits(op, *f, stages) ? kWideTile : kNarrowTile;
+        TileShape shape = tileFor(op, *f, stages);
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
                     builtConfig(&getContext(), f->kind, shape,
                                 splitKFor(op, *f, shape, fillCtas), stages));
@@ -1486,17 +1498,18 @@ struct TensorCoreGemmPass
       if (!shape || config.getStages() > 2) {
         op.emitOpError("its config ")
             << config << " is not built; the tensor-core kernels are "
-            << builtConfig(&getContext(), f->kind) << " or "
-            << builtConfig(&getContext(), f->kind, kWideTile, 1, 2)
-            << " with any split_k and 1 or 2 stages (two for the wide tile)";
+            << builtConfig(&getContext(), f->kind) << ", "
+            << builtConfig(&getContext(), f->kind, kWideTile, 1, 2) << " or "
+            << builtConfig(&getContext(), f->kind, kTallTile, 1, 2)
+            << " with any split_k and 1 or 2 stages (two for two warpgroups)";
         return signalPassFailure();
       }
       if (shape->warpgroups > 1 &&
-          !wideTileFits(op, *f, config.getStages())) {
+          !twoWarpgroupsFit(op, *f, config.getStages(), shape->cols)) {
         op.emitOpError("its config ")
             << config
             << " has two warpgroups, which need two stages, no block scales "
-               "and N not below 256";
+               "and N not below the tile's columns";
         return signalPassFailure();
       }
       if (config.getStages() == 2 && stagesFor(op, *f) != 2) {

@@ -53,13 +53,13 @@ func.func @f32_gemm(%a: memref<?x8xf32>, %b: memref<4x8xf32>, %c: memref<?x4xf32
 // A config already given is kept; the kernel builder refuses tiles it does
 // not build, and a kind that does not match the operands.
 // CHECK-LABEL: func.func @pinned_tile
-// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 64], warp = [16, 64], k_bytes = 32, stages = 1>
 #map_a = affine_map<(m, n, k) -> (m, k)>
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
 func.func @pinned_tile(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memref<?x40xi32>) {
-  // expected-error @below {{its config #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1> is not built; the tensor-core kernels are #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1> or #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2> with any split_k and 1 or 2 stages (two for the wide tile)}}
-  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 1>} {
+  // expected-error @below {{its config #comfyquant.gpu_gemm<s8, block = [128, 64], warp = [16, 64], k_bytes = 32, stages = 1> is not built; the tensor-core kernels are #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>, #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2> or #comfyquant.gpu_gemm<s8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 2> with any split_k and 1 or 2 stages (two for two warpgroups)}}
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x70xi8>, memref<40x70xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 64], warp = [16, 64], k_bytes = 32, stages = 1>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
     %1 = arith.extsi %w : i8 to i32
@@ -147,15 +147,15 @@ func.func @two_stages_odd_k(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memre
 
 // -----
 
-// The 128 x 256 tile (two warpgroups): operands read as stored with two
-// stages and N not below 256; FP8 too. A
-// block-scaled FP8 GEMM (MXFP8, scales staged per step) keeps one
-// warpgroup.
+// Two warpgroups: operands read as stored with two stages and N not
+// below the tile's columns; 128 x 256, or 128 x 128 for FP8 (its sm_90a
+// steps add each product to f32 accumulators). A block-scaled FP8 GEMM
+// (MXFP8, scales staged per step) keeps one warpgroup.
 // CHECK-LABEL: func.func @wide_tile
 // CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>
-// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<fp8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<fp8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 2>
 // FORMED-LABEL: func.func @wide_tile
-// FORMED-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>, #comfyquant.gpu_gemm<fp8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>]
+// FORMED-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>, #comfyquant.gpu_gemm<fp8, block = [128, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
 // FORMED:         gpu.launch
 // FORMED-SAME:      threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
 // FORMED-SAME:      workgroup(%{{.*}} : memref<1024xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<2048xi32, #gpu.address_space<workgroup>>
@@ -195,7 +195,7 @@ func.func @wide_tile(%a: memref<?x96xi8>, %b: memref<512x96xi8>, %c: memref<?x51
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
 func.func @wide_tile_narrow_n(%a: memref<?x96xi8>, %b: memref<40x96xi8>, %c: memref<?x40xi32>) {
-  // expected-error @below {{has two warpgroups, which need two stages, no block scales and N not below 256}}
+  // expected-error @below {{has two warpgroups, which need two stages, no block scales and N not below the tile's columns}}
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x96xi8>, memref<40x96xi8>) outs(%c : memref<?x40xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
@@ -213,7 +213,7 @@ func.func @wide_tile_narrow_n(%a: memref<?x96xi8>, %b: memref<40x96xi8>, %c: mem
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
 func.func @wide_tile_one_stage(%a: memref<?x96xi8>, %b: memref<512x96xi8>, %c: memref<?x512xi32>) {
-  // expected-error @below {{has two warpgroups, which need two stages, no block scales and N not below 256}}
+  // expected-error @below {{has two warpgroups, which need two stages, no block scales and N not below the tile's columns}}
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x96xi8>, memref<512x96xi8>) outs(%c : memref<?x512xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 1>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32

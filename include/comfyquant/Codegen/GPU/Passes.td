@@ -137,11 +137,13 @@ def ComfyQuantGPUSelectStrategy
     stages fed by cp.async (when both are 16-byte aligned at run time);
     otherwise one stage fed from registers.
 
-    `block = [128, 256], warp = [16, 256]` (two warpgroups) when there are
-    two stages, no block scales (nothing per K step but the MMA) and N is
-    not statically below 256: half the global bytes per MAC of the
-    one-warpgroup `block = [64, 128], warp = [16, 128]`, which every other
-    GEMM takes.
+    Two warpgroups when there are two stages, no block scales (nothing per
+    K step but the MMA) and N is not statically below the tile's columns:
+    `block = [128, 256], warp = [16, 256]` (half the global bytes per MAC
+    of the one-warpgroup `block = [64, 128], warp = [16, 128]`, which every
+    other GEMM takes), or for FP8 `block = [128, 128], warp = [16, 128]`
+    (sm_90a adds every step's wgmma product to f32 accumulators, and a
+    256-column product beside 256 accumulator columns spills).
 
     With static N and K, `split_k` is the number of blocks a decode-sized M
     splits K over: enough that `ceildiv(N, BN) * split_k` reaches
@@ -165,11 +167,12 @@ def ComfyQuantGPUTensorCoreGemm
     `#comfyquant.gpu_gemm` config (`comfyquant-gpu-select-strategy`) and
     computes `C[m, n] += ext(A[m, k]) * ext(B[n, k])` becomes a
     `gpu.launch` of one warpgroup (128 threads) per 64 x 128 tile of C, or
-    two (256 threads) per 128 x 256 tile, as the config names; a config
-    whose kind does not match the operands, or whose tiles, step or stages
-    are not the ones built (64 x 128 with warps of 16 x 128 and 1 or 2
-    stages, 128 x 256 with warps of 16 x 256 and 2 stages where the
-    selection would allow it; 32 bytes), is an error. The kinds, by operands:
+    two (256 threads) per 128 x 256 or 128 x 128 tile, as the config names;
+    a config whose kind does not match the operands, or whose tiles, step
+    or stages are not the ones built (64 x 128 with warps of 16 x 128 and 1
+    or 2 stages; 128 x 256 with warps of 16 x 256 or 128 x 128 with warps
+    of 16 x 128, 2 stages, where two warpgroups fit; 32 bytes), is an
+    error. The kinds, by operands:
     * i8 x i8 -> i32 (every integer format after decoding);
     * FP8 codes (i8 widened through f8E4M3FN/f8E5M2 in the body) -> f32;
       with block scales of 32 (MXFP8): when the body's scale factor is
