@@ -63,7 +63,7 @@ std::optional<std::string> kernelKey(gpu::GPUFuncOp f) {
 static bool sameLowering(const CUDAArch &from, const CUDAArch &to) {
   return from.fp8Mma == to.fp8Mma && from.wgmma == to.wgmma &&
          from.blockScaledMma == to.blockScaledMma &&
-         from.tcgen05 == to.tcgen05 &&
+         from.tcgen05 == to.tcgen05 && from.tcgen05Int8 == to.tcgen05Int8 &&
          from.computeCapability <= to.computeCapability &&
          from.ptxVersion <= to.ptxVersion;
 }
@@ -115,6 +115,10 @@ static bool emitPTX(ModuleOp deviceModule, StringRef gpuModule,
       auto object = dyn_cast<gpu::ObjectAttr>(a);
       if (object && object.getFormat() == gpu::CompilationTarget::Assembly) {
         ptx = object.getObject().getValue().str();
+        // A family target's PTX was generated as its first member.
+        if (arch.lowerAs)
+          if (const CUDAArch *as = lookupCUDAArch(arch.lowerAs))
+            ptx = retargetPTX(ptx, *as, arch);
         // A device function left undefined (libdevice not linked) would only
         // fail in ptxas or at load time.
         llvm::Regex external("\\.extern \\.func[^(]*\\([^)]*\\)[ \t\n]*([A-Za-z_$][A-Za-z0-9_$]*)");

@@ -76,7 +76,11 @@ void mlir::comfyquant::buildComfyQuantGPUDevicePipeline(
     OpPassManager &pm, const GPUDeviceOptions &options) {
   const CUDAArch *arch = lookupCUDAArch(options.arch);
   GpuNVVMAttachTargetOptions target;
-  target.chip = options.arch;
+  // A family target is generated as its first member; the compiler
+  // retargets the PTX (the tensor-core choices stay the family's own, from
+  // comfyquant-gpu-lower-mma's chip).
+  target.chip = arch && arch->lowerAs ? std::string(arch->lowerAs)
+                                      : options.arch.getValue();
   target.features =
       "+ptx" + std::to_string(arch ? arch->ptxVersion : getCUDAArchs()[0].ptxVersion);
   target.optLevel = 3;

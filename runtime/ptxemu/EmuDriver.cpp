@@ -79,6 +79,10 @@ thread_local std::string lastLaunchError;
 
 bool hasContext() { return !contextStack.empty(); }
 
+/// The emulated device of an arch name: its capability, and whether it runs
+/// that capability's arch-specific code ("sm_90a"). A family name
+/// ("sm_100f") emulates the family's first member, which runs the family's
+/// code and, being that very arch, its arch-specific code too.
 bool parseArch(const std::string &a, int &sm, bool &specific) {
   if (a.compare(0, 3, "sm_") != 0)
     return false;
@@ -86,17 +90,20 @@ bool parseArch(const std::string &a, int &sm, bool &specific) {
   sm = 0;
   while (i < a.size() && a[i] >= '0' && a[i] <= '9')
     sm = sm * 10 + (a[i++] - '0');
-  specific = i < a.size() && a[i] == 'a';
+  specific = i < a.size() && (a[i] == 'a' || a[i] == 'f');
   if (specific)
     ++i;
   return i == a.size() && i > 3 && sm >= 70;
 }
 
 /// Whether PTX for `target` runs on the emulated device: arch-specific PTX
-/// only on that very arch, portable PTX on that arch and later.
+/// only on that very arch, family PTX on the later archs of its major
+/// version (sm_100f on sm_103), portable PTX on that arch and later.
 bool runsOn(const emu::Module &m, const State &s) {
   if (m.archSpecific)
     return m.smVersion == s.sm && s.archSpecific;
+  if (m.family)
+    return m.smVersion / 10 == s.sm / 10 && m.smVersion <= s.sm;
   return m.smVersion <= s.sm;
 }
 
@@ -163,7 +170,7 @@ EMU_API CUresult cuInit(unsigned int flags) {
     std::fprintf(stderr,
                  "comfyquant PTX emulator: COMFYQUANT_EMU_ARCH must name the "
                  "emulated device (sm_80, sm_86, sm_89, sm_90a, sm_100a, "
-                 "sm_120a)%s%s\n",
+                 "sm_120a, sm_100f, sm_120f)%s%s\n",
                  arch ? ", not " : "", arch ? arch : "");
     return CUDA_ERROR_NO_DEVICE;
   }

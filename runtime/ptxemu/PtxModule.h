@@ -148,7 +148,8 @@ struct Module {
   std::string source; // a name for messages
   std::string target; // "sm_90a"
   int smVersion = 0;  // 90
-  bool archSpecific = false;
+  bool archSpecific = false; // "a": this arch only
+  bool family = false;       // "f": this arch's family from it on
   std::vector<Kernel> kernels;
   std::vector<std::string> opcodes; // full spellings, by Instr::opcodeId
   const Kernel *find(const std::string &name) const;

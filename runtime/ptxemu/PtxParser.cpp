@@ -381,7 +381,8 @@ private:
     if (i == 3 || v < 70 || v > 200)
       fail(line, "unsupported .target " + t);
     m.smVersion = v;
-    m.archSpecific = i < t.size() && (t[i] == 'a' || t[i] == 'f');
+    m.archSpecific = i < t.size() && t[i] == 'a';
+    m.family = i < t.size() && t[i] == 'f';
   }
 
   // ---- declarations --------------------------------------------------------

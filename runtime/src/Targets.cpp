@@ -34,14 +34,21 @@ int cpuVariantLevel(const std::string &name) {
 
 const std::vector<CudaArchInfo> &cudaArchs() {
   // PTX 8.4 is the first with FP8 mma.sync; Blackwell's block-scaled MMA
-  // needs 8.8. wgmma exists on sm_90a alone (Blackwell has tcgen05).
+  // and the family ("f") targets need 8.8. wgmma exists on sm_90a alone
+  // (Blackwell has tcgen05). A family target's code runs on every member
+  // of its family from its own capability on: sm_100f on sm_100 and
+  // sm_103 (B200, B300), sm_120f on sm_120 and sm_121 (RTX 50, GB10).
   static const std::vector<CudaArchInfo> archs = {
-      {"sm_80", 80, 84, false, false, false, false, false, 1024, 65536},
-      {"sm_86", 86, 84, false, false, false, false, false, 1024, 65536},
-      {"sm_89", 89, 84, false, true, false, false, false, 1024, 65536},
-      {"sm_90a", 90, 84, true, true, true, false, false, 1024, 65536},
-      {"sm_100a", 100, 88, true, true, false, false, true, 1024, 65536},
-      {"sm_120a", 120, 88, true, true, false, true, false, 1024, 65536},
+      {"sm_80", 80, 84, false, false, false, false, false, false, 1024, 65536},
+      {"sm_86", 86, 84, false, false, false, false, false, false, 1024, 65536},
+      {"sm_89", 89, 84, false, true, false, false, false, false, 1024, 65536},
+      {"sm_90a", 90, 84, true, true, true, false, false, false, 1024, 65536},
+      {"sm_100a", 100, 88, true, true, false, false, true, true, 1024, 65536},
+      {"sm_120a", 120, 88, true, true, false, true, false, false, 1024, 65536},
+      {"sm_100f", 100, 88, true, true, false, false, true, false, 1024, 65536,
+       "sm_100a"},
+      {"sm_120f", 120, 88, true, true, false, true, false, false, 1024, 65536,
+       "sm_120a"},
   };
   return archs;
 }

@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-ARCHS = ["sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a"]
+ARCHS = ["sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a", "sm_100f", "sm_120f"]
 DTYPES = ["f32", "bf16", "f16"]
 
 # Padded NVFP4 storage compiled at its logical shape, as compiled-kinds.test

@@ -40,7 +40,7 @@ import check_cuda_artifacts as fixtures  # noqa: E402
 import compare as cmp  # noqa: E402
 import safetensors_util as st  # noqa: E402
 
-ARCHS = "sm_80,sm_86,sm_89,sm_90a,sm_100a,sm_120a"
+ARCHS = "sm_80,sm_86,sm_89,sm_90a,sm_100a,sm_120a,sm_100f"
 
 # FP8 wgmma (sm_90a): its sums keep 13 fraction bits below the largest
 # term (the model, docs/Testing.md), so those GEMMs get their own bound,

@@ -613,22 +613,29 @@ TEST_F(CudaExecutorTest, HostStreamIsUsedAndNotDestroyed) {
 
 TEST(CudaArch, Names) {
   int major = 0, minor = 0;
-  bool specific = false;
-  ASSERT_TRUE(parseCudaArch("sm_90a", major, minor, specific));
+  bool specific = false, family = false;
+  ASSERT_TRUE(parseCudaArch("sm_90a", major, minor, specific, family));
   EXPECT_EQ(major, 9);
   EXPECT_EQ(minor, 0);
   EXPECT_TRUE(specific);
-  ASSERT_TRUE(parseCudaArch("sm_86", major, minor, specific));
+  EXPECT_FALSE(family);
+  ASSERT_TRUE(parseCudaArch("sm_86", major, minor, specific, family));
   EXPECT_EQ(major, 8);
   EXPECT_EQ(minor, 6);
   EXPECT_FALSE(specific);
-  ASSERT_TRUE(parseCudaArch("sm_120a", major, minor, specific));
+  EXPECT_FALSE(family);
+  ASSERT_TRUE(parseCudaArch("sm_120a", major, minor, specific, family));
   EXPECT_EQ(major, 12);
   EXPECT_EQ(minor, 0);
-  ASSERT_TRUE(parseCudaArch("sm_100a", major, minor, specific));
+  ASSERT_TRUE(parseCudaArch("sm_100a", major, minor, specific, family));
   EXPECT_EQ(major, 10);
+  ASSERT_TRUE(parseCudaArch("sm_100f", major, minor, specific, family));
+  EXPECT_EQ(major, 10);
+  EXPECT_EQ(minor, 0);
+  EXPECT_FALSE(specific);
+  EXPECT_TRUE(family);
   for (const char *bad : {"", "sm_", "sm_9", "compute_90", "sm_90b", "sm_1000"})
-    EXPECT_FALSE(parseCudaArch(bad, major, minor, specific)) << bad;
+    EXPECT_FALSE(parseCudaArch(bad, major, minor, specific, family)) << bad;
 }
 
 } // namespace

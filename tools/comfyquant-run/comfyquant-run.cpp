@@ -625,13 +625,13 @@ std::string planRun(const CommandLine &cl, RunPlan &p) {
     return "--emu-stats applies only to --emulate";
   if (cl.has("--emulate")) {
     const std::string arch = cl.get("--emulate");
-    bool known = false;
-    for (const char *a : {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a",
-                          "sm_120a"})
-      known |= arch == a;
-    if (!known)
-      return "--emulate must be one of sm_80, sm_86, sm_89, sm_90a, "
-             "sm_100a, sm_120a, got '" + arch + "'";
+    // The archs images are compiled for (a family arch emulates its
+    // first member).
+    std::string names;
+    for (const rt::CudaArchInfo &a : rt::cudaArchs())
+      names += (names.empty() ? "" : ", ") + std::string(a.name);
+    if (!rt::findCudaArch(arch))
+      return "--emulate must be one of " + names + ", got '" + arch + "'";
     p.emulate = arch;
     p.emuStats = cl.get("--emu-stats");
   }

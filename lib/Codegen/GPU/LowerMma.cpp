@@ -861,7 +861,9 @@ struct LowerMmaPass
             LLVM::LLVMDialect::getAlignAttrName(),
             OpBuilder(func).getI64IntegerAttr(kTileAlignment));
       }
-      if (arch->tcgen05) {
+      // Integer steps where tcgen05 has no kind::i8 (the sm_100f family)
+      // take mma.sync.
+      if (arch->tcgen05 && (arch->tcgen05Int8 || !op.getAType().isInteger(8))) {
         byKernel[op->getParentOfType<gpu::GPUFuncOp>()].push_back(op);
         continue;
       }

@@ -27,13 +27,14 @@ std::string gib(uint64_t bytes) {
 } // namespace
 
 bool parseCudaArch(const std::string &arch, int &major, int &minor,
-                   bool &archSpecific) {
+                   bool &archSpecific, bool &family) {
   CudaArchName parsed;
   if (!parseCudaArchName(arch, parsed))
     return false;
   major = parsed.computeCapability / 10;
   minor = parsed.computeCapability % 10;
-  archSpecific = parsed.suffix != 0;
+  archSpecific = parsed.suffix == 'a';
+  family = parsed.suffix == 'f';
   return true;
 }
 

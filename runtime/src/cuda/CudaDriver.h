@@ -60,9 +60,10 @@ private:
 };
 
 /// The compute capability of an arch name ("sm_90a" -> 9.0, "sm_120a" ->
-/// 12.0); false when `arch` is not of the form sm_<digits>[a|f].
+/// 12.0) and its suffix ("a": arch-specific, "f": family); false when
+/// `arch` is not of the form sm_<digits>[a|f].
 bool parseCudaArch(const std::string &arch, int &major, int &minor,
-                   bool &archSpecific);
+                   bool &archSpecific, bool &family);
 
 } // namespace comfyquant::rt
 

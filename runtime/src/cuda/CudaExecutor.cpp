@@ -126,15 +126,29 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
   struct Candidate {
     const Image *image = nullptr;
     int major = 0, minor = 0;
-    bool specific = false;
-    // Newer capability first; on a tie the arch-specific ("a") image, which
-    // may use instructions the portable one cannot.
+    bool specific = false, family = false;
+    // The code runs on the device: arch-specific ("a") only on its own
+    // capability, family ("f") on its own and the later minors of its
+    // major (sm_100f on sm_103), portable on its own and every later one.
+    bool runsOn(int devMajor, int devMinor) const {
+      const bool exact = major == devMajor && minor == devMinor;
+      const bool older =
+          std::make_pair(major, minor) < std::make_pair(devMajor, devMinor);
+      if (specific)
+        return exact;
+      if (family)
+        return exact || (older && major == devMajor);
+      return exact || older;
+    }
+    int rank() const { return specific ? 2 : family ? 1 : 0; }
+    // Newer capability first; on a tie the arch-specific image, then the
+    // family one, which may use instructions the portable one cannot.
     bool better(const Candidate &o) const {
       if (!o.image)
         return true;
       if (major != o.major || minor != o.minor)
         return std::make_pair(major, minor) > std::make_pair(o.major, o.minor);
-      return specific && !o.specific;
+      return rank() > o.rank();
     }
   };
   Candidate cubin, ptx;
@@ -155,7 +169,7 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
             (kinds.empty() ? "no image" : kinds) + ")";
     Candidate c;
     c.image = &img;
-    if (!parseCudaArch(img.arch, c.major, c.minor, c.specific))
+    if (!parseCudaArch(img.arch, c.major, c.minor, c.specific, c.family))
       continue;
     const bool exact = c.major == devMajor && c.minor == devMinor;
     if (!forcedArch.empty()) {
@@ -163,13 +177,12 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
         ptx = c;
       continue;
     }
-    if (exact && !img.cubin.empty() && c.better(cubin))
+    // A cubin runs on its own capability, a family cubin on its family's
+    // later members too.
+    if (!img.cubin.empty() && (exact || (c.family && c.runsOn(devMajor, devMinor))) &&
+        c.better(cubin))
       cubin = c;
-    // Portable PTX runs on its capability and every newer one; "a"/"f" PTX
-    // only on its own.
-    const bool older =
-        std::make_pair(c.major, c.minor) < std::make_pair(devMajor, devMinor);
-    if (!img.ptx.empty() && (exact || (older && !c.specific)) && c.better(ptx))
+    if (!img.ptx.empty() && c.runsOn(devMajor, devMinor) && c.better(ptx))
       ptx = c;
   }
   const std::string deviceText =
@@ -183,17 +196,14 @@ void CudaExecutor::loadImage(const std::vector<Image> &images) {
                   what + ": the artifact has no PTX for that arch (it has " +
                       (have.empty() ? "none" : have) + ")",
                   ErrorKind::Unsupported);
-    // Portable PTX runs on its capability and every newer one; "a"/"f" PTX
-    // only on its own.
-    const bool same = ptx.major == devMajor && ptx.minor == devMinor;
-    const bool older = std::make_pair(ptx.major, ptx.minor) <
-                       std::make_pair(devMajor, devMinor);
-    if (!same && !(older && !ptx.specific))
+    if (!ptx.runsOn(devMajor, devMinor))
       throw Error(dir_, "",
                   what + ": " + forcedArch + " PTX does not run on " +
                       deviceText +
                       (ptx.specific ? " (arch-specific PTX runs only on its "
                                       "own arch)"
+                       : ptx.family ? " (family PTX runs on its arch and the "
+                                      "later ones of its major version)"
                                     : " (PTX runs on its capability and newer "
                                       "ones)"),
                   ErrorKind::Unsupported);

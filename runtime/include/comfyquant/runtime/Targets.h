@@ -51,12 +51,19 @@ struct CudaArchInfo {
   /// sm_120a only (sm_100a has block scaling in tcgen05 alone).
   bool blockScaledMma;
   /// Fifth-generation tensor cores (tcgen05.mma, accumulators in tensor
-  /// memory, block scaling included): sm_100a.
+  /// memory, block scaling included): sm_100a and the sm_100f family.
   bool tcgen05;
+  /// tcgen05.mma kind::i8: sm_100a only (the sm_100f family, B300's
+  /// sm_103 among it, has none; its integer GEMMs take mma.sync).
+  bool tcgen05Int8;
   /// Launch limits of one block (the same on every arch listed here; the
   /// ptxas check of each kernel reads them with its recorded block size).
   int maxThreadsPerBlock;
   int registersPerBlock;
+  /// The arch LLVM generates this one's PTX for, when it is another (a
+  /// family target lowered as its first member, the PTX retargeted); null
+  /// for itself.
+  const char *lowerAs = nullptr;
 };
 
 /// A CUDA arch name taken apart: "sm_" + 2 or 3 digits of compute
