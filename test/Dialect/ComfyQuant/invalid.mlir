@@ -2628,7 +2628,7 @@ func.func private @f() attributes {t = #comfyquant.target<cpu, "haswell">}
 
 // -----
 
-// expected-error @+1 {{unknown cuda target 'sm_75' (known: sm_80 sm_86 sm_89 sm_90a sm_100a sm_120a)}}
+// expected-error @+1 {{unknown cuda target 'sm_75' (known: sm_80 sm_86 sm_89 sm_90a sm_100a sm_120a sm_100f sm_120f)}}
 func.func private @f() attributes {t = #comfyquant.target<cuda, "sm_75">}
 
 // -----
