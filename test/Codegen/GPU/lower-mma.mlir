@@ -165,42 +165,19 @@ module attributes {gpu.container_module} {
 
 // Elsewhere: a barrier, then each warp loads its A fragment with one
 // ldmatrix.x4 (lane i addresses row i % 8 of core matrix i / 8) and the 16
-// column fragments' B registers with eight (fragments j, j + 1 each, loaded
-// right before their two MMAs), and issues one m16n8k32 onto accumulator
-// fragment j.
+// column fragments' B registers with eight (fragments j, j + 1 each), and
+// issues one m16n8k32 onto accumulator fragment j.
 // SYNC-LABEL: gpu.func @tile_s8
 // SYNC:         gpu.barrier
 // SYNC-NEXT:    %[[TID:.*]] = gpu.thread_id x
 // SYNC:         memref.extract_aligned_pointer_as_index %{{.*}} : memref<512xi32, #gpu.address_space<workgroup>>
 // SYNC:         nvvm.inline_ptx "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
-// SYNC-NOT:     memref.load %{{.*}} : memref<{{512|1024}}xi32, #gpu.address_space<workgroup>>
-// SYNC:         nvvm.inline_ptx "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
+// SYNC-COUNT-8: nvvm.inline_ptx "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];"
 // SYNC-NOT:     memref.load %{{.*}} : memref<{{512|1024}}xi32, #gpu.address_space<workgroup>>
 // SYNC:         %[[C0:.*]] = vector.extract %arg0[0] : vector<2x2xi32> from vector<16x2x2xi32>
 // SYNC-NEXT:    %[[D0:.*]] = nvgpu.mma.sync(%{{.*}}, %{{.*}}, %[[C0]]) {mmaShape = [16, 8, 32]} : (vector<4x4xi8>, vector<2x4xi8>, vector<2x2xi32>) -> vector<2x2xi32>
 // SYNC-NEXT:    vector.insert %[[D0]], %arg0 [0]
-// SYNC:         nvgpu.mma.sync
-// SYNC:         ldmatrix.sync.aligned.m8n8.x4
-// SYNC:         nvgpu.mma.sync
-// SYNC:         nvgpu.mma.sync
-// SYNC:         ldmatrix.sync.aligned.m8n8.x4
-// SYNC:         nvgpu.mma.sync
-// SYNC:         nvgpu.mma.sync
-// SYNC:         ldmatrix.sync.aligned.m8n8.x4
-// SYNC:         nvgpu.mma.sync
-// SYNC:         nvgpu.mma.sync
-// SYNC:         ldmatrix.sync.aligned.m8n8.x4
-// SYNC:         nvgpu.mma.sync
-// SYNC:         nvgpu.mma.sync
-// SYNC:         ldmatrix.sync.aligned.m8n8.x4
-// SYNC:         nvgpu.mma.sync
-// SYNC:         nvgpu.mma.sync
-// SYNC:         ldmatrix.sync.aligned.m8n8.x4
-// SYNC:         nvgpu.mma.sync
-// SYNC:         nvgpu.mma.sync
-// SYNC:         ldmatrix.sync.aligned.m8n8.x4
-// SYNC:         nvgpu.mma.sync
-// SYNC:         nvgpu.mma.sync
+// SYNC-COUNT-15: nvgpu.mma.sync
 // SYNC-NOT:     ldmatrix
 // SYNC-NOT:     nvgpu.mma.sync
 // SYNC-NOT:     comfyquant.warpgroup_mma
