@@ -383,11 +383,6 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
             smem = res.get("shared_bytes", 0)
             threads = gemm["block"][0] * gemm["block"][1] * gemm["block"][2]
             occ = occupancy(arch, regs, smem, threads)
-            for k in rest + [gemm]:
-                r = resources.get((arch, k["name"]), {})
-                s = r.get("spill_store_bytes", 0) + r.get("spill_load_bytes", 0)
-                if s:
-                    spills.append("%s %s %s: %d B" % (fmt, arch, k["name"], s))
             pro = 1000.0 * sum(k["warp_instructions_total"] for k in rest) / BIG ** 3
             peer = peers.get(kind) if arch not in ("sm_90a", "sm_100a") else None
             ipm = "%.3f" % mm["ipm"]
@@ -445,6 +440,17 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
                     sum(k["warp_instructions_total"] for k in rest),
                     "met" if ok else "missed"))
     w("")
+    # Every kernel ptxas reported, whichever case ran it (the decode-only
+    # modules too); one not run by any case is named by its kernel alone.
+    owner = {}
+    for (fmt, arch, _), (_, stats) in sorted(results.items()):
+        for k in stats["kernels"]:
+            owner.setdefault((arch, k["name"]), fmt)
+    for (arch, name), r in sorted(resources.items()):
+        b = r.get("spill_store_bytes", 0) + r.get("spill_load_bytes", 0)
+        if b:
+            spills.append("%s %s %s: %d B" % (owner.get((arch, name), "(not run)"),
+                                               arch, name, b))
     w("## Spills")
     w("")
     w("\n".join("- " + s for s in spills) if spills else "None: every kernel of every "
