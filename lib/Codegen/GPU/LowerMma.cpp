@@ -554,8 +554,8 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
   // K sum kept inside it would lose the small products of every later step
   // against the grown accumulator. Promoting every step bounds that loss by
   // one step's products.
-  const bool promote = !op.getAScales() &&
-                       isa<Float8E4M3FNType, Float8E5M2Type>(op.getAType());
+  const bool promote = WarpgroupMmaOp::promotesProducts(
+      op.getAType(), static_cast<bool>(op.getAScales()));
   Value acc = op.getAScales() || promote ? Value() : op.getAcc();
   bool zero = !acc || matchPattern(acc, m_Zero()) ||
               matchPattern(acc, m_PosZeroFloat());

@@ -416,10 +416,13 @@ bool twoWarpgroupsFit(linalg::GenericOp op, const Family &f, int64_t stages,
          (bType.isDynamicDim(0) || bType.getDimSize(0) >= cols);
 }
 
-/// The tile of C: two warpgroups where they fit (FP8 128 x 128, the other
-/// kinds 128 x 256), else one.
+/// The tile of C: two warpgroups where they fit (128 x 128 where sm_90a
+/// promotes each step's product, 128 x 256 otherwise), else one.
 TileShape tileFor(linalg::GenericOp op, const Family &f, int64_t stages) {
-  TileShape two = f.kind == GpuMmaKind::fp8 ? kTallTile : kWideTile;
+  TileShape two =
+      WarpgroupMmaOp::promotesProducts(f.mmaA(), f.stagedScales || f.match.block)
+          ? kTallTile
+          : kWideTile;
   return twoWarpgroupsFit(op, f, stages, two.cols) ? two : kNarrowTile;
 }
 

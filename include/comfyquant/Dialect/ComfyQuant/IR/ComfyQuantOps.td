@@ -598,6 +598,13 @@ def ComfyQuant_WarpgroupMmaOp : ComfyQuant_Op<"warpgroup_mma", [
     static constexpr int64_t kStepBytes = 32;
     /// E2M1 codes per FP4 scale (four blocks per step).
     static constexpr int64_t kFP4Block = 16;
+    /// Whether wgmma (sm_90a) adds each step's product to f32 accumulators
+    /// outside the instruction: FP8 operands without scales (FP8 wgmma
+    /// sums keep fewer bits than f32). Tile choices depend on it too.
+    static bool promotesProducts(::mlir::Type a, bool scaled) {
+      return !scaled &&
+             ::llvm::isa<::mlir::Float8E4M3FNType, ::mlir::Float8E5M2Type>(a);
+    }
     /// Warpgroups of the block (W): A's rows / kRows.
     int64_t getWarpgroups() {
       auto t = ::llvm::cast<::mlir::MemRefType>(getA().getType());
