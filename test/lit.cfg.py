@@ -64,6 +64,13 @@ if _sweep not in ("all", "host"):
     lit_config.fatal("--param sweep_variants=%s: expected all or host" % _sweep)
 config.substitutions.append(
     ("%sweep_variants", ",".join(_all_variants if _sweep == "all" else _host_variants)))
+# ... and run every activation dtype on every variant, or with --param
+# sweep_dtypes=spread each dtype on some of them (shape_sweep.py
+# spread_dtypes): the GCC and sanitizer builds again, for the same reason.
+_sweep_dtypes = lit_config.params.get("sweep_dtypes", "all")
+if _sweep_dtypes not in ("all", "spread"):
+    lit_config.fatal("--param sweep_dtypes=%s: expected all or spread" % _sweep_dtypes)
+config.substitutions.append(("%sweep_dtypes", _sweep_dtypes))
 
 # GPU-executing tests need a CUDA driver (a lent GPU machine); everything
 # else runs on the CPU.

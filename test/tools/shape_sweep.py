@@ -2,7 +2,7 @@
 
   shape_sweep.py BINDIR WORKDIR [--kinds linear,embedding,moe] [--seed S]
                  [--per-case N] [--only NAME,...] [--variants V,...]
-                 [--mutate nan|scale|scale10|truncate]
+                 [--dtypes all|spread] [--mutate nan|scale|scale10|truncate]
 
 Writes a seeded random checkpoint (make_sweep_checkpoint.py: every format x
 kind with its variants, N and K drawn from 1..130 among the values each
@@ -25,6 +25,9 @@ NaN or Inf on either side where the other is finite fails, and so does a
 shape or size mismatch.
 Variants the CPU lacks are compiled and link-checked only, and are listed as
 such; --variants narrows what is compiled (the default is every variant).
+--dtypes spread gives each variant one or more of the dtypes and each dtype
+one or more variants instead of all x all (the GCC and sanitizer builds,
+where the clang build has run all x all of the same draw).
 Prints one line per failure and a final "N passed, N failed" line.
 """
 import argparse
@@ -59,6 +62,18 @@ def to_dtype_bits(v, dtype):
     return struct.unpack("<f", struct.pack("<I", u << 16))[0], raw
 
 
+def spread_dtypes(variants):
+    """Each variant's activation dtypes when a run spreads them: variant i
+    takes dtype i mod 3, and with fewer than three variants also every
+    dtype j with j = i mod (the variant count), so every dtype runs on some
+    variant and every variant runs one or more dtypes, at a third of the
+    compile work of all x all where there are three variants or more."""
+    names = list(DTYPES)
+    n = len(variants)
+    return {v: [d for j, d in enumerate(names) if j == i % len(names) or j % n == i % n]
+            for i, v in enumerate(variants)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bindir")
@@ -79,6 +94,10 @@ def main():
                          "scale, scale10, truncate): the check's own test")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="CPU variants to compile (comma-separated; default: all)")
+    ap.add_argument("--dtypes", choices=("all", "spread"), default="all",
+                    help="all: every variant compiles and runs every activation dtype; "
+                         "spread: each dtype on some variants, each variant with some "
+                         "dtypes (spread_dtypes)")
     args = ap.parse_args()
     unknown = sorted(set(args.variants.split(",")) - set(VARIANTS))
     if unknown:
@@ -108,16 +127,28 @@ def main():
             return 1
         modules = [m for m in modules if m["name"] in wanted]
         selection = ["--modules", args.only]
-    art = os.path.join(work, "art")
-    subprocess.run(["rm", "-rf", art], check=True)
-    p = subprocess.run([os.path.join(bindir, "comfyquant-compile"), ckpt, "--target", "cpu",
-                        "-o", art, "--dtypes", ",".join(DTYPES),
-                        "--variants", args.variants] + overrides + selection,
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        print("FAIL compile (seed %d): %s" % (seed, p.stderr.strip()[-4000:]))
-        print("0 passed, 1 failed")
-        return 1
+    variants = args.variants.split(",")
+    dtypes_of = spread_dtypes(variants) if args.dtypes == "spread" else \
+        {v: list(DTYPES) for v in variants}
+    # One artifact per distinct dtype set (one in all when every variant
+    # takes every dtype), compiled for the variants that take that set.
+    arts = {}
+    for v in variants:
+        arts.setdefault(",".join(dtypes_of[v]), []).append(v)
+    art_of = {}
+    for i, (dtypes, group) in enumerate(sorted(arts.items())):
+        art = os.path.join(work, "art%d" % i)
+        subprocess.run(["rm", "-rf", art], check=True)
+        p = subprocess.run([os.path.join(bindir, "comfyquant-compile"), ckpt, "--target", "cpu",
+                            "-o", art, "--dtypes", dtypes,
+                            "--variants", ",".join(group)] + overrides + selection,
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            print("FAIL compile (seed %d): %s" % (seed, p.stderr.strip()[-4000:]))
+            print("0 passed, 1 failed")
+            return 1
+        for v in group:
+            art_of[v] = art
 
     rng = random.Random(seed)
     run = os.path.join(bindir, "comfyquant-run")
@@ -194,12 +225,14 @@ def main():
         return sum(abs(v) for v in codes) * s_row / math.sqrt(gr)
 
     worst = {}
-    for variant in args.variants.split(","):
+    for variant in variants:
         env = dict(os.environ, COMFYQUANT_CPU_VARIANT=variant)
-        probe = modules[0]
+        art = art_of[variant]
+        probe, probe_dtype = modules[0], DTYPES[dtypes_of[variant][0]][0]
         x = os.path.join(work, "x.safetensors")
         st.write(x, {"x": ("I64", [1], struct.pack("<q", 0))} if probe["kind"] == "embedding"
-                 else {"x": ("F32", [1, probe["k"]], b"\0" * 4 * probe["k"])})
+                 else {"x": (probe_dtype, [1, probe["k"]],
+                             b"\0" * (4 if probe_dtype == "F32" else 2) * probe["k"])})
         _, err = run_y(["--module", probe["name"], "--input", x, "--artifact", art], "probe")
         # The runtime's refusals of a variant this CPU (or OS) cannot run.
         if err and (("CPU variant '%s' needs" % variant) in err
@@ -212,7 +245,8 @@ def main():
                 continue
             wshape, w = weights[m["name"]]
             N, K, E = m["n"], m["k"], m["experts"]
-            for dname, (dtype, u) in DTYPES.items():
+            for dname in dtypes_of[variant]:
+                dtype, u = DTYPES[dname]
                 M = rng.choice(m_values)
                 experts = range(E) if m["kind"] == "moe" else [None]
                 for e in experts:
