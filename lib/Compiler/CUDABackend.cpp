@@ -1,11 +1,13 @@
 //===- CUDABackend.cpp - host entries + one image per CUDA arch -----------===//
 //
-// Host entries are formed one kernel at a time (arch-neutral, so one
-// cuda/host.so serves every arch); their device functions are gathered into
-// one gpu.module, which is lowered once per kind of lowering (in parallel,
-// each in its own context) to PTX and, with ptxas, a cubin per arch whose
-// resource use is checked against the block size each kernel was formed
-// with.
+// Host entries are formed one kernel at a time, once per group of archs
+// whose GEMM strategies are chosen alike (formsKernelsAlike); a group whose
+// kernels come out the same as the first group's shares its host entry, so
+// one cuda/host.so serves every arch. Each group's device functions are
+// gathered into one gpu.module, which is lowered once per kind of lowering
+// (in parallel, each in its own context) to PTX and, with ptxas, a cubin
+// per arch whose resource use is checked against the block size each
+// kernel was formed with.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/Host/HostCodegen.h"
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::comfyquant;
@@ -37,6 +40,9 @@ namespace rt = ::comfyquant::rt;
 namespace {
 
 constexpr llvm::StringLiteral kKernelModule = "comfyquant_kernels";
+/// What a formed entry's name is replaced by when groups compare their
+/// formations.
+constexpr llvm::StringLiteral kEntryPlaceholder = "@ENTRY@";
 
 /// A kernel's text with its own name left out: two kernels with the same
 /// key compile to the same code. The printing flags are set here, not
@@ -177,13 +183,14 @@ public:
 
   void addEntries(rt::ManifestModule &module, const std::string &dtype,
                   int index) const override {
-    auto it = entries.find(index);
-    if (it == entries.end())
-      return;
-    for (const CUDAArch *arch : options.targets.cudaArchs) {
+    const std::vector<const CUDAArch *> &archs = options.targets.cudaArchs;
+    for (size_t i = 0; i < archs.size() && i < groupOf.size(); ++i) {
+      auto it = entries[groupOf[i]].find(index);
+      if (it == entries[groupOf[i]].end())
+        continue;
       rt::CudaEntry e;
       e.dtype = dtype;
-      e.arch = arch->name;
+      e.arch = archs[i]->name;
       e.host = it->second.entry;
       e.kernels = it->second.kernels;
       e.workspacePerRow = it->second.workspacePerRow;
@@ -208,7 +215,7 @@ public:
     return list;
   }
 
-  size_t entryCount() const override { return entries.size(); }
+  size_t entryCount() const override { return hostSymbols().size(); }
   std::vector<KernelResourceReport> kernelResources() const override {
     std::vector<KernelResourceReport> all;
     for (const auto &perArch : resources)
@@ -217,19 +224,51 @@ public:
   }
 
 private:
-  /// Forms the host entry of one kernel and copies its device functions
-  /// into `gathered` (those not identical to an earlier entry's).
+  /// The archs whose kernels are formed alike, their gathered device
+  /// functions and what each formed entry's kernels are named by.
+  struct FormationGroup {
+    std::vector<const CUDAArch *> archs;
+    OwningOpRef<ModuleOp> device;
+    gpu::GPUModuleOp gathered;
+    /// Kernel text (name left out) -> the name it was copied under.
+    llvm::StringMap<std::string> kernelByKey;
+  };
+
+  /// Forms the host entry of one kernel for `group` and copies its device
+  /// functions into the group's gathered module (those not identical to an
+  /// earlier entry's). A later group whose formation is the first group's
+  /// takes that entry and its kernels.
   bool formEntry(MLIRContext &ctx, const BackendKernel &kernel,
-                 const std::string &cudaDir, gpu::GPUModuleOp gathered,
-                 llvm::StringMap<std::string> &kernelByKey,
-                 std::vector<std::string> &objects, std::string &error);
-  /// Lowers the gathered kernels for every arch: PTX, and with ptxas a
-  /// checked cubin.
-  bool buildImages(MLIRContext &ctx, ModuleOp device,
+                 std::vector<FormationGroup> &groups, size_t group,
+                 const std::string &cudaDir, std::vector<std::string> &objects,
+                 std::string &error);
+  /// Copies `name` (a kernel of the first group's gathered module) into
+  /// `to`'s, once.
+  static void copyKernel(FormationGroup &from, FormationGroup &to,
+                         StringRef name);
+  /// Lowers each group's gathered kernels for its archs: PTX, and with
+  /// ptxas a checked cubin.
+  bool buildImages(MLIRContext &ctx, std::vector<FormationGroup> &groups,
                    const std::string &cudaDir, std::string &error);
+  /// Every distinct host entry symbol, in formation order.
+  std::vector<std::string> hostSymbols() const {
+    std::vector<std::string> symbols;
+    std::set<std::string> seen;
+    for (const auto &perGroup : entries)
+      for (const auto &[index, e] : perGroup)
+        if (seen.insert(e.entry).second)
+          symbols.push_back(e.entry);
+    return symbols;
+  }
 
   const CompileOptions &options;
-  std::map<int, HostEntry> entries; ///< kernel index -> host entry
+  /// Per formation group: kernel index -> host entry.
+  std::vector<std::map<int, HostEntry>> entries;
+  /// The formation group of each target arch (options.targets.cudaArchs).
+  std::vector<size_t> groupOf;
+  /// The first group's formed module of each kernel index, its entry name
+  /// replaced by kEntryPlaceholder: what later groups compare with.
+  std::map<int, std::string> firstFormation;
   std::vector<rt::CudaImage> images;
   /// Per arch (the order of `images`), ptxas's report of every kernel.
   std::vector<std::vector<KernelResourceReport>> resources;
@@ -238,17 +277,34 @@ private:
 
 } // namespace
 
+void CUDABackend::copyKernel(FormationGroup &from, FormationGroup &to,
+                             StringRef name) {
+  if (SymbolTable::lookupSymbolIn(to.gathered, name))
+    return;
+  Operation *f = SymbolTable::lookupSymbolIn(from.gathered, name);
+  if (!f)
+    return;
+  if (std::optional<std::string> key = kernelKey(cast<gpu::GPUFuncOp>(f)))
+    to.kernelByKey.try_emplace(*key, name.str());
+  to.gathered.getBody()->push_back(f->clone());
+}
+
 bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
+                            std::vector<FormationGroup> &groups, size_t group,
                             const std::string &cudaDir,
-                            gpu::GPUModuleOp gathered,
-                            llvm::StringMap<std::string> &kernelByKey,
                             std::vector<std::string> &objects,
                             std::string &error) {
   const bool build = options.emit == EmitKind::Artifact;
   auto t0 = std::chrono::steady_clock::now();
+  FormationGroup &own = groups[group];
+  gpu::GPUModuleOp gathered = own.gathered;
+  llvm::StringMap<std::string> &kernelByKey = own.kernelByKey;
   HostEntry result;
   result.entry = "cq_" + std::to_string(kernel.index) + "_" + kernel.dtype +
                  "_cuda";
+  // A later group's entry is named after its first arch.
+  if (group > 0)
+    result.entry += std::string("_") + own.archs.front()->name;
   OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(kernel.text, &ctx);
   if (!m) {
     error = result.entry + ": the kernel IR does not parse";
@@ -261,10 +317,26 @@ bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
                    [&](OpPassManager &pm) {
                      GPUKernelFormationOptions o;
                      o.lowerComfyQuant = false;
+                     for (const CUDAArch *arch : own.archs)
+                       o.archs.push_back(arch->name);
                      buildComfyQuantGPUKernelFormationPipeline(pm, o);
                    },
                    error))
     return false;
+  // The same kernels as the first group's: its entry serves this group.
+  std::string formed = printOp(*m);
+  for (size_t at = formed.find(result.entry); at != std::string::npos;
+       at = formed.find(result.entry, at))
+    formed.replace(at, result.entry.size(), kEntryPlaceholder);
+  if (group == 0) {
+    firstFormation[kernel.index] = formed;
+  } else if (firstFormation[kernel.index] == formed) {
+    const HostEntry &first = entries[0].at(kernel.index);
+    for (const std::string &name : first.kernels)
+      copyKernel(groups[0], own, name);
+    entries[group][kernel.index] = first;
+    return true;
+  }
   fn = *m->getOps<func::FuncOp>().begin();
   if (auto names = fn->getAttrOfType<ArrayAttr>(ComfyQuantDialect::getKernelsAttrName()))
     for (Attribute a : names)
@@ -319,7 +391,10 @@ bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
       return false;
     objects.push_back(path);
   }
-  ++formedCount;
+  // Progress counts kernels: a later group's own entry reports under its
+  // kernel's number.
+  if (group == 0)
+    ++formedCount;
   if (options.progress && build) {
     double seconds = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - t0)
@@ -332,7 +407,7 @@ bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
                         << " shared with earlier entries)";
     *options.progress << ", " << llvm::format("%.2f", seconds) << " s\n";
   }
-  entries[kernel.index] = std::move(result);
+  entries[group][kernel.index] = std::move(result);
   return true;
 }
 
@@ -351,30 +426,43 @@ bool CUDABackend::compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,
       return false;
     }
   }
-  // Every entry's kernels, gathered for the device compilations.
-  OwningOpRef<ModuleOp> device(ModuleOp::create(UnknownLoc::get(&ctx)));
-  OpBuilder db = OpBuilder::atBlockEnd(device->getBody());
-  auto gathered =
-      gpu::GPUModuleOp::create(db, device->getLoc(), kKernelModule);
-  (*device)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                     UnitAttr::get(&ctx));
+  // The archs in groups that form kernels alike, in target order; each
+  // group's entries' kernels gathered for its device compilations.
+  std::vector<FormationGroup> groups;
+  groupOf.clear();
+  for (const CUDAArch *arch : options.targets.cudaArchs) {
+    auto alike = llvm::find_if(groups, [&](const FormationGroup &g) {
+      return formsKernelsAlike(*g.archs.front(), *arch);
+    });
+    if (alike == groups.end()) {
+      FormationGroup g;
+      g.device = ModuleOp::create(UnknownLoc::get(&ctx));
+      OpBuilder db = OpBuilder::atBlockEnd(g.device->getBody());
+      g.gathered =
+          gpu::GPUModuleOp::create(db, g.device->getLoc(), kKernelModule);
+      (*g.device)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                           UnitAttr::get(&ctx));
+      groups.push_back(std::move(g));
+      alike = std::prev(groups.end());
+    }
+    alike->archs.push_back(arch);
+    groupOf.push_back(alike - groups.begin());
+  }
+  entries.assign(groups.size(), {});
+  firstFormation.clear();
   std::vector<std::string> objects;
-  // Kernel text (name left out) -> the name it was first copied under.
-  llvm::StringMap<std::string> kernelByKey;
   kernelCount = kernels.size();
   for (const BackendKernel &kernel : kernels)
-    if (!formEntry(ctx, kernel, cudaDir, gathered, kernelByKey, objects,
-                   error)) {
-      error = "cuda: " + error;
-      return false;
-    }
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (!formEntry(ctx, kernel, groups, g, cudaDir, objects, error)) {
+        error = "cuda: " + error;
+        return false;
+      }
   if (options.emit == EmitKind::MLIR)
     return true;
   if (build) {
     std::string host = cudaDir + "/host.so";
-    std::vector<std::string> symbols;
-    for (auto &[index, e] : entries)
-      symbols.push_back(e.entry);
+    std::vector<std::string> symbols = hostSymbols();
     // Objects in kernel order, as the entries were formed.
     if (!linkSharedLibrary(objects, host, error) ||
         !verifySharedLibrary(host, symbols, error)) {
@@ -384,12 +472,12 @@ bool CUDABackend::compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,
     for (const std::string &o : objects)
       llvm::sys::fs::remove(o);
   }
-  if (!buildImages(ctx, *device, cudaDir, error)) {
+  if (!buildImages(ctx, groups, cudaDir, error)) {
     error = "cuda: " + error;
     return false;
   }
   if (options.progress && build)
-    *options.progress << "comfyquant-compile: cuda: " << entries.size()
+    *options.progress << "comfyquant-compile: cuda: " << entryCount()
                       << " host entries, " << images.size() << " archs, "
                       << llvm::format("%.2f",
                                       std::chrono::duration<double>(
@@ -400,7 +488,8 @@ bool CUDABackend::compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,
   return true;
 }
 
-bool CUDABackend::buildImages(MLIRContext &ctx, ModuleOp device,
+bool CUDABackend::buildImages(MLIRContext &ctx,
+                              std::vector<FormationGroup> &groups,
                               const std::string &cudaDir, std::string &error) {
   const bool build = options.emit == EmitKind::Artifact;
   const std::vector<const CUDAArch *> &archs = options.targets.cudaArchs;
@@ -412,16 +501,20 @@ bool CUDABackend::buildImages(MLIRContext &ctx, ModuleOp device,
                            "(COMFYQUANT_PTXAS, PATH, $CUDA_HOME/bin, "
                            "/usr/local/cuda/bin): PTX only, no cubins\n";
   }
-  // One device compilation per kind of lowering, each in its own context:
-  // an arch whose lowering is an older arch's (sm_86 of sm_80's) takes that
-  // PTX with its own .version and .target; ptxas still assembles each arch.
-  const std::string deviceText = printOp(device);
+  // One device compilation per group and kind of lowering, each in its
+  // own context: an arch whose lowering is an older arch's of its group
+  // (sm_86 of sm_80's) takes that PTX with its own .version and .target;
+  // ptxas still assembles each arch.
+  std::vector<std::string> deviceTexts;
+  for (FormationGroup &g : groups)
+    deviceTexts.push_back(printOp(*g.device));
   const size_t count = archs.size();
   std::vector<size_t> lowered(count);
   for (size_t i = 0; i < count; ++i) {
     lowered[i] = i;
     for (size_t j = 0; j < i; ++j)
-      if (lowered[j] == j && sameLowering(*archs[j], *archs[i])) {
+      if (lowered[j] == j && groupOf[j] == groupOf[i] &&
+          sameLowering(*archs[j], *archs[i])) {
         lowered[i] = j;
         break;
       }
@@ -434,8 +527,8 @@ bool CUDABackend::buildImages(MLIRContext &ctx, ModuleOp device,
                          [&](MLIRContext &local, size_t i) {
                            if (lowered[i] != i)
                              return true;
-                           OwningOpRef<ModuleOp> m =
-                               parseSourceString<ModuleOp>(deviceText, &local);
+                           OwningOpRef<ModuleOp> m = parseSourceString<ModuleOp>(
+                               deviceTexts[groupOf[i]], &local);
                            if (!m)
                              errors[i] = "the device IR does not parse";
                            else

@@ -39,7 +39,9 @@ void mlir::comfyquant::buildComfyQuantGPUKernelFormationPipeline(
   // accumulator's fill and epilogue, before the workspace is laid out, so
   // an accumulator that never reaches memory takes no room in it);
   // everything else: one thread per output point, reductions in the thread.
-  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUSelectStrategy());
+  ComfyQuantGPUSelectStrategyOptions strategy;
+  strategy.archs.assign(options.archs.begin(), options.archs.end());
+  pm.addNestedPass<func::FuncOp>(createComfyQuantGPUSelectStrategy(strategy));
   pm.addNestedPass<func::FuncOp>(createComfyQuantGPUTensorCoreGemm());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   // The activation prologue (rotation, amax, scales, quantizer): one block

@@ -100,6 +100,10 @@ struct GPUKernelFormationOptions
   Option<int64_t> blockSize{*this, "block-size",
                             llvm::cl::desc("Threads per block of SIMT kernels"),
                             llvm::cl::init(256)};
+  ListOption<std::string> archs{
+      *this, "archs",
+      llvm::cl::desc("CUDA archs the kernels will be lowered for (the "
+                     "GEMM strategy depends on them); empty: any arch")};
 };
 
 struct GPUDeviceOptions : public PassPipelineOptions<GPUDeviceOptions> {

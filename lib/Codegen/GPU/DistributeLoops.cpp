@@ -10,6 +10,7 @@
 #include "comfyquant/Codegen/GPU/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
@@ -164,6 +165,47 @@ struct DistributeLoopsPass
     op->moveBefore(launch.getBody().front().getTerminator());
   }
 
+  /// Where a launch recomputes the loaded scalars it uses: before the
+  /// first use in the innermost block that holds every use, or before the
+  /// outermost loop around that block. A scale used only by a split-K
+  /// launch's final epilogue is then read by that branch alone, once per
+  /// thread, not by every thread at kernel entry.
+  static Operation *whereUsesBegin(gpu::LaunchOp launch,
+                                   const llvm::SetVector<Value> &captured) {
+    Region &body = launch.getBody();
+    Block *common = nullptr;
+    SmallVector<Operation *> users;
+    for (Value v : captured)
+      for (Operation *user : v.getUsers())
+        if (body.isAncestor(user->getParentRegion()))
+          users.push_back(user);
+    for (Operation *user : users) {
+      Block *block = user->getBlock();
+      if (!common) {
+        common = block;
+        continue;
+      }
+      llvm::SmallPtrSet<Block *, 8> chain;
+      for (Block *a = common; a; a = a->getParentOp() == launch
+                                         ? nullptr
+                                         : a->getParentOp()->getBlock())
+        chain.insert(a);
+      while (!chain.contains(block))
+        block = block->getParentOp()->getBlock();
+      common = block;
+    }
+    Operation *first = nullptr;
+    for (Operation *user : users) {
+      Operation *at = common->findAncestorOpInBlock(*user);
+      if (!first || at->isBeforeInBlock(first))
+        first = at;
+    }
+    for (Operation *p = common->getParentOp(); p != launch; p = p->getParentOp())
+      if (isa<LoopLikeOpInterface>(p))
+        first = p;
+    return first;
+  }
+
   /// Recomputes loaded scalars (and what is computed from them) inside each
   /// launch that uses them; none may be left on the host.
   LogicalResult sinkLoads(func::FuncOp func) {
@@ -180,7 +222,8 @@ struct DistributeLoopsPass
       });
       if (captured.empty())
         continue;
-      OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
+      OpBuilder b(launch.getContext());
+      b.setInsertionPoint(whereUsesBegin(launch, captured));
       IRMapping map;
       std::function<Value(Value)> clone = [&](Value v) -> Value {
         if (Value m = map.lookupOrNull(v))

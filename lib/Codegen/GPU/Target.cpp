@@ -28,6 +28,10 @@ const CUDAArch *mlir::comfyquant::lookupCUDAArch(llvm::StringRef name) {
   return ::comfyquant::rt::findCudaArch(name.str());
 }
 
+bool mlir::comfyquant::formsKernelsAlike(const CUDAArch &a, const CUDAArch &b) {
+  return a.wgmma == b.wgmma;
+}
+
 void mlir::comfyquant::registerComfyQuantGPUTranslations(
     DialectRegistry &registry) {
   registerAllToLLVMIRTranslations(registry);

@@ -22,6 +22,7 @@
 // are one kernel and C is left unused (no workspace).
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/Common/Gemm.h"
+#include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Codegen/GPU/ThreadIndex.h"
 #include "comfyquant/Codegen/GPU/TileLayout.h"
@@ -416,11 +417,14 @@ bool twoWarpgroupsFit(linalg::GenericOp op, const Family &f, int64_t stages,
          (bType.isDynamicDim(0) || bType.getDimSize(0) >= cols);
 }
 
-/// The tile of C: two warpgroups where they fit (128 x 128 where sm_90a
-/// promotes each step's product, 128 x 256 otherwise), else one.
-TileShape tileFor(linalg::GenericOp op, const Family &f, int64_t stages) {
+/// The tile of C: two warpgroups where they fit (128 x 128 where some
+/// arch lowers the GEMM to wgmma and sm_90a promotes each step's product,
+/// 128 x 256 otherwise), else one.
+TileShape tileFor(linalg::GenericOp op, const Family &f, int64_t stages,
+                  bool wgmma) {
   TileShape two =
-      WarpgroupMmaOp::promotesProducts(f.mmaA(), f.stagedScales || f.match.block)
+      wgmma && WarpgroupMmaOp::promotesProducts(f.mmaA(),
+                                                f.stagedScales || f.match.block)
           ? kTallTile
           : kWideTile;
   return twoWarpgroupsFit(op, f, stages, two.cols) ? two : kNarrowTile;
@@ -451,12 +455,22 @@ struct SelectStrategyPass
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
+    // Without archs, any arch: wgmma among them.
+    bool wgmma = archs.empty();
+    for (const std::string &name : archs) {
+      const CUDAArch *arch = lookupCUDAArch(name);
+      if (!arch) {
+        func.emitOpError("archs: unknown CUDA arch '") << name << "'";
+        return signalPassFailure();
+      }
+      wgmma |= arch->wgmma;
+    }
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       if (op->hasAttr(ComfyQuantDialect::getGemmAttrName()))
         continue;
       if (std::optional<Family> f = tensorCoreFamily(op)) {
         int64_t stages = stagesFor(op, *f);
-        TileShape shape = tileFor(op, *f, stages);
+        TileShape shape = tileFor(op, *f, stages, wgmma);
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
                     builtConfig(&getContext(), f->kind, shape,
                                 splitKFor(op, *f, shape, fillCtas), stages));

@@ -74,6 +74,46 @@ func.func @others(%a: memref<?x8xf32>, %b: memref<?x8xf32>, %s: memref<f32>, %ac
 
 // -----
 
+// A launch formed earlier (a split-K GEMM's) reads a loaded scalar where
+// its uses begin: in the branch that uses it, before the outermost loop
+// around the uses, not at kernel entry (a split launch never reads it).
+// CHECK-LABEL: func.func @scalar_in_branch
+// CHECK:         gpu.launch
+// CHECK-NOT:       memref.load %arg0[]
+// CHECK:           scf.if
+// CHECK:             memref.store %{{.*}}, %arg1
+// CHECK:           } else {
+// CHECK-NEXT:        %[[S:.*]] = memref.load %arg0[]
+// CHECK-NEXT:        scf.for
+// CHECK:               scf.if
+// CHECK:                 arith.mulf %{{.*}}, %[[S]]
+func.func @scalar_in_branch(%s: memref<f32>, %partials: memref<8xf32>, %y: memref<8xf32>,
+                            %split: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %scale = memref.load %s[] : memref<f32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %v = arith.constant 2.0 : f32
+    scf.if %split {
+      memref.store %v, %partials[%tx] : memref<8xf32>
+    } else {
+      scf.for %i = %c0 to %c8 step %c1 {
+        %inside = arith.cmpi ult, %i, %sx : index
+        scf.if %inside {
+          %p = arith.mulf %v, %scale : f32
+          memref.store %p, %y[%i] : memref<8xf32>
+        }
+      }
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
 // A grid that depends on device memory cannot be computed on the host.
 func.func @data_dependent(%n: memref<index>, %b: memref<?xf32>) {
   %c0 = arith.constant 0 : index

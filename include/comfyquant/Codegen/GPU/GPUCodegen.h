@@ -29,6 +29,12 @@ const std::vector<CUDAArch> &getCUDAArchs();
 /// nullptr for an unknown name.
 const CUDAArch *lookupCUDAArch(llvm::StringRef name);
 
+/// Whether comfyquant-gpu-select-strategy chooses the same GEMM configs for
+/// both archs: it reads wgmma alone (sm_90a's FP8 GEMMs add each step's
+/// product to f32 accumulators, which leaves no registers for 256
+/// columns). The CUDA back end forms kernels once per group of such archs.
+bool formsKernelsAlike(const CUDAArch &a, const CUDAArch &b);
+
 /// The LLVM IR translations the device pipeline serializes with.
 void registerComfyQuantGPUTranslations(DialectRegistry &registry);
 

@@ -36,7 +36,11 @@ def ComfyQuantGPUDistributeLoops
     the IR. Any other top-level operation that touches memory (a loop
     without parallel dimensions, a scalar store) runs in a one-thread
     launch, so the host never dereferences a device pointer. Scalar loads
-    of read-only arguments are cloned into the launches that use them. An
+    of read-only arguments are cloned into the launches that use them, where
+    the uses begin (before the first use in the innermost block holding all
+    of them, or before the outermost loop around that block): a scale only
+    the final epilogue of a split-K GEMM reads is not read by its split
+    launches. An
     `scf.if` holding only host code and launches (a launch conditional on
     sizes) stays on the host.
   }];
@@ -143,7 +147,12 @@ def ComfyQuantGPUSelectStrategy
     of the one-warpgroup `block = [64, 128], warp = [16, 128]`, which every
     other GEMM takes), or for FP8 `block = [128, 128], warp = [16, 128]`
     (sm_90a adds every step's wgmma product to f32 accumulators, and a
-    256-column product beside 256 accumulator columns spills).
+    256-column product beside 256 accumulator columns spills) where `archs`
+    holds an arch with wgmma; FP8 takes `block = [128, 256]` where it
+    does not. `archs` names the CUDA archs the kernels will be lowered for
+    (empty: any arch); the CUDA back end forms each GEMM once per group of
+    archs that select alike (`formsKernelsAlike`) and gives each group its
+    own host entry where the kernels differ.
 
     With static N and K, `split_k` is the number of blocks a decode-sized M
     splits K over: enough that `ceildiv(N, BN) * split_k` reaches
@@ -151,6 +160,9 @@ def ComfyQuantGPUSelectStrategy
     at most 16; 1 (no split) when the tiles of N fill the GPU already.
   }];
   let options = [
+    ListOption<"archs", "archs", "std::string",
+               "CUDA archs the kernels will be lowered for (sm_80 ... "
+               "sm_120f); empty: any arch">,
     Option<"fillCtas", "fill-ctas", "int64_t", "132",
            "Blocks a decode-sized GEMM should launch (the SMs of the GPU to "
            "fill; 132 is an H100 SXM)">
