@@ -29,7 +29,7 @@ const CUDAArch *mlir::comfyquant::lookupCUDAArch(llvm::StringRef name) {
 }
 
 bool mlir::comfyquant::formsKernelsAlike(const CUDAArch &a, const CUDAArch &b) {
-  return a.wgmma == b.wgmma;
+  return a.wgmma == b.wgmma && a.fp8Mma == b.fp8Mma;
 }
 
 void mlir::comfyquant::registerComfyQuantGPUTranslations(

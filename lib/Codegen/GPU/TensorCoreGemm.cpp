@@ -133,6 +133,24 @@ struct Builder {
     Value v = loadClamped(mem, row, col, rows, cols);
     return arith::SelectOp::create(b, loc, inside, v, zero);
   }
+
+  /// loadOrZero behind a branch: no load at all outside (a value read once
+  /// per word or per scale, where the rows of A past a decode-sized M
+  /// would otherwise each load a clamped copy of the last row's).
+  Value loadIfInside(Value mem, Value row, Value col, Value rows, Value cols,
+                     Value zero) {
+    Value rowInside = lt(row, rows);
+    Value colInside = lt(col, cols);
+    Value inside = arith::AndIOp::create(b, loc, rowInside, colInside);
+    auto choice = scf::IfOp::create(b, loc, TypeRange{zero.getType()}, inside,
+                                    /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(choice.thenBlock());
+    scf::YieldOp::create(b, loc, loadClamped(mem, row, col, rows, cols));
+    b.setInsertionPointToStart(choice.elseBlock());
+    scf::YieldOp::create(b, loc, zero);
+    return choice.getResult(0);
+  }
 };
 
 /// The instruction shape and operand form of one kind of GEMM.
@@ -417,16 +435,18 @@ bool twoWarpgroupsFit(linalg::GenericOp op, const Family &f, int64_t stages,
          (bType.isDynamicDim(0) || bType.getDimSize(0) >= cols);
 }
 
-/// The tile of C: two warpgroups where they fit (128 x 128 where some
-/// arch lowers the GEMM to wgmma and sm_90a promotes each step's product,
-/// 128 x 256 otherwise), else one.
+/// The tile of C: two warpgroups where they fit, else one. Two warpgroups
+/// are 128 x 256, but 128 x 128 for per-tensor FP8 unless every arch
+/// multiplies its codes in the MMA as they are (`fp8AsStored`): sm_90a
+/// promotes each wgmma step's product (WarpgroupMmaOp::promotesProducts)
+/// and sm_80/86 widen the codes to f16 in registers, and at 256 columns
+/// either spills.
 TileShape tileFor(linalg::GenericOp op, const Family &f, int64_t stages,
-                  bool wgmma) {
-  TileShape two =
-      wgmma && WarpgroupMmaOp::promotesProducts(f.mmaA(),
-                                                f.stagedScales || f.match.block)
-          ? kTallTile
-          : kWideTile;
+                  bool fp8AsStored) {
+  // Per-tensor FP8: the GEMMs sm_90a promotes, and sm_80/86 widen.
+  bool fp8 = WarpgroupMmaOp::promotesProducts(f.mmaA(),
+                                              f.stagedScales || f.match.block);
+  TileShape two = fp8 && !fp8AsStored ? kTallTile : kWideTile;
   return twoWarpgroupsFit(op, f, stages, two.cols) ? two : kNarrowTile;
 }
 
@@ -455,22 +475,22 @@ struct SelectStrategyPass
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    // Without archs, any arch: wgmma among them.
-    bool wgmma = archs.empty();
+    // Without archs, any arch: sm_80 and sm_90a among them.
+    bool fp8AsStored = !archs.empty();
     for (const std::string &name : archs) {
       const CUDAArch *arch = lookupCUDAArch(name);
       if (!arch) {
         func.emitOpError("archs: unknown CUDA arch '") << name << "'";
         return signalPassFailure();
       }
-      wgmma |= arch->wgmma;
+      fp8AsStored &= arch->fp8Mma && !arch->wgmma;
     }
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       if (op->hasAttr(ComfyQuantDialect::getGemmAttrName()))
         continue;
       if (std::optional<Family> f = tensorCoreFamily(op)) {
         int64_t stages = stagesFor(op, *f);
-        TileShape shape = tileFor(op, *f, stages, wgmma);
+        TileShape shape = tileFor(op, *f, stages, fp8AsStored);
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
                     builtConfig(&getContext(), f->kind, shape,
                                 splitKFor(op, *f, shape, fillCtas), stages));
@@ -841,8 +861,59 @@ private:
     return chunks;
   }
 
-  /// The word of `p` elements of `from` starting at (row, k).
+  /// The `p` elements of the word at (row, k) of an operand read through
+  /// its producer, when K is a static multiple of `p` (a word is wholly
+  /// inside K or wholly past it): one bounds check and one clamp for the
+  /// word, element e at column `kc | e` (kc a multiple of p). The
+  /// producer's reads of one stored byte (two E2M1 codes or int4 nibbles)
+  /// or one scale (a block of 16 or more codes) then have one address,
+  /// which LLVM sees once the or's low bits drop out of the division, and
+  /// each is loaded once per word instead of once per element. Empty
+  /// otherwise.
+  SmallVector<Value> wholeWordElements(Value from, Value fromRows, Value row,
+                                       Value k) {
+    linalg::GenericOp producer =
+        h.producers ? h.producers->lookup(from) : linalg::GenericOp();
+    int64_t depth = cast<ShapedType>(from.getType()).getDimSize(1);
+    if (!producer || ShapedType::isDynamic(depth) || depth < p || depth % p)
+      return {};
+    Value rowInside = h.lt(row, fromRows);
+    Value kInside = h.lt(k, kEnd);
+    Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
+    Value lastRow = arith::SubIOp::create(b, loc, fromRows, h.idx(1));
+    Value r = h.min(row, lastRow);
+    Value kc = h.min(k, h.idx(depth - p));
+    SmallVector<Value> elems;
+    for (int64_t e = 0; e < p; ++e) {
+      Value col = e ? arith::OrIOp::create(b, loc, kc, h.idx(e)).getResult()
+                    : kc;
+      Value v = mlir::comfyquant::detail::emitProducerAt(b, loc, producer, r,
+                                                         col);
+      elems.push_back(arith::SelectOp::create(b, loc, inside, v, zeroIn));
+    }
+    return elems;
+  }
+
+  /// The word of `p` elements of `from` starting at (row, k); zero without
+  /// a load for a row past the operand (the rows of A past a decode-sized
+  /// M, the last tile's rows of B past N) or a word past the block's K
+  /// range (the prefetch after its last step).
   Value packWord(Value from, Value fromRows, Value row, Value k) {
+    Value rowInside = h.lt(row, fromRows);
+    Value kInside = h.lt(k, kEnd);
+    Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
+    auto choice = scf::IfOp::create(b, loc, TypeRange{i32}, inside,
+                                    /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(choice.thenBlock());
+    scf::YieldOp::create(b, loc, packWordOfRow(from, fromRows, row, k));
+    b.setInsertionPointToStart(choice.elseBlock());
+    scf::YieldOp::create(b, loc, i32Constant(0));
+    return choice.getResult(0);
+  }
+
+  /// packWord for a row inside the operand.
+  Value packWordOfRow(Value from, Value fromRows, Value row, Value k) {
     Value aligned = from == a ? alignedA : from == bm ? alignedB : Value();
     if (aligned) {
       // Inside the operand (k is a multiple of the word, K too), one
@@ -874,10 +945,11 @@ private:
       scf::YieldOp::create(b, loc, slow);
       return choice.getResult(0);
     }
-    SmallVector<Value> elems;
-    for (int64_t e = 0; e < p; ++e)
-      elems.push_back(
-          h.loadOrZero(from, row, h.add(k, e), fromRows, kEnd, zeroIn));
+    SmallVector<Value> elems = wholeWordElements(from, fromRows, row, k);
+    if (elems.empty())
+      for (int64_t e = 0; e < p; ++e)
+        elems.push_back(
+            h.loadOrZero(from, row, h.add(k, e), fromRows, kEnd, zeroIn));
     if (!family.fp4()) {
       Value word = vector::FromElementsOp::create(b, loc, wordType, elems);
       Value bits =
@@ -912,8 +984,11 @@ private:
     Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
     Value blockInStep = arith::DivUIOp::create(b, loc, copyWord, h.idx(2));
     Value block = h.add(firstBlock, blockInStep);
-    Value scale =
-        h.loadOrZero(scales, row, block, fromRows, blocks, neutralScale());
+    // Past the block's K range (the prefetch after its last step) too.
+    Value blockEnd =
+        arith::CeilDivUIOp::create(b, loc, kEnd, h.idx(family.match.block));
+    Value scale = h.loadIfInside(scales, row, block, fromRows,
+                                 h.min(blocks, blockEnd), neutralScale());
     Value wide = arith::ExtUIOp::create(b, loc, i32, scale);
     Value sign = arith::AndIOp::create(b, loc, wide, i32Constant(0x80));
     Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
@@ -1022,8 +1097,8 @@ private:
         Value firstBlock = h.mul(kb, perRow);
         block = h.add(firstBlock, blockInStep);
       }
-      Value v = h.loadOrZero(scales, h.add(firstRow, rowInTile), block,
-                             fromRows, blocks, neutral);
+      Value v = h.loadIfInside(scales, h.add(firstRow, rowInTile), block,
+                               fromRows, blocks, neutral);
       if (family.fp4())
         v = arith::AndIOp::create(
             b, loc, v,

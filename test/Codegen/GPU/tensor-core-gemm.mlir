@@ -52,18 +52,19 @@
 // (The PTX is one escaped line of the gpu.binary.)
 // PTX80:   .target sm_80
 // PTX80-SAME: .shared .align 128 .b8 __wg_int8_gemm_kernel_0[2048];{{.*}}.shared .align 128 .b8 __wg_int8_gemm_kernel_1[4096];
-// PTX80-SAME: st.shared.b32
+// (LLVM lays the K loop out from its barrier: MMAs, barrier, tile stores.)
 // PTX80-SAME: bar.sync
 // PTX80-SAME: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX80-COUNT-16: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
 // PTX80-SAME: bar.sync
+// PTX80-SAME: st.shared.b32
 // PTX80-NOT: mma.sync
 // PTX90:   .target sm_90a
 // PTX90-SAME: .shared .align 128 .b8 __wg_int8_gemm_kernel_0[2048];{{.*}}.shared .align 128 .b8 __wg_int8_gemm_kernel_1[4096];
-// PTX90-SAME: st.shared.b32
 // PTX90-SAME: fence.proxy.async.shared::cta;\0A\09bar.sync \090;\0A\09wgmma.fence.sync.aligned;
 // PTX90-SAME: wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8.satfinite
 // PTX90-SAME: wgmma.commit_group.sync.aligned;\0A\09wgmma.wait_group.sync.aligned \090;\0A\09bar.sync
+// PTX90-SAME: st.shared.b32
 // PTX90-NOT: mma.sync
 // PTX120:  .target sm_120a
 // PTX120-COUNT-16: mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32
@@ -208,8 +209,9 @@ func.func @mxfp8_gemm(%a: memref<?x64xi8>, %b: memref<24x64xi8>, %sa: memref<?x2
 // CHECK:               nvvm.cp.async.commit.group
 // CHECK-NEXT:          nvvm.cp.async.wait.group 1
 // CHECK:               %[[C127:.*]] = arith.constant 127 : i8
-// CHECK:               %[[RAW:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
-// CHECK:               arith.select %{{.*}}, %[[RAW]], %[[C127]] : i8
+// CHECK:               memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x2xi8>
+// CHECK:               } else {
+// CHECK-NEXT:            scf.yield %[[C127]] : i8
 // CHECK:               memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
 // CHECK:               memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x2xi8>
 // CHECK:               memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
@@ -782,17 +784,19 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
 // CHECK:             memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
 // CHECK:             memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
 // CHECK:             %[[KN:.*]] = arith.addi %[[K]], %c64
-// CHECK:             memref.load %arg0[%{{.*}}, %{{.*}}] : memref<?x80xi8>
-// CHECK:             arith.andi %{{.*}}, %c15_i32 : i32
-// CHECK:             arith.shli %{{.*}}, %c28_i32 : i32
-// CHECK:             %[[WORD:.*]] = arith.ori
+// CHECK:             %[[PACKED:.*]] = scf.if %{{.*}} -> (i32) {
+// CHECK:               memref.load %arg0[%{{.*}}, %{{.*}}] : memref<?x80xi8>
+// CHECK:               arith.andi %{{.*}}, %c15_i32 : i32
+// CHECK:               arith.shli %{{.*}}, %c28_i32 : i32
+// CHECK:               %[[WORD:.*]] = arith.ori
+// CHECK:               scf.yield %[[WORD]] : i32
 // CHECK:             %[[STEP:.*]] = arith.divui %[[KN]], %c64
 // CHECK:             %[[FIRST:.*]] = arith.muli %[[STEP]], %c4
 // CHECK:             %[[C38:.*]] = arith.constant 56 : i8
 // CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
 // CHECK:             arith.andi %{{.*}}, %c128_i32 : i32
-// CHECK:             %[[FLIP:.*]] = arith.xori %[[WORD]], %c-2004318072_i32 : i32
-// CHECK:             arith.select %{{.*}}, %[[FLIP]], %[[WORD]] : i32
+// CHECK:             %[[FLIP:.*]] = arith.xori %[[PACKED]], %c-2004318072_i32 : i32
+// CHECK:             arith.select %{{.*}}, %[[FLIP]], %[[PACKED]] : i32
 // CHECK:             arith.select %{{.*}} : vector<4xi1>, vector<4xi32>
 // CHECK:             memref.load %arg1[%{{.*}}, %{{.*}}] : memref<24x80xi8>
 // CHECK:             memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x5xi8>

@@ -30,9 +30,12 @@ const std::vector<CUDAArch> &getCUDAArchs();
 const CUDAArch *lookupCUDAArch(llvm::StringRef name);
 
 /// Whether comfyquant-gpu-select-strategy chooses the same GEMM configs for
-/// both archs: it reads wgmma alone (sm_90a's FP8 GEMMs add each step's
-/// product to f32 accumulators, which leaves no registers for 256
-/// columns). The CUDA back end forms kernels once per group of such archs.
+/// both archs: it reads wgmma and fp8Mma (FP8 read as stored takes 256
+/// columns only where the MMA multiplies FP8 codes without promotion:
+/// sm_90a adds each wgmma step's product to f32 accumulators and sm_80/86
+/// widen the codes to f16 in registers, and at 256 columns either leaves
+/// ptxas too few registers). The CUDA back end forms kernels once per group
+/// of such archs.
 bool formsKernelsAlike(const CUDAArch &a, const CUDAArch &b);
 
 /// The LLVM IR translations the device pipeline serializes with.

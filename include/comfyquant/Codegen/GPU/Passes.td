@@ -147,9 +147,10 @@ def ComfyQuantGPUSelectStrategy
     of the one-warpgroup `block = [64, 128], warp = [16, 128]`, which every
     other GEMM takes), or for FP8 `block = [128, 128], warp = [16, 128]`
     (sm_90a adds every step's wgmma product to f32 accumulators, and a
-    256-column product beside 256 accumulator columns spills) where `archs`
-    holds an arch with wgmma; FP8 takes `block = [128, 256]` where it
-    does not. `archs` names the CUDA archs the kernels will be lowered for
+    256-column product beside 256 accumulator columns spills; sm_80/86
+    widen the codes to f16 in registers, which spills there too) where
+    `archs` holds an arch with wgmma or without FP8 MMA; FP8 takes
+    `block = [128, 256]` where every arch has FP8 `mma.sync` or tcgen05. `archs` names the CUDA archs the kernels will be lowered for
     (empty: any arch); the CUDA back end forms each GEMM once per group of
     archs that select alike (`formsKernelsAlike`) and gives each group its
     own host entry where the kernels differ.
