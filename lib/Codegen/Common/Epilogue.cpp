@@ -69,9 +69,14 @@ Value mlir::comfyquant::detail::emitEpilogueAt(OpBuilder &b, Location loc,
                                                linalg::GenericOp epi,
                                                unsigned accOperand, Value acc,
                                                Value row, Value col,
-                                               llvm::function_ref<Value(OpOperand &)> readInput) {
+                                               llvm::function_ref<Value(OpOperand &)> readInput,
+                                               const IRMapping *seed) {
   Block &body = epi.getRegion().front();
   IRMapping map;
+  // Values the body reads stand for others (a staged copy of a table).
+  if (seed)
+    for (auto [from, to] : seed->getValueMap())
+      map.map(from, to);
   for (OpOperand *in : epi.getDpsInputOperands()) {
     BlockArgument arg = body.getArgument(in->getOperandNumber());
     if (in->getOperandNumber() == accOperand) {

@@ -102,7 +102,8 @@ mlir::comfyquant::detail::operandProducer(Value operand,
 
 Value mlir::comfyquant::detail::emitProducerAt(OpBuilder &b, Location loc,
                                                linalg::GenericOp producer,
-                                               Value row, Value col) {
+                                               Value row, Value col,
+                                               const IRMapping *seed) {
   return emitEpilogueAt(b, loc, producer, /*accOperand=*/~0u, Value(), row,
-                        col);
+                        col, {}, seed);
 }

@@ -34,6 +34,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <cmath>
@@ -85,12 +86,17 @@ constexpr TileShape kWideTile{2, 256};
 /// comfyquant-gpu-lower-mma), and at 256 columns product and accumulators
 /// need more registers than a thread has (ptxas spills 0.4 to 1.1 KB).
 constexpr TileShape kTallTile{2, 128};
+/// The largest table a fused decoder reads that is staged in workgroup
+/// memory (a 16-entry f32 codebook is 64 bytes).
+constexpr int64_t kMaxStagedTableBytes = 1024;
 
 struct Builder {
   OpBuilder &b;
   Location loc;
   /// Operands read through the elementwise op that fills them.
   const llvm::DenseMap<Value, linalg::GenericOp> *producers = nullptr;
+  /// The workgroup copies of the small tables those ops look up.
+  const IRMapping *stagedTables = nullptr;
   Value idx(int64_t v) { return indexConstant(b, loc, v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value add(Value x, int64_t y) { return y ? add(x, idx(y)) : x; }
@@ -111,7 +117,8 @@ struct Builder {
     Value c = min(col, arith::SubIOp::create(b, loc, cols, one));
     if (linalg::GenericOp producer =
             producers ? producers->lookup(mem) : linalg::GenericOp())
-      return mlir::comfyquant::detail::emitProducerAt(b, loc, producer, r, c);
+      return mlir::comfyquant::detail::emitProducerAt(b, loc, producer, r, c,
+                                                      stagedTables);
     return memref::LoadOp::create(b, loc, mem, ValueRange{r, c});
   }
 
@@ -546,6 +553,7 @@ public:
     }
     createLaunch();
     placeThread();
+    stageTables();
     accType = VectorType::get({shape.fragments(), 2, 2}, family.acc);
     Value init = initialAccumulators();
     // The copies, as two halves: `fetch` loads the words of one K step
@@ -584,6 +592,8 @@ private:
   Value a, bm, scalesA, scalesB, c, rows, depth, cols;
   gpu::LaunchOp launch;
   Value tileA, tileB, scaleTileA, scaleTileB;
+  /// Global table -> its workgroup copy (stageTables).
+  IRMapping tableCopies;
   /// Two stages: the second stage's tiles, and the tiles the MMA of the
   /// current step reads.
   Value tileA1, tileB1, mmaA, mmaB;
@@ -657,6 +667,59 @@ private:
     b.setInsertionPointToStart(&launch.getBody().front());
     gpu::TerminatorOp::create(b, loc);
     b.setInsertionPointToStart(&launch.getBody().front());
+  }
+
+  /// Small read-only tables a fused decoder looks up per element (W4A8's
+  /// 16-entry codebook): copied into workgroup memory once per block
+  /// before anything reads them, the decoder reading the copy. Read from
+  /// global memory, each decoded code would cost a 4-byte load.
+  void stageTables() {
+    llvm::SetVector<Value> tables;
+    for (Value operand : {a, bm}) {
+      linalg::GenericOp producer = producers.lookup(operand);
+      if (!producer)
+        continue;
+      producer.getRegion().walk([&](memref::LoadOp load) {
+        Value table = load.getMemRef();
+        auto type = dyn_cast<MemRefType>(table.getType());
+        if (producer.getRegion().isAncestor(table.getParentRegion()) ||
+            !type || type.getRank() != 1 || !type.hasStaticShape() ||
+            !type.getLayout().isIdentity() ||
+            !type.getElementType().isIntOrFloat())
+          return;
+        unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+        if (bits < 8 || bits > 32 ||
+            type.getNumElements() * bits / 8 > kMaxStagedTableBytes)
+          return;
+        tables.insert(table);
+      });
+    }
+    if (tables.empty())
+      return;
+    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    for (Value table : tables) {
+      auto type = cast<MemRefType>(table.getType());
+      Value copy = launch.addWorkgroupAttribution(
+          MemRefType::get(type.getShape(), type.getElementType(),
+                          MemRefLayoutAttrInterface(), workgroup),
+          loc);
+      int64_t count = type.getNumElements();
+      for (int64_t i = 0; i < count; i += shape.threads()) {
+        Value at = h.add(tid, i);
+        OpBuilder::InsertionGuard guard(b);
+        if (i + shape.threads() > count) {
+          auto inside =
+              scf::IfOp::create(b, loc, h.lt(at, h.idx(count)), false);
+          b.setInsertionPoint(inside.thenBlock()->getTerminator());
+        }
+        Value v = memref::LoadOp::create(b, loc, table, ValueRange{at});
+        memref::StoreOp::create(b, loc, v, copy, ValueRange{at});
+      }
+      tableCopies.map(table, copy);
+    }
+    gpu::BarrierOp::create(b, loc);
+    h.stagedTables = &tableCopies;
   }
 
   /// Each thread's warp, lane, accumulator rows and columns, and the words
@@ -888,7 +951,7 @@ private:
       Value col = e ? arith::OrIOp::create(b, loc, kc, h.idx(e)).getResult()
                     : kc;
       Value v = mlir::comfyquant::detail::emitProducerAt(b, loc, producer, r,
-                                                         col);
+                                                         col, h.stagedTables);
       elems.push_back(arith::SelectOp::create(b, loc, inside, v, zeroIn));
     }
     return elems;

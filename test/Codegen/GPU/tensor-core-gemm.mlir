@@ -1011,6 +1011,59 @@ func.func @unpacked_weight(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %c: m
 
 // -----
 
+// A small table the unpacking looks up (a 16-entry codebook) is copied
+// into workgroup memory once per block, before a barrier, and the decode
+// in the K loop reads the copy, not global memory.
+// CHECK-LABEL: func.func @codebook_weight
+// CHECK:         gpu.launch {{.*}} workgroup({{.*}}, %[[BOOK:.*]] : memref<16xi8, #gpu.address_space<workgroup>>)
+// CHECK:           scf.if
+// CHECK-NEXT:        %[[V:.*]] = memref.load %arg2[%[[AT:.*]]] : memref<16xi8>
+// CHECK-NEXT:        memref.store %[[V]], %[[BOOK]][%[[AT]]] : memref<16xi8, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK-NOT:         memref.load %arg2
+// CHECK:             memref.load %[[BOOK]]
+// CHECK-NOT:         memref.load %arg2
+// CHECK:             comfyquant.warpgroup_mma
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @codebook_weight(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %book: memref<16xi8>,
+                           %c: memref<?x16xi32>) {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c15 = arith.constant 15 : i8
+  %c4 = arith.constant 4 : i8
+  %w = memref.alloc() : memref<16x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<16x64xi8>) {
+  ^bb0(%out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %v = memref.load %packed[%n, %byte] : memref<16x32xi8>
+    %odd = arith.remui %k, %c2 : index
+    %isEven = arith.cmpi eq, %odd, %c0 : index
+    %low = arith.andi %v, %c15 : i8
+    %hi = arith.shrui %v, %c4 : i8
+    %nib = arith.select %isEven, %low, %hi : i8
+    %i = arith.index_cast %nib : i8 to index
+    %code = memref.load %book[%i] : memref<16xi8>
+    linalg.yield %code : i8
+  }
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<16x64xi8>) outs(%c : memref<?x16xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
 // The packed bytes are written between the unpacking and the GEMM: the
 // temporary holds the old values, so it stays (and the unpacking with it).
 // CHECK-LABEL: func.func @unpacked_weight_overwritten

@@ -10,6 +10,7 @@
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 #include <optional>
@@ -96,7 +97,8 @@ std::optional<unsigned> epilogueAccOperand(linalg::GenericOp epi, Value acc);
 /// at `b`.
 Value emitEpilogueAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
                      unsigned accOperand, Value acc, Value row, Value col,
-                     llvm::function_ref<Value(OpOperand &)> readInput = {});
+                     llvm::function_ref<Value(OpOperand &)> readInput = {},
+                     const IRMapping *seed = nullptr);
 
 /// emitEpilogueAt for the columns [col, col + lanes) at once, `acc` a
 /// vector of `lanes`: operands that vary along the column dim are read as
@@ -127,7 +129,7 @@ SmallVector<Value> producerReads(linalg::GenericOp producer);
 /// The value `producer` writes at (row, col): its inputs read there, its
 /// body cloned at `b` with linalg.index replaced by row and col.
 Value emitProducerAt(OpBuilder &b, Location loc, linalg::GenericOp producer,
-                     Value row, Value col);
+                     Value row, Value col, const IRMapping *seed = nullptr);
 
 /// An LLVM intrinsic call, held as a pure placeholder (a tagged unrealized
 /// cast) until comfyquant-cpu-materialize-intrinsics: the buffer
