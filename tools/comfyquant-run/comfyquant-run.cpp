@@ -95,7 +95,7 @@ const OptionSpec kOptions[] = {
     {"--device", "N", false, "With --backend cuda: the GPU (default 0)"},
     {"--emulate", "ARCH", false,
      "With --backend cuda: run that arch's PTX on the PTX emulator "
-     "(sm_80, sm_86, sm_89, sm_90a, sm_100a, sm_120a) instead of a GPU"},
+     "instead of a GPU (archs: listed below)"},
     {"--emu-stats", "FILE", false,
      "With --emulate: write what the kernels executed as JSON"},
     {"--devices", nullptr, false,
@@ -142,6 +142,12 @@ void printHelp() {
       left += std::string("=") + o.meta;
     std::printf("  %-36s %s\n", left.c_str(), o.help);
   }
+  // From the runtime's table, so the list cannot fall behind it.
+  std::string archs;
+  for (const rt::CudaArchInfo &a : rt::cudaArchs())
+    archs += std::string(archs.empty() ? "" : ", ") + a.name;
+  std::printf("\nCUDA archs (--target cuda:ARCH, --emulate): %s\n",
+              archs.c_str());
   std::fputs("\nFILE is a .safetensors file or a *.safetensors.index.json. "
              "Options take\ntheir value as --opt=value or --opt value.\n",
              stdout);
