@@ -574,6 +574,17 @@ bool CUDABackend::buildImages(MLIRContext &ctx,
     }
     if (options.emit == EmitKind::PTX)
       *options.out << "// " << arch.name << "\n" << ptx[i] << "\n";
+    // Spills are not refused (no smaller tile to fall back to yet), but
+    // a kernel that spills is named: its local-memory traffic is the
+    // slowest path it has.
+    if (options.progress)
+      for (const KernelResourceReport &r : reports[i])
+        if (r.spillStoreBytes || r.spillLoadBytes)
+          *options.progress << "comfyquant-compile: warning: " << arch.name
+                            << ": kernel '" << r.kernel << "' spills ("
+                            << r.spillStoreBytes << " B stored, "
+                            << r.spillLoadBytes << " B loaded per thread; "
+                            << r.registers << " registers)\n";
     rt::CudaImage image;
     image.arch = arch.name;
     image.ptx = std::string("cuda/") + arch.name + ".ptx";
