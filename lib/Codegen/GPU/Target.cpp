@@ -28,8 +28,12 @@ const CUDAArch *mlir::comfyquant::lookupCUDAArch(llvm::StringRef name) {
   return ::comfyquant::rt::findCudaArch(name.str());
 }
 
+bool mlir::comfyquant::multipliesFp8AsStored(const CUDAArch &arch) {
+  return arch.fp8Mma && !arch.wgmma;
+}
+
 bool mlir::comfyquant::formsKernelsAlike(const CUDAArch &a, const CUDAArch &b) {
-  return a.wgmma == b.wgmma && a.fp8Mma == b.fp8Mma;
+  return multipliesFp8AsStored(a) == multipliesFp8AsStored(b);
 }
 
 void mlir::comfyquant::registerComfyQuantGPUTranslations(

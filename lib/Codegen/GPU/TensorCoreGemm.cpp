@@ -490,7 +490,7 @@ struct SelectStrategyPass
         func.emitOpError("archs: unknown CUDA arch '") << name << "'";
         return signalPassFailure();
       }
-      fp8AsStored &= arch->fp8Mma && !arch->wgmma;
+      fp8AsStored &= multipliesFp8AsStored(*arch);
     }
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       if (op->hasAttr(ComfyQuantDialect::getGemmAttrName()))
@@ -925,34 +925,25 @@ private:
   }
 
   /// The `p` elements of the word at (row, k) of an operand read through
-  /// its producer, when K is a static multiple of `p` (a word is wholly
-  /// inside K or wholly past it): one bounds check and one clamp for the
-  /// word, element e at column `kc | e` (kc a multiple of p). The
-  /// producer's reads of one stored byte (two E2M1 codes or int4 nibbles)
-  /// or one scale (a block of 16 or more codes) then have one address,
-  /// which LLVM sees once the or's low bits drop out of the division, and
-  /// each is loaded once per word instead of once per element. Empty
-  /// otherwise.
-  SmallVector<Value> wholeWordElements(Value from, Value fromRows, Value row,
-                                       Value k) {
+  /// its producer, for a word inside the operand (packWord's branch) when
+  /// K is a static multiple of `p`: the word is then wholly inside K, so no
+  /// element needs a bound or a clamp, and element e is at column `k | e`
+  /// (k a multiple of p). The producer's reads of one stored byte (two
+  /// E2M1 codes or int4 nibbles) or one scale (a block of 16 or more codes)
+  /// then have one address, which LLVM sees once the or's low bits drop
+  /// out of the division, and each is loaded once per word instead of once
+  /// per element. Empty otherwise.
+  SmallVector<Value> wholeWordElements(Value from, Value row, Value k) {
     linalg::GenericOp producer =
         h.producers ? h.producers->lookup(from) : linalg::GenericOp();
     int64_t depth = cast<ShapedType>(from.getType()).getDimSize(1);
-    if (!producer || ShapedType::isDynamic(depth) || depth < p || depth % p)
+    if (!producer || ShapedType::isDynamic(depth) || depth % p)
       return {};
-    Value rowInside = h.lt(row, fromRows);
-    Value kInside = h.lt(k, kEnd);
-    Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
-    Value lastRow = arith::SubIOp::create(b, loc, fromRows, h.idx(1));
-    Value r = h.min(row, lastRow);
-    Value kc = h.min(k, h.idx(depth - p));
     SmallVector<Value> elems;
     for (int64_t e = 0; e < p; ++e) {
-      Value col = e ? arith::OrIOp::create(b, loc, kc, h.idx(e)).getResult()
-                    : kc;
-      Value v = mlir::comfyquant::detail::emitProducerAt(b, loc, producer, r,
-                                                         col, h.stagedTables);
-      elems.push_back(arith::SelectOp::create(b, loc, inside, v, zeroIn));
+      Value col = e ? arith::OrIOp::create(b, loc, k, h.idx(e)).getResult() : k;
+      elems.push_back(mlir::comfyquant::detail::emitProducerAt(
+          b, loc, producer, row, col, h.stagedTables));
     }
     return elems;
   }
@@ -975,17 +966,15 @@ private:
     return choice.getResult(0);
   }
 
-  /// packWord for a row inside the operand.
+  /// packWord for a word that starts inside the operand (its row and the
+  /// block's K range).
   Value packWordOfRow(Value from, Value fromRows, Value row, Value k) {
     Value aligned = from == a ? alignedA : from == bm ? alignedB : Value();
     if (aligned) {
-      // Inside the operand (k is a multiple of the word, K too), one
-      // aligned 4-byte load; the tails take the element path below.
-      Value rowInside = h.lt(row, fromRows);
-      Value kInside = h.lt(k, kEnd);
-      Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
-      Value whole = arith::AndIOp::create(b, loc, inside, aligned);
-      auto choice = scf::IfOp::create(b, loc, TypeRange{i32}, whole,
+      // The word is wholly inside (k is a multiple of the word, K too):
+      // one aligned 4-byte load, or element loads from a misaligned
+      // operand.
+      auto choice = scf::IfOp::create(b, loc, TypeRange{i32}, aligned,
                                       /*withElseRegion=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(choice.thenBlock());
@@ -1008,7 +997,7 @@ private:
       scf::YieldOp::create(b, loc, slow);
       return choice.getResult(0);
     }
-    SmallVector<Value> elems = wholeWordElements(from, fromRows, row, k);
+    SmallVector<Value> elems = wholeWordElements(from, row, k);
     if (elems.empty())
       for (int64_t e = 0; e < p; ++e)
         elems.push_back(

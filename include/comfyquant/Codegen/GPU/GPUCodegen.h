@@ -29,13 +29,16 @@ const std::vector<CUDAArch> &getCUDAArchs();
 /// nullptr for an unknown name.
 const CUDAArch *lookupCUDAArch(llvm::StringRef name);
 
+/// Whether the arch's MMA multiplies FP8 codes as stored, without
+/// promotion: not sm_90a (each wgmma step's product is added to f32
+/// accumulators) nor sm_80/86 (the codes are widened to f16 in registers).
+/// At 256 columns either leaves ptxas too few registers, so FP8 read as
+/// stored takes 128 x 256 only where this holds for every arch.
+bool multipliesFp8AsStored(const CUDAArch &arch);
+
 /// Whether comfyquant-gpu-select-strategy chooses the same GEMM configs for
-/// both archs: it reads wgmma and fp8Mma (FP8 read as stored takes 256
-/// columns only where the MMA multiplies FP8 codes without promotion:
-/// sm_90a adds each wgmma step's product to f32 accumulators and sm_80/86
-/// widen the codes to f16 in registers, and at 256 columns either leaves
-/// ptxas too few registers). The CUDA back end forms kernels once per group
-/// of such archs.
+/// both archs: the one arch fact it reads, multipliesFp8AsStored, is the
+/// same. The CUDA back end forms kernels once per group of such archs.
 bool formsKernelsAlike(const CUDAArch &a, const CUDAArch &b);
 
 /// The LLVM IR translations the device pipeline serializes with.
