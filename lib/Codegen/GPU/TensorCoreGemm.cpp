@@ -24,6 +24,7 @@
 #include "comfyquant/Codegen/Common/Gemm.h"
 #include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
+#include "comfyquant/Codegen/GPU/SignedNibbles.h"
 #include "comfyquant/Codegen/GPU/ThreadIndex.h"
 #include "comfyquant/Codegen/GPU/TileLayout.h"
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
@@ -566,7 +567,16 @@ public:
     wideB = chunkAligned(bm);
     alignedA = wideA ? Value() : wordAligned(a);
     alignedB = wideB ? Value() : wordAligned(bm);
+    findSignedNibbles();
     Value result = kLoop(init);
+    if (accShift) {
+      // Each signed-nibble operand was multiplied by 16 (see
+      // signedNibbleWord): the sums are exact multiples.
+      Value shift = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(
+                      accType, b.getIntegerAttr(family.acc, accShift)));
+      result = arith::ShRSIOp::create(b, loc, result, shift);
+    }
     writeBack(result);
     if (splitK > 1)
       reduceSplits();
@@ -604,6 +614,10 @@ private:
   VectorType accType, wordType;
   Type i32;
   Value alignedA, alignedB;
+  /// Operands unpacked from signed nibbles (see findSignedNibbles), and
+  /// the right shift that undoes their factors of 16 in the sums.
+  std::optional<SignedNibbles> nibblesA, nibblesB;
+  int64_t accShift = 0;
   /// Operands copied in 16-byte chunks: whether their first element is
   /// 16-byte aligned (an i1); null where a static condition fails.
   Value wideA, wideB;
@@ -826,6 +840,46 @@ private:
   /// stride and a multiple of 4 bytes apart, its first element 4-byte
   /// aligned (an i1 computed once, before the K loop), K a multiple of the
   /// word. Null when any static condition fails.
+  /// The i8 operands an elementwise op unpacks from signed int4 nibbles,
+  /// read as words of nibbles placed in the high halves of their bytes
+  /// (signedNibbleWord). That needs words wholly inside K (K a static
+  /// multiple of 4) and sums from zero (a zero-filled C), so that the
+  /// accumulators can be shifted back exactly; K below 2^17 keeps the
+  /// products' sums (|16 v| <= 128, as an i8 times an i8) unsaturated.
+  void findSignedNibbles() {
+    int64_t depth = cast<ShapedType>(a.getType()).getDimSize(1);
+    if (family.match.kind != GemmMatch::Kind::I8I8I32 || !fusion.zeroFill ||
+        ShapedType::isDynamic(depth) || depth % p)
+      return;
+    for (auto [from, nibbles] : {std::pair{a, &nibblesA}, {bm, &nibblesB}})
+      if (linalg::GenericOp producer = producers.lookup(from))
+        if ((*nibbles = matchSignedNibbles(producer)))
+          accShift += 4;
+  }
+
+  /// The word of four i8 lanes at (row, k) of a signed-nibble operand, k
+  /// a multiple of 4 inside K: its two bytes b0 (elements k, k + 1) and
+  /// b1, spread to bytes 0 and 2 of s = b0 | b1 << 16, then each nibble
+  /// moved to the high half of its own byte: lanes 16 e0, 16 e1, 16 e2,
+  /// 16 e3 (the nibble's sign is the byte's).
+  Value signedNibbleWord(SignedNibbles nibbles, Value row, Value k) {
+    SmallVector<Value> at = signedNibbleByteIndices(b, loc, nibbles, row, k);
+    Value packed = nibbles.load.getMemRef();
+    Value b0 = memref::LoadOp::create(b, loc, packed, at);
+    at.back() = h.add(at.back(), 1);
+    Value b1 = memref::LoadOp::create(b, loc, packed, at);
+    Value w0 = arith::ExtUIOp::create(b, loc, i32, b0);
+    Value w1 = arith::ExtUIOp::create(b, loc, i32, b1);
+    Value high = arith::ShLIOp::create(b, loc, w1, i32Constant(16));
+    Value spread = arith::OrIOp::create(b, loc, w0, high);
+    Value up4 = arith::ShLIOp::create(b, loc, spread, i32Constant(4));
+    Value lows = arith::AndIOp::create(b, loc, up4, i32Constant(0x00F000F0));
+    Value up8 = arith::ShLIOp::create(b, loc, spread, i32Constant(8));
+    Value highs =
+        arith::AndIOp::create(b, loc, up8, i32Constant(0xF000F000u));
+    return arith::OrIOp::create(b, loc, lows, highs);
+  }
+
   Value wordAligned(Value from) {
     // (The producer map, not operandProducer: the launch now stands
     // between the GEMM and its producers.)
@@ -969,6 +1023,9 @@ private:
   /// packWord for a word that starts inside the operand (its row and the
   /// block's K range).
   Value packWordOfRow(Value from, Value fromRows, Value row, Value k) {
+    if (const std::optional<SignedNibbles> &nibbles =
+            from == a ? nibblesA : nibblesB)
+      return signedNibbleWord(*nibbles, row, k);
     Value aligned = from == a ? alignedA : from == bm ? alignedB : Value();
     if (aligned) {
       // The word is wholly inside (k is a multiple of the word, K too):
@@ -1050,50 +1107,26 @@ private:
     return arith::SelectOp::create(b, loc, negative, flipped, word);
   }
 
-  /// One pass of the block's threads per iteration of a loop rather than
-  /// unrolled copies: the kernel stays small (a fused weight decode is in
-  /// it once) and quick to compile. The words of the step at `k0`, one per
-  /// pass, in a vector.
+  /// The words of the step at `k0`, one per pass of the block's threads,
+  /// in a vector. The passes are unrolled: a loop would carry the vector
+  /// and place each word by a select on a lane mask (a dynamic insert puts
+  /// the vector in local memory), two instructions per lane per pass, more
+  /// than a cheap decode costs.
   Value fetch(Value from, Value fromRows, Value firstRow, int64_t tileRows,
               Value scales, Value k0) {
     int64_t count = tileRows / shape.rowsPerPass();
     auto wordsType = VectorType::get({count}, i32);
-    Value none = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(0)));
-    Value first = h.idx(0);
-    Value passes = h.idx(count);
-    Value one = h.idx(1);
-    auto passLoop =
-        scf::ForOp::create(b, loc, first, passes, one, ValueRange{none});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(passLoop.getBody());
-    Value i = passLoop.getInductionVar();
     Value base = h.add(firstRow, copyRow);
-    Value passRow = h.mul(i, shape.rowsPerPass());
-    Value row = h.add(base, passRow);
     Value k = h.add(k0, copyK);
-    Value w = packWord(from, fromRows, row, k);
-    if (family.fp4())
-      w = foldScaleSign(w, scales, fromRows, row, k0);
-    // Lane i of the vector by a select on a lane mask: a dynamic
-    // insert would put the vector in local memory when the loop is not
-    // unrolled.
-    Value words = passLoop.getRegionIterArgs()[0];
-    auto lanesType = VectorType::get({count}, b.getIndexType());
-    Value lanes = arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(lanesType,
-                               llvm::map_to_vector(llvm::seq<int64_t>(0, count),
-                                                   [&](int64_t j) -> Attribute {
-                                                     return b.getIndexAttr(j);
-                                                   })));
-    Value pass = vector::BroadcastOp::create(b, loc, lanesType, i);
-    Value mask =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lanes, pass);
-    Value wide = vector::BroadcastOp::create(b, loc, wordsType, w);
-    Value placed = arith::SelectOp::create(b, loc, mask, wide, words);
-    scf::YieldOp::create(b, loc, placed);
-    return passLoop.getResult(0);
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < count; ++i) {
+      Value row = h.add(base, i * shape.rowsPerPass());
+      Value w = packWord(from, fromRows, row, k);
+      if (family.fp4())
+        w = foldScaleSign(w, scales, fromRows, row, k0);
+      words.push_back(w);
+    }
+    return vector::FromElementsOp::create(b, loc, wordsType, words);
   }
 
   /// The step at `k0` of operand `from`: in 16-byte chunks where it

@@ -5,8 +5,8 @@
 
 // C[m, n] += A[m, k] * B[n, k] in i8 -> i32: one warpgroup per 64 x 128
 // tile of C. The block copies A's 64 rows and B's 128 rows of each K step
-// of 32 (thread tid: word tid % 8 of rows tid / 8 + 16i, i a loop of 4 or
-// 8 passes, zeros outside M, N, K) in two halves: the words of step 0 are
+// of 32 (thread tid: word tid % 8 of rows tid / 8 + 16i, i one of 4 or
+// 8 unrolled passes, zeros outside M, N, K) in two halves: the words of step 0 are
 // fetched into registers before the K loop; each step stores the words
 // fetched before it into the two workgroup tiles, fetches the next
 // step's, then one warpgroup_mma and a barrier. sm_90a: one wgmma m64n128k32 per step behind a proxy fence;
@@ -17,8 +17,8 @@
 // CHECK-DAG:     %[[GX:.*]] = arith.ceildivui %c40, %c128
 // CHECK-DAG:     %[[GY:.*]] = arith.ceildivui %[[M]], %c64
 // CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %[[GX]], {{.*}} = %[[GY]], {{.*}}) threads({{.*}}) in ({{.*}} = %c128{{[_0-9]*}}, {{.*}}) workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>)
-// CHECK:           %[[FA:.*]] = scf.for %{{.*}} = %c0{{[_0-9]*}} to %c4{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args({{.*}}) -> (vector<4xi32>)
-// CHECK:           %[[FB:.*]] = scf.for %{{.*}} = %c0{{[_0-9]*}} to %c8{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args({{.*}}) -> (vector<8xi32>)
+// CHECK:           %[[FA:.*]] = vector.from_elements %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : vector<4xi32>
+// CHECK:           %[[FB:.*]] = vector.from_elements {{.*}} : vector<8xi32>
 // CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c70 step %c32{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}, %[[RA:[a-z0-9_]+]] = %[[FA]], %[[RB:[a-z0-9_]+]] = %[[FB]]) -> (vector<16x2x2xi32>, vector<4xi32>, vector<8xi32>)
 // CHECK:             %[[W0:.*]] = vector.extract %[[RA]][0] : i32 from vector<4xi32>
 // CHECK:             memref.store %[[W0]], %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
@@ -29,18 +29,15 @@
 // CHECK:             %[[BT7:.*]] = arith.addi %{{.*}}, %c896
 // CHECK-NEXT:        memref.store %{{.*}}, %[[TB]][%[[BT7]]] : memref<1024xi32, #gpu.address_space<workgroup>>
 // CHECK:             %[[KN:.*]] = arith.addi %[[K]], %c32
-// CHECK:             %[[NA:.*]] = scf.for %[[PN:.*]] = %c0{{[_0-9]*}} to %c4{{[_0-9]*}} step %c1{{[_0-9]*}} iter_args(%[[WS:.*]] = %{{.*}}) -> (vector<4xi32>)
-// CHECK:               %[[ROWA:.*]] = arith.muli %[[PN]], %c16
-// CHECK:               arith.addi %[[KN]], %{{.*}}
-// CHECK:               memref.load %arg0
-// CHECK:               %[[LANES:.*]] = arith.constant dense<[0, 1, 2, 3]> : vector<4xindex>
-// CHECK-NEXT:          %[[PASS:.*]] = vector.broadcast %[[PN]] : index to vector<4xindex>
-// CHECK-NEXT:          %[[MASK:.*]] = arith.cmpi eq, %[[LANES]], %[[PASS]]
-// CHECK-NEXT:          %[[WIDE:.*]] = vector.broadcast %{{.*}} : i32 to vector<4xi32>
-// CHECK-NEXT:          %[[PLACED:.*]] = arith.select %[[MASK]], %[[WIDE]], %[[WS]]
-// CHECK-NEXT:          scf.yield %[[PLACED]]
-// CHECK:             %[[NB:.*]] = scf.for {{.*}} -> (vector<8xi32>)
-// CHECK:               memref.load %arg1
+// CHECK:             arith.addi %[[KN]], %{{.*}}
+// CHECK:             memref.load %arg0
+// CHECK:             %[[ROWA3:.*]] = arith.addi %{{.*}}, %c48
+// CHECK:             arith.cmpi ult, %[[ROWA3]]
+// CHECK:             memref.load %arg0
+// CHECK-NOT:         scf.for
+// CHECK:             %[[NA:.*]] = vector.from_elements {{.*}} : vector<4xi32>
+// CHECK:             memref.load %arg1
+// CHECK:             %[[NB:.*]] = vector.from_elements {{.*}} : vector<8xi32>
 // CHECK:             %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] : i8 x i8 : memref<512xi32, #gpu.address_space<workgroup>>, memref<1024xi32, #gpu.address_space<workgroup>> -> vector<16x2x2xi32>
 // CHECK-NEXT:        gpu.barrier
 // CHECK-NEXT:        scf.yield %[[D]], %[[NA]], %[[NB]]
@@ -794,13 +791,13 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
 // CHECK:             %[[FIRST:.*]] = arith.muli %[[STEP]], %c4
 // CHECK:             %[[C38:.*]] = arith.constant 56 : i8
 // CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
-// CHECK:             arith.andi %{{.*}}, %c128_i32 : i32
-// CHECK:             %[[FLIP:.*]] = arith.xori %[[PACKED]], %c-2004318072_i32 : i32
+// CHECK:             arith.andi %{{.*}}, %c128_i32{{[_0-9]*}} : i32
+// CHECK:             %[[FLIP:.*]] = arith.xori %[[PACKED]], %c-2004318072_i32{{[_0-9]*}} : i32
 // CHECK:             arith.select %{{.*}}, %[[FLIP]], %[[PACKED]] : i32
-// CHECK:             arith.select %{{.*}} : vector<4xi1>, vector<4xi32>
+// CHECK:             vector.from_elements {{.*}} : vector<4xi32>
 // CHECK:             memref.load %arg1[%{{.*}}, %{{.*}}] : memref<24x80xi8>
 // CHECK:             memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x5xi8>
-// CHECK:             arith.select %{{.*}} : vector<8xi1>, vector<8xi32>
+// CHECK:             vector.from_elements {{.*}} : vector<8xi32>
 // CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
 // CHECK:             arith.andi %{{.*}}, %c127_i8 : i8
 // CHECK:             memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
@@ -1058,6 +1055,203 @@ func.func @codebook_weight(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %book
     %2 = arith.muli %0, %1 : i32
     %3 = arith.addi %acc, %2 : i32
     linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// A weight unpacked from signed int4 nibbles (low first) into a zero-filled
+// GEMM: each word of four i8 lanes is formed from its two packed bytes by
+// shifts and masks, every nibble in the high half of its byte (16 times its
+// value), and the sums are shifted back right by 4 before the epilogue. The
+// unpack is recognised by folding its body at every byte and parity.
+// CHECK-LABEL: func.func @signed_nibble_weight
+// CHECK-NOT:     linalg.generic
+// CHECK:         gpu.launch
+// CHECK:           memref.load %collapse_shape[%{{.*}}] : memref<512xi8>
+// CHECK:           memref.load %collapse_shape[%{{.*}}] : memref<512xi8>
+// CHECK:           arith.shli %{{.*}}, %c16_i32{{[_0-9]*}} : i32
+// CHECK:           arith.andi %{{.*}}, %c15728880_i32{{[_0-9]*}} : i32
+// CHECK:           arith.andi %{{.*}}, %c-268374016_i32{{[_0-9]*}} : i32
+// CHECK-NOT:       arith.cmpi uge
+// CHECK:           comfyquant.warpgroup_mma
+// CHECK:           %[[SUMS:.*]] = arith.shrsi %{{.*}}, %{{.*}} : vector<16x2x2xi32>
+// CHECK:           vector.extract %[[SUMS]]
+// CHECK-NOT:     linalg.generic
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @signed_nibble_weight(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %out: memref<?x16xf32>) {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c4_i32 = arith.constant 4 : i32
+  %c8_i32 = arith.constant 8 : i32
+  %c15_i32 = arith.constant 15 : i32
+  %c16_i32 = arith.constant 16 : i32
+  %c0_i32 = arith.constant 0 : i32
+  %flat = memref.collapse_shape %packed [[0, 1]] : memref<16x32xi8> into memref<512xi8>
+  %w = memref.alloc() : memref<16x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<16x64xi8>) {
+  ^bb0(%o: i8):
+    %0 = linalg.index 0 : index
+    %1 = linalg.index 1 : index
+    %2 = arith.muli %0, %c32 : index
+    %3 = arith.divui %1, %c2 : index
+    %4 = arith.addi %2, %3 : index
+    %5 = memref.load %flat[%4] : memref<512xi8>
+    %6 = arith.extui %5 : i8 to i32
+    %7 = arith.remui %1, %c2 : index
+    %8 = arith.cmpi eq, %7, %c0 : index
+    %9 = arith.shrui %6, %c4_i32 : i32
+    %10 = arith.andi %9, %c15_i32 : i32
+    %11 = arith.andi %6, %c15_i32 : i32
+    %12 = arith.select %8, %11, %10 : i32
+    %13 = arith.cmpi uge, %12, %c8_i32 : i32
+    %14 = arith.subi %12, %c16_i32 : i32
+    %15 = arith.select %13, %14, %12 : i32
+    %16 = arith.trunci %15 : i32 to i8
+    linalg.yield %16 : i8
+  }
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %c = memref.alloc(%m) : memref<?x16xi32>
+  linalg.fill ins(%c0_i32 : i32) outs(%c : memref<?x16xi32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<16x64xi8>) outs(%c : memref<?x16xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x16xi32>) outs(%out : memref<?x16xf32>) {
+  ^bb0(%x: i32, %y: f32):
+    %0 = arith.sitofp %x : i32 to f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// Nibbles read as unsigned (0..15) are not signed int4: the unpack is
+// evaluated per element as written, and the sums are not shifted.
+// CHECK-LABEL: func.func @unsigned_nibble_weight
+// CHECK-NOT:     %c-268374016_i32
+// CHECK-NOT:     arith.shrsi %{{.*}} : vector<16x2x2xi32>
+// CHECK:         return
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @unsigned_nibble_weight(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %out: memref<?x16xf32>) {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c4_i32 = arith.constant 4 : i32
+  %c8_i32 = arith.constant 8 : i32
+  %c15_i32 = arith.constant 15 : i32
+  %c16_i32 = arith.constant 16 : i32
+  %c0_i32 = arith.constant 0 : i32
+  %flat = memref.collapse_shape %packed [[0, 1]] : memref<16x32xi8> into memref<512xi8>
+  %w = memref.alloc() : memref<16x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<16x64xi8>) {
+  ^bb0(%o: i8):
+    %0 = linalg.index 0 : index
+    %1 = linalg.index 1 : index
+    %2 = arith.muli %0, %c32 : index
+    %3 = arith.divui %1, %c2 : index
+    %4 = arith.addi %2, %3 : index
+    %5 = memref.load %flat[%4] : memref<512xi8>
+    %6 = arith.extui %5 : i8 to i32
+    %7 = arith.remui %1, %c2 : index
+    %8 = arith.cmpi eq, %7, %c0 : index
+    %9 = arith.shrui %6, %c4_i32 : i32
+    %10 = arith.andi %9, %c15_i32 : i32
+    %11 = arith.andi %6, %c15_i32 : i32
+    %12 = arith.select %8, %11, %10 : i32
+    %16 = arith.trunci %12 : i32 to i8
+    linalg.yield %16 : i8
+  }
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %c = memref.alloc(%m) : memref<?x16xi32>
+  linalg.fill ins(%c0_i32 : i32) outs(%c : memref<?x16xi32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<16x64xi8>) outs(%c : memref<?x16xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x16xi32>) outs(%out : memref<?x16xf32>) {
+  ^bb0(%x: i32, %y: f32):
+    %0 = arith.sitofp %x : i32 to f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// The high nibble first is another order: not the low-first unpack.
+// CHECK-LABEL: func.func @high_nibble_first
+// CHECK-NOT:     %c-268374016_i32
+// CHECK-NOT:     arith.shrsi %{{.*}} : vector<16x2x2xi32>
+// CHECK:         return
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @high_nibble_first(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %out: memref<?x16xf32>) {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c4_i32 = arith.constant 4 : i32
+  %c8_i32 = arith.constant 8 : i32
+  %c15_i32 = arith.constant 15 : i32
+  %c16_i32 = arith.constant 16 : i32
+  %c0_i32 = arith.constant 0 : i32
+  %flat = memref.collapse_shape %packed [[0, 1]] : memref<16x32xi8> into memref<512xi8>
+  %w = memref.alloc() : memref<16x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<16x64xi8>) {
+  ^bb0(%o: i8):
+    %0 = linalg.index 0 : index
+    %1 = linalg.index 1 : index
+    %2 = arith.muli %0, %c32 : index
+    %3 = arith.divui %1, %c2 : index
+    %4 = arith.addi %2, %3 : index
+    %5 = memref.load %flat[%4] : memref<512xi8>
+    %6 = arith.extui %5 : i8 to i32
+    %7 = arith.remui %1, %c2 : index
+    %8 = arith.cmpi eq, %7, %c0 : index
+    %9 = arith.shrui %6, %c4_i32 : i32
+    %10 = arith.andi %9, %c15_i32 : i32
+    %11 = arith.andi %6, %c15_i32 : i32
+    %12 = arith.select %8, %10, %11 : i32
+    %13 = arith.cmpi uge, %12, %c8_i32 : i32
+    %14 = arith.subi %12, %c16_i32 : i32
+    %15 = arith.select %13, %14, %12 : i32
+    %16 = arith.trunci %15 : i32 to i8
+    linalg.yield %16 : i8
+  }
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %c = memref.alloc(%m) : memref<?x16xi32>
+  linalg.fill ins(%c0_i32 : i32) outs(%c : memref<?x16xi32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<16x64xi8>) outs(%c : memref<?x16xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x16xi32>) outs(%out : memref<?x16xf32>) {
+  ^bb0(%x: i32, %y: f32):
+    %0 = arith.sitofp %x : i32 to f32
+    linalg.yield %0 : f32
   }
   return
 }
