@@ -1,5 +1,6 @@
 //===- FP4Decode.cpp - exact f16 values of E2M1 codes and UE4M3 scales ----===//
 #include "comfyquant/Codegen/GPU/FP4Decode.h"
+#include "comfyquant/Codegen/GPU/BytePermute.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -11,38 +12,35 @@ using namespace mlir;
 
 Value mlir::comfyquant::decodeFP4Word(OpBuilder &b, Location loc, Value word,
                                       Value scale) {
-  auto i32s = VectorType::get({8}, b.getI32Type());
-  auto i16s = VectorType::get({8}, b.getI16Type());
-  auto f16s = VectorType::get({8}, b.getF16Type());
-  auto splat = [&](int64_t v) -> Value {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(i16s, b.getI16IntegerAttr(v)));
+  Type i32 = b.getI32Type();
+  auto c = [&](uint32_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, i32, static_cast<int32_t>(v));
   };
-  SmallVector<int32_t> shifts;
-  for (int32_t e = 0; e < 8; ++e)
-    shifts.push_back(4 * e);
-  Value words = vector::BroadcastOp::create(b, loc, i32s, word);
-  Value shiftBy = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(i32s, ArrayRef(shifts)));
-  Value shifted = arith::ShRUIOp::create(b, loc, words, shiftBy);
-  Value codes = arith::TruncIOp::create(b, loc, i16s, shifted);
-  // Magnitude m (bits 0-2): 0, 0.5, then 2^(m/2 - 1) * (1 + (m % 2) / 2),
-  // whose f16 bits are (m << 9) + 0x3800 for m >= 2.
-  Value magnitude = arith::AndIOp::create(b, loc, codes, splat(0x7));
-  Value placed = arith::ShLIOp::create(b, loc, magnitude, splat(9));
-  Value normal = arith::AddIOp::create(b, loc, placed, splat(0x3800));
-  Value isHalf = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       magnitude, splat(1));
-  Value withHalf =
-      arith::SelectOp::create(b, loc, isHalf, splat(0x3800), normal);
-  Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                       magnitude, splat(0));
-  Value unsignedBits =
-      arith::SelectOp::create(b, loc, isZero, splat(0), withHalf);
-  Value signBit = arith::AndIOp::create(b, loc, codes, splat(0x8));
-  Value sign = arith::ShLIOp::create(b, loc, signBit, splat(12));
-  Value bits = arith::OrIOp::create(b, loc, sign, unsignedBits);
-  Value values = arith::BitcastOp::create(b, loc, f16s, bits);
+  // Every E2M1 value is an f16 whose low byte is zero: its high byte is
+  // looked up by the code's magnitude m (0, 0.5, 1, 1.5, 2, 3, 4, 6 are
+  // 0x00, 0x38, 0x3C, 0x3E, 0x40, 0x42, 0x44, 0x46) in an 8-byte table,
+  // four codes at once (their nibbles are the permute's selector), and
+  // the sign bits select 0x00 or 0x80 the same way.
+  Value tableLo = c(0x3E3C3800), tableHi = c(0x46444240);
+  Value signs = c(0x8000), zero = c(0);
+  SmallVector<Value> pairs;
+  for (int64_t half = 0; half < 2; ++half) {
+    Value codes = half ? arith::ShRUIOp::create(b, loc, word, c(16)).getResult()
+                       : word;
+    Value magnitudes = arith::AndIOp::create(b, loc, codes, c(0x7777));
+    Value highBytes = permuteBytes(b, loc, tableLo, tableHi, magnitudes);
+    Value signBits = arith::ShRUIOp::create(b, loc, codes, c(3));
+    Value signSelector = arith::AndIOp::create(b, loc, signBits, c(0x1111));
+    Value signBytes = permuteBytes(b, loc, signs, zero, signSelector);
+    Value bytes = arith::OrIOp::create(b, loc, highBytes, signBytes);
+    // Bytes [0, v0, 0, v1] and [0, v2, 0, v3]: two f16 pairs.
+    pairs.push_back(permuteBytes(b, loc, bytes, zero, c(0x1404)));
+    pairs.push_back(permuteBytes(b, loc, bytes, zero, c(0x3424)));
+  }
+  Value packed = vector::FromElementsOp::create(
+      b, loc, VectorType::get({4}, i32), pairs);
+  auto f16s = VectorType::get({8}, b.getF16Type());
+  Value values = vector::BitCastOp::create(b, loc, f16s, packed);
   Value scales = vector::BroadcastOp::create(b, loc, f16s, scale);
   return arith::MulFOp::create(b, loc, values, scales);
 }

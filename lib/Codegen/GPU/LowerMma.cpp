@@ -24,6 +24,7 @@
 // the second: A and B columns map alike, so every product is taken once.
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/GPU/FP4Decode.h"
+#include "comfyquant/Codegen/GPU/FP8Decode.h"
 #include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Codegen/GPU/ScaleTile.h"
@@ -683,6 +684,36 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
 /// the previous step's MMAs have read it).
 using DecodedTiles = llvm::DenseMap<int64_t, Value>;
 
+/// The word where `row` starts in a core-matrix tile: (row / 8) * 64 +
+/// (row % 8) * 4 (word w of the row is then (w / 4) * 32 + w % 4 further).
+Value coreMatrixRowAt(OpBuilder &b, Location loc, Value row) {
+  auto idx = [&](int64_t v) { return indexConstant(b, loc, v); };
+  Value group = arith::DivUIOp::create(b, loc, row, idx(8));
+  Value groupAt = arith::MulIOp::create(b, loc, group, idx(64));
+  Value inGroup = arith::RemUIOp::create(b, loc, row, idx(8));
+  Value inGroupAt = arith::MulIOp::create(b, loc, inGroup, idx(4));
+  return arith::AddIOp::create(b, loc, groupAt, inGroupAt);
+}
+
+/// The kernel's workgroup buffer of `words` i32 under `key` in `tiles`,
+/// added on first use, 128-byte aligned (wgmma descriptors address
+/// 16-byte units from a 128-byte line).
+Value decodedBuffer(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                    DecodedTiles &tiles, int64_t key, int64_t words) {
+  Value &out = tiles[key];
+  if (!out) {
+    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                                gpu::AddressSpace::Workgroup);
+    auto type = MemRefType::get({words}, b.getI32Type(),
+                                MemRefLayoutAttrInterface(), workgroup);
+    out = func.addWorkgroupAttribution(type, loc);
+    func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1,
+                                     LLVM::LLVMDialect::getAlignAttrName(),
+                                     b.getI64IntegerAttr(kTileAlignment));
+  }
+  return out;
+}
+
 void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
                const CUDAArch &arch) {
   OpBuilder b(op);
@@ -699,16 +730,8 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
   // The FP4 tiles' writers finish first.
   gpu::BarrierOp::create(b, loc);
   auto decode = [&](Value tile, Value scales, int64_t rows) {
-    auto type = MemRefType::get({kSteps * rows * kRowWords}, b.getI32Type(),
-                                MemRefLayoutAttrInterface(), workgroup);
-    Value &out = tiles[rows];
-    if (!out) {
-      out = func.addWorkgroupAttribution(type, loc);
-      // wgmma descriptors address 16-byte units from a 128-byte line.
-      func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1,
-                                       LLVM::LLVMDialect::getAlignAttrName(),
-                                       b.getI64IntegerAttr(kTileAlignment));
-    }
+    Value out =
+        decodedBuffer(b, loc, func, tiles, rows, kSteps * rows * kRowWords);
     for (int64_t q = 0; q < kSteps; ++q)
       for (int64_t i = 0; i < rows * 2; i += kThreads) {
         // FP4 word 2q + h of `row`: codes [16q + 8h, 16q + 8h + 8).
@@ -727,11 +750,7 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
         Value h = arith::RemUIOp::create(b, loc, u, idx(2));
         // Core-matrix word of (row, w): (row / 8) * 64 + (w / 4) * 32 +
         // (row % 8) * 4 + w % 4.
-        Value group = arith::DivUIOp::create(b, loc, row, idx(8));
-        Value groupAt = arith::MulIOp::create(b, loc, group, idx(64));
-        Value inGroup = arith::RemUIOp::create(b, loc, row, idx(8));
-        Value inGroupAt = arith::MulIOp::create(b, loc, inGroup, idx(4));
-        Value rowAt = arith::AddIOp::create(b, loc, groupAt, inGroupAt);
+        Value rowAt = coreMatrixRowAt(b, loc, row);
         // Word w = 2q + h: (w / 4) * 32 + w % 4.
         Value w = arith::AddIOp::create(b, loc, h, idx(2 * q));
         Value half = arith::DivUIOp::create(b, loc, w, idx(4));
@@ -791,6 +810,109 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
   op.erase();
 }
 
+/// sm_80/sm_86, FP8: the block decodes both FP8 tiles into
+/// two f16 tiles each (tile q holds the codes [16q, 16q + 16) of every
+/// row, in the core-matrix layout of the FP8 tiles, f16 pair (2w, 2w + 1)
+/// in word w), in a workgroup buffer shared by the kernel's FP8 steps; then
+/// two f16 steps over them. Each code is decoded once per block, where
+/// decoding the fragments (emulate) decodes B once per warp.
+void expandFP8(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
+               const CUDAArch &arch) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  constexpr int64_t kRowWords = WarpgroupMmaOp::kStepBytes / 4;
+  constexpr int64_t kSteps = 2;
+  const int64_t threads = 128 * op.getWarpgroups();
+  auto idx = [&](int64_t v) { return indexConstant(b, loc, v); };
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  // The FP8 tiles' writers, and the previous step's MMAs on the decoded
+  // tiles, finish first.
+  gpu::BarrierOp::create(b, loc);
+  // A's and B's buffers apart even where their row counts are equal.
+  auto decode = [&](Value tile, Type fp8, int64_t rows, bool isB) {
+    Value out = decodedBuffer(b, loc, func, tiles, isB ? -rows : rows,
+                              kSteps * rows * kRowWords);
+    for (int64_t i = 0; i < rows * kRowWords; i += threads) {
+      Value u =
+          i ? arith::AddIOp::create(b, loc, tid, idx(i)).getResult() : tid;
+      OpBuilder::InsertionGuard guard(b);
+      if (i + threads > rows * kRowWords) {
+        Value inside = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, u, idx(rows * kRowWords));
+        auto guarded = scf::IfOp::create(b, loc, inside, false);
+        b.setInsertionPoint(guarded.thenBlock()->getTerminator());
+      }
+      // FP8 word w of `row` (codes [4w, 4w + 4)), at core-matrix word
+      // (row / 8) * 64 + (w / 4) * 32 + (row % 8) * 4 + w % 4; its f16
+      // pairs are words 2(w % 4) and 2(w % 4) + 1 of tile w / 4, whose
+      // row starts at (row / 8) * 64 + (row % 8) * 4.
+      Value row = arith::DivUIOp::create(b, loc, u, idx(kRowWords));
+      Value w = arith::RemUIOp::create(b, loc, u, idx(kRowWords));
+      Value rowAt = coreMatrixRowAt(b, loc, row);
+      Value q = arith::DivUIOp::create(b, loc, w, idx(4));
+      Value halfAt = arith::MulIOp::create(b, loc, q, idx(32));
+      Value j = arith::RemUIOp::create(b, loc, w, idx(4));
+      Value wordAt = arith::AddIOp::create(b, loc, halfAt, j);
+      Value at = arith::AddIOp::create(b, loc, rowAt, wordAt);
+      Value word = memref::LoadOp::create(b, loc, tile, ValueRange{at});
+      Value values = decodeFP8Word(b, loc, word, fp8);
+      Value pairs = vector::BitCastOp::create(
+          b, loc, VectorType::get({2}, b.getI32Type()), values);
+      Value first = vector::ExtractOp::create(b, loc, pairs, 0);
+      Value second = vector::ExtractOp::create(b, loc, pairs, 1);
+      // Pair 2j + e sits at word (2j + e) / 4 * 32 + (2j + e) % 4.
+      Value tileAt = arith::MulIOp::create(b, loc, q, idx(rows * kRowWords));
+      Value pairHalf = arith::DivUIOp::create(b, loc, j, idx(2));
+      Value pairHalfAt = arith::MulIOp::create(b, loc, pairHalf, idx(32));
+      Value pairInHalf = arith::RemUIOp::create(b, loc, j, idx(2));
+      Value pairInHalfAt = arith::MulIOp::create(b, loc, pairInHalf, idx(2));
+      Value pairAt = arith::AddIOp::create(b, loc, pairHalfAt, pairInHalfAt);
+      Value outRowAt = arith::AddIOp::create(b, loc, rowAt, pairAt);
+      Value outAt = arith::AddIOp::create(b, loc, outRowAt, tileAt);
+      memref::StoreOp::create(b, loc, first, out, ValueRange{outAt});
+      Value nextAt = arith::AddIOp::create(b, loc, outAt, idx(1));
+      memref::StoreOp::create(b, loc, second, out, ValueRange{nextAt});
+    }
+    return out;
+  };
+  const int64_t rowsA = WarpgroupMmaOp::kRows * op.getWarpgroups();
+  const int64_t rowsB = op.getColumns();
+  Value a = decode(op.getA(), op.getAType(), rowsA, /*isB=*/false);
+  Value bt = decode(op.getB(), op.getBType(), rowsB, /*isB=*/true);
+  auto resultType = cast<VectorType>(op.getResult().getType());
+  // With UE8M0 scales (MXFP8) the step's product starts from zero and is
+  // rescaled into the accumulators, as emulate's fragments are.
+  Step original(op);
+  bool scaled = static_cast<bool>(op.getAScales());
+  Value sums = scaled ? Value() : op.getAcc();
+  // Unrolled: two steps, each beginning with the barrier that makes the
+  // decoded tiles seen.
+  for (int64_t q = 0; q < kSteps; ++q) {
+    Step step(a, bt, sums, b.getF16Type(), resultType,
+              q ? idx(q * rowsA * kRowWords) : Value(),
+              q ? idx(q * rowsB * kRowWords) : Value());
+    sums = warpgroupBySync(b, loc, step, arch);
+  }
+  if (scaled) {
+    LaneIds ids = laneIds(b, loc);
+    Value acc = op.getAcc();
+    Value result = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(resultType, b.getF32FloatAttr(0.0f)));
+    for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
+      Value partial = vector::ExtractOp::create(b, loc, sums, j);
+      Value fragAcc =
+          acc ? vector::ExtractOp::create(b, loc, acc, j).getResult() : Value();
+      Value d = rescaleFragment(b, loc, original, ids, j, partial, fragAcc);
+      result = vector::InsertOp::create(b, loc, d, result, j);
+    }
+    sums = result;
+  }
+  op.getResult().replaceAllUsesWith(sums);
+  op.erase();
+}
+
 struct LowerMmaPass
     : mlir::comfyquant::impl::ComfyQuantGPULowerMmaBase<LowerMmaPass> {
   using Base::Base;
@@ -802,23 +924,31 @@ struct LowerMmaPass
       return signalPassFailure();
     const CUDAArch *arch = target.getCudaArch();
     module->setAttr(ComfyQuantDialect::getTargetAttrName(), target);
-    // FP4 steps without an FP4 block-scaled MMA become f16 steps first.
-    if (!arch->blockScaledMma && !arch->tcgen05) {
-      SmallVector<WarpgroupMmaOp> fp4;
-      getOperation().walk([&](WarpgroupMmaOp op) {
-        if (isa<Float4E2M1FNType>(op.getAType()))
-          fp4.push_back(op);
-      });
-      llvm::DenseMap<Operation *, DecodedTiles> decoded;
-      for (WarpgroupMmaOp op : fp4) {
-        auto func = op->getParentOfType<gpu::GPUFuncOp>();
-        if (!func || !func.isKernel()) {
-          op.emitOpError("FP4 operands are decoded in workgroup memory, which "
-                         "only a kernel can be given");
-          return signalPassFailure();
-        }
-        expandFP4(op, func, decoded[func], *arch);
+    // Steps whose operands the arch cannot multiply as stored become f16
+    // steps first: FP8 without an FP8 MMA, FP4 without an FP4 one.
+    bool decodeFP8 = !arch->fp8Mma && !arch->wgmma && !arch->tcgen05;
+    bool decodeFP4 = !arch->blockScaledMma && !arch->tcgen05;
+    SmallVector<WarpgroupMmaOp> decodedSteps;
+    getOperation().walk([&](WarpgroupMmaOp op) {
+      Type a = op.getAType();
+      if ((decodeFP8 && isa<Float8E4M3FNType, Float8E5M2Type>(a)) ||
+          (decodeFP4 && isa<Float4E2M1FNType>(a)))
+        decodedSteps.push_back(op);
+    });
+    llvm::DenseMap<Operation *, DecodedTiles> fp8Tiles, fp4Tiles;
+    for (WarpgroupMmaOp op : decodedSteps) {
+      auto func = op->getParentOfType<gpu::GPUFuncOp>();
+      bool fp4 = isa<Float4E2M1FNType>(op.getAType());
+      if (!func || !func.isKernel()) {
+        op.emitOpError(fp4 ? "FP4" : "FP8")
+            << " operands are decoded in workgroup memory, which only a "
+               "kernel can be given";
+        return signalPassFailure();
       }
+      if (fp4)
+        expandFP4(op, func, fp4Tiles[func], *arch);
+      else
+        expandFP8(op, func, fp8Tiles[func], *arch);
     }
     SmallVector<WarpgroupMmaOp> tiles;
     getOperation().walk([&](WarpgroupMmaOp op) { tiles.push_back(op); });

@@ -28,12 +28,12 @@ const CUDAArch *mlir::comfyquant::lookupCUDAArch(llvm::StringRef name) {
   return ::comfyquant::rt::findCudaArch(name.str());
 }
 
-bool mlir::comfyquant::multipliesFp8AsStored(const CUDAArch &arch) {
-  return arch.fp8Mma && !arch.wgmma;
+bool mlir::comfyquant::accumulatesFp8Steps(const CUDAArch &arch) {
+  return !arch.wgmma;
 }
 
 bool mlir::comfyquant::formsKernelsAlike(const CUDAArch &a, const CUDAArch &b) {
-  return multipliesFp8AsStored(a) == multipliesFp8AsStored(b);
+  return accumulatesFp8Steps(a) == accumulatesFp8Steps(b);
 }
 
 void mlir::comfyquant::registerComfyQuantGPUTranslations(

@@ -444,17 +444,16 @@ bool twoWarpgroupsFit(linalg::GenericOp op, const Family &f, int64_t stages,
 }
 
 /// The tile of C: two warpgroups where they fit, else one. Two warpgroups
-/// are 128 x 256, but 128 x 128 for per-tensor FP8 unless every arch
-/// multiplies its codes in the MMA as they are (`fp8AsStored`): sm_90a
-/// promotes each wgmma step's product (WarpgroupMmaOp::promotesProducts)
-/// and sm_80/86 widen the codes to f16 in registers, and at 256 columns
-/// either spills.
+/// are 128 x 256, but 128 x 128 for per-tensor FP8 unless every arch adds
+/// its FP8 steps into the accumulators (`fp8Accumulated`): sm_90a
+/// promotes each wgmma step's product (WarpgroupMmaOp::promotesProducts),
+/// and at 256 columns that spills.
 TileShape tileFor(linalg::GenericOp op, const Family &f, int64_t stages,
-                  bool fp8AsStored) {
-  // Per-tensor FP8: the GEMMs sm_90a promotes, and sm_80/86 widen.
+                  bool fp8Accumulated) {
+  // Per-tensor FP8: the GEMMs sm_90a promotes.
   bool fp8 = WarpgroupMmaOp::promotesProducts(f.mmaA(),
                                               f.stagedScales || f.match.block);
-  TileShape two = fp8 && !fp8AsStored ? kTallTile : kWideTile;
+  TileShape two = fp8 && !fp8Accumulated ? kTallTile : kWideTile;
   return twoWarpgroupsFit(op, f, stages, two.cols) ? two : kNarrowTile;
 }
 
@@ -484,21 +483,21 @@ struct SelectStrategyPass
     if (func.isExternal())
       return;
     // Without archs, any arch: sm_80 and sm_90a among them.
-    bool fp8AsStored = !archs.empty();
+    bool fp8Accumulated = !archs.empty();
     for (const std::string &name : archs) {
       const CUDAArch *arch = lookupCUDAArch(name);
       if (!arch) {
         func.emitOpError("archs: unknown CUDA arch '") << name << "'";
         return signalPassFailure();
       }
-      fp8AsStored &= multipliesFp8AsStored(*arch);
+      fp8Accumulated &= accumulatesFp8Steps(*arch);
     }
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       if (op->hasAttr(ComfyQuantDialect::getGemmAttrName()))
         continue;
       if (std::optional<Family> f = tensorCoreFamily(op)) {
         int64_t stages = stagesFor(op, *f);
-        TileShape shape = tileFor(op, *f, stages, fp8AsStored);
+        TileShape shape = tileFor(op, *f, stages, fp8Accumulated);
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
                     builtConfig(&getContext(), f->kind, shape,
                                 splitKFor(op, *f, shape, fillCtas), stages));

@@ -5,6 +5,7 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_90a}))' | FileCheck %s --check-prefix=WGMMA
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma))' | FileCheck %s --check-prefix=PINNED
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_80}))' | FileCheck %s --check-prefixes=SYNC,RESCALE
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_86}))' | FileCheck %s --check-prefix=DECODE
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_120a}))' | FileCheck %s --check-prefixes=SYNC,BLOCKSCALE
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_100a}))' | FileCheck %s --check-prefix=TCGEN05
 // RUN: not comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_75}))' 2>&1 | FileCheck %s --check-prefix=BADARCH
@@ -249,6 +250,14 @@ gpu.module @kernels {
 // WGMMA-NOT:     llvm.insertvalue
 // WGMMA:         nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[U]], <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e5m2>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // SYNC-LABEL: gpu.func @tile_e5m2_e4m3
+// e5m2 is the high byte of its f16: permuted, not multiplied.
+// DECODE-LABEL: gpu.func @tile_e5m2_e4m3
+// DECODE:         memref.load %arg1
+// DECODE:         nvvm.prmt <default>
+// DECODE-NOT:     arith.mulf
+// DECODE:         memref.load %arg2
+// DECODE:         arith.mulf %{{.*}}, %{{.*}} : vector<4xf16>
+// DECODE-NOT:     comfyquant.mma_fp8
 // SYNC-NOT:     comfyquant.mma_fp8
 // SYNC-NOT:     comfyquant.warpgroup_mma
 gpu.module @kernels {
@@ -319,12 +328,16 @@ gpu.module @kernels {
 // BLOCKSCALE-NOT:     comfyquant.mma_fp8
 //
 // Without a block-scaled MMA (sm_80 here; sm_89, sm_90a, sm_100a alike):
-// the fragment's product from zero, then per element acc + p * (UE8M0(row)
+// the fragment's product from zero (on sm_80, two f16 steps over the
+// tiles decoded once per block), then per element acc + p * (UE8M0(row)
 // * UE8M0(col)), the decode being 2^(s - 127) with 0 -> 2^-127 and
 // 0xFF -> NaN.
 // RESCALE-LABEL: gpu.func @tile_ue8m0
-// RESCALE:         %[[P:.*]] = nvgpu.mma.sync
-// RESCALE:         %[[Q:.*]] = nvgpu.mma.sync(%{{.*}}, %{{.*}}, %[[P]])
+// RESCALE:         nvvm.prmt <default>
+// RESCALE:         gpu.barrier
+// RESCALE-COUNT-16: nvgpu.mma.sync
+// RESCALE:         gpu.barrier
+// RESCALE-COUNT-16: nvgpu.mma.sync
 // RESCALE:         %[[RC:.*]] = memref.load %arg4[%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
 // RESCALE-NEXT:    %[[RE:.*]] = arith.extui %[[RC]] : i8 to i32
 // RESCALE-NEXT:    %[[C23:.*]] = arith.constant 23 : i32
@@ -335,7 +348,7 @@ gpu.module @kernels {
 // RESCALE:         memref.load %arg5[%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
 // RESCALE:         %[[CF:.*]] = arith.bitcast %{{.*}} : i32 to f32
 // RESCALE-NEXT:    %[[F:.*]] = arith.mulf %[[RF]], %[[CF]] : f32
-// RESCALE-NEXT:    %[[PV:.*]] = vector.extract %[[Q]][0, 0]
+// RESCALE-NEXT:    %[[PV:.*]] = vector.extract %{{.*}}[0, 0]
 // RESCALE-NEXT:    %[[T:.*]] = arith.mulf %[[PV]], %[[F]] : f32
 // RESCALE-NEXT:    %[[OLD:.*]] = vector.extract %{{.*}}[0, 0]
 // RESCALE-NEXT:    arith.addf %[[OLD]], %[[T]] : f32
@@ -407,8 +420,10 @@ gpu.module @kernels {
 //
 // Without an FP4 block-scaled MMA (sm_80 here): two workgroup buffers more
 // (the four f16 tiles of A, then of B, one per 16 codes); after a barrier
-// each thread decodes FP4 words (8 codes shifted out, each made the f16 of
-// its E2M1 value, times the f16 of the UE4M3 scale) and stores 4 f16 pairs;
+// each thread decodes FP4 words (the f16 high bytes of four codes at a
+// time looked up by a byte permute, their signs by another, spread into f16
+// pairs by two more; times the f16 of the UE4M3 scale) and stores 4 f16
+// pairs;
 // then a loop of four f16 steps of 16 m16n8k16 each, tile q at word
 // q * 512 of A's buffer and q * 1024 of B's.
 // RESCALE-LABEL: gpu.func @tile_fp4
@@ -416,9 +431,13 @@ gpu.module @kernels {
 // RESCALE:         gpu.barrier
 // RESCALE:         %[[WORD:.*]] = memref.load %arg2[%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
 // RESCALE:         %[[SCALE:.*]] = memref.load %arg4[%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
-// RESCALE:         arith.constant dense<[0, 4, 8, 12, 16, 20, 24, 28]> : vector<8xi32>
-// RESCALE:         arith.trunci %{{.*}} : vector<8xi32> to vector<8xi16>
-// RESCALE:         %[[VALUES:.*]] = arith.bitcast %{{.*}} : vector<8xi16> to vector<8xf16>
+// RESCALE:         %[[TLO:.*]] = arith.constant 1044133888 : i32
+// RESCALE:         %[[THI:.*]] = arith.constant 1178878528 : i32
+// RESCALE:         nvvm.prmt <default> %{{.*}}, %[[TLO]], %[[THI]] : i32
+// RESCALE-COUNT-3: nvvm.prmt <default>
+// RESCALE:         nvvm.prmt <default> %{{.*}}, %[[TLO]], %[[THI]] : i32
+// RESCALE-COUNT-3: nvvm.prmt <default>
+// RESCALE:         %[[VALUES:.*]] = vector.bitcast %{{.*}} : vector<4xi32> to vector<8xf16>
 // RESCALE:         arith.mulf %[[VALUES]], %{{.*}} : vector<8xf16>
 // RESCALE:         vector.bitcast %{{.*}} : vector<8xf16> to vector<4xi32>
 // RESCALE-COUNT-4: memref.store %{{.*}}, %[[A16]][%{{.*}}] : memref<2048xi32, #gpu.address_space<workgroup>>
@@ -670,6 +689,26 @@ gpu.module @kernels {
 // and added before the next is issued: 64 product registers beside the
 // 128 of the accumulator, not 128.
 // SYNC-LABEL: gpu.func @tile_e4m3_two_warpgroups
+// sm_80/86 (no FP8 MMA): after a barrier, the block decodes A's 128 rows
+// and B's 256 into two f16 tiles each (two new 128-byte aligned workgroup
+// buffers: 2 x 128 x 8 and 2 x 256 x 8 words), each FP8 word by two byte
+// permutes into two f16x2 words (e4m3: times 2^8), then two f16 steps of
+// 32 m16n8k16 MMAs per warp.
+// DECODE-LABEL: gpu.func @tile_e4m3_two_warpgroups
+// DECODE-SAME:    %[[DA:[a-z0-9]+]] : memref<2048xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %[[DB:[a-z0-9]+]] : memref<4096xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64})
+// DECODE:         gpu.barrier
+// DECODE:         memref.load %arg2
+// DECODE:         nvvm.prmt <default>
+// DECODE:         arith.mulf %{{.*}}, %{{.*}} : vector<4xf16>
+// DECODE:         memref.store %{{.*}}, %[[DA]]
+// DECODE:         memref.load %arg3
+// DECODE:         memref.store %{{.*}}, %[[DB]]
+// DECODE:         gpu.barrier
+// DECODE-COUNT-32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// DECODE:         gpu.barrier
+// DECODE-COUNT-32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]}
+// DECODE-NOT:     nvgpu.mma.sync
+// DECODE-NOT:     comfyquant.mma_fp8
 // WGMMA-LABEL: gpu.func @tile_e4m3_two_warpgroups
 // WGMMA:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 // WGMMA:         nvvm.wgmma.wait.group.sync.aligned 0

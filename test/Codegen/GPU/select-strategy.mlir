@@ -1,9 +1,9 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy))' | FileCheck %s
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy,comfyquant-gpu-tensor-core-gemm))' --verify-diagnostics | FileCheck %s --check-prefix=FORMED
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{fill-ctas=1}))' | FileCheck %s --check-prefix=FILL1
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_89,sm_120a},comfyquant-gpu-tensor-core-gemm))' --verify-diagnostics | FileCheck %s --check-prefix=NOWGMMA
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_80,sm_86,sm_89,sm_120a},comfyquant-gpu-tensor-core-gemm))' --verify-diagnostics | FileCheck %s --check-prefix=NOWGMMA
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_80,sm_90a}))' | FileCheck %s --check-prefix=WGMMA
-// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_86}))' | FileCheck %s --check-prefix=WGMMA
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_90a}))' | FileCheck %s --check-prefix=WGMMA
 // RUN: not comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_90a,sm_77}))' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // UNKNOWN: error: 'func.func' op archs: unknown CUDA arch 'sm_77'
 
@@ -156,9 +156,10 @@ func.func @two_stages_odd_k(%a: memref<?x70xi8>, %b: memref<40x70xi8>, %c: memre
 // below the tile's columns; 128 x 256, or 128 x 128 for FP8 (its sm_90a
 // steps add each product to f32 accumulators). A block-scaled FP8 GEMM
 // (MXFP8, scales staged per step) keeps one warpgroup.
-// Where every arch multiplies FP8 codes as stored (sm_89, sm_120a), FP8
-// takes 128 x 256 too; with sm_90a (promotion) or sm_80/86 (codes widened
-// in registers) among the archs, or none named (any arch), 128 x 128.
+// Where every arch adds its FP8 steps into the accumulators (all but
+// sm_90a: sm_80/86 multiply f16 tiles decoded once per block), FP8 takes
+// 128 x 256 too; with sm_90a (promotion) among the archs, or none named
+// (any arch), 128 x 128.
 // NOWGMMA-LABEL: func.func @wide_tile
 // NOWGMMA-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>, #comfyquant.gpu_gemm<fp8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>]
 // NOWGMMA:         comfyquant.warpgroup_mma {{.*}} : f8E4M3FN x f8E4M3FN : memref<1024xi32, #gpu.address_space<workgroup>>, memref<2048xi32, #gpu.address_space<workgroup>> -> vector<32x2x2xf32>

@@ -5,10 +5,12 @@
 // UE4M3 scale, must be the exact product (which f16 must hold without
 // rounding).
 //===----------------------------------------------------------------------===//
+#include "comfyquant/Codegen/GPU/BytePermute.h"
 #include "comfyquant/Codegen/GPU/FP4Decode.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Matchers.h"
@@ -60,8 +62,11 @@ Decoded decodeAll(MLIRContext &ctx) {
     }
     func::ReturnOp::create(fb, loc, results);
   }
-  (void)applyPatternsGreedily(d.module->getOperation(),
-                              FrozenRewritePatternSet());
+  // The byte permutes fold by their stated byte function (the emulator's
+  // runs of the decoded GEMMs check that function against PTX).
+  RewritePatternSet patterns(&ctx);
+  comfyquant::populateDecoderFoldPatterns(patterns);
+  (void)applyPatternsGreedily(d.module->getOperation(), std::move(patterns));
   for (auto fn : d.module->getOps<func::FuncOp>()) {
     std::vector<Attribute> row;
     for (Value v : fn.getBody().front().getTerminator()->getOperands()) {
@@ -75,7 +80,7 @@ Decoded decodeAll(MLIRContext &ctx) {
 
 TEST(FP4Decode, EveryCodeTimesEveryScaleIsExactInF16) {
   MLIRContext ctx;
-  ctx.loadDialect<arith::ArithDialect, func::FuncDialect,
+  ctx.loadDialect<arith::ArithDialect, func::FuncDialect, NVVM::NVVMDialect,
                   vector::VectorDialect>();
   Decoded d = decodeAll(ctx);
   ASSERT_EQ(d.values.size(), 256u);

@@ -13,10 +13,11 @@
 namespace mlir::comfyquant {
 
 /// The vector<8xf16> of the E2M1 codes in `word` (i32; code e in nibble e,
-/// the low nibble first) times `scale` (f16). Both factors are built as
-/// normal f16s (or zero) and their product is at least 2^-10, so no step
-/// depends on subnormal f16 arithmetic (a flush-to-zero mode could not
-/// change the result).
+/// the low nibble first) times `scale` (f16), the codes looked up with
+/// byte permutes (nvvm.prmt). Both factors are built as normal f16s (or
+/// zero) and their product is at least 2^-10, so no step depends on
+/// subnormal f16 arithmetic (a flush-to-zero mode could not change the
+/// result).
 Value decodeFP4Word(OpBuilder &b, Location loc, Value word, Value scale);
 
 /// The f16 value of a UE4M3 byte (i8; bit 7 ignored), exact and normal:

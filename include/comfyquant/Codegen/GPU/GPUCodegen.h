@@ -29,15 +29,16 @@ const std::vector<CUDAArch> &getCUDAArchs();
 /// nullptr for an unknown name.
 const CUDAArch *lookupCUDAArch(llvm::StringRef name);
 
-/// Whether the arch's MMA multiplies FP8 codes as stored, without
+/// Whether the arch's FP8 GEMM steps add into the accumulators without a
 /// promotion: not sm_90a (each wgmma step's product is added to f32
-/// accumulators) nor sm_80/86 (the codes are widened to f16 in registers).
-/// At 256 columns either leaves ptxas too few registers, so FP8 read as
-/// stored takes 128 x 256 only where this holds for every arch.
-bool multipliesFp8AsStored(const CUDAArch &arch);
+/// accumulators; at 256 columns product and accumulators leave ptxas too
+/// few registers). sm_80/86 multiply f16 tiles decoded once per block in
+/// workgroup memory, like every other arch multiplies the codes. FP8 read
+/// as stored takes 128 x 256 only where this holds for every arch.
+bool accumulatesFp8Steps(const CUDAArch &arch);
 
 /// Whether comfyquant-gpu-select-strategy chooses the same GEMM configs for
-/// both archs: the one arch fact it reads, multipliesFp8AsStored, is the
+/// both archs: the one arch fact it reads, accumulatesFp8Steps, is the
 /// same. The CUDA back end forms kernels once per group of such archs.
 bool formsKernelsAlike(const CUDAArch &a, const CUDAArch &b);
 
