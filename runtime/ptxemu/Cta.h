@@ -24,6 +24,10 @@ struct Warp {
   uint32_t valid = 0;  // lanes that are threads of the CTA
   uint32_t exited = 0; // lanes that ran ret/exit
   uint32_t atBarrier = 0;
+  /// Lanes waiting at a shfl.sync, vote.sync or bar.warp.sync for the
+  /// other lanes its membermask names (sm_70+ semantics: the instruction
+  /// waits for them rather than requiring a converged warp).
+  uint32_t parked = 0;
   std::array<uint32_t, 32> pc{};
   std::array<uint32_t, 32> barrierPc{};
   enum State : uint8_t { Run, Barrier, Collective, Yield, Done };

@@ -35,6 +35,17 @@ bool warpCollective(Op op) {
   }
 }
 
+/// The membermask operand of an instruction that waits for the lanes it
+/// names (shfl.sync, vote.sync, bar.warp.sync), else null.
+const Operand *memberMaskOperand(const Instr &in) {
+  switch (in.op) {
+  case Op::Shfl: return &in.ops.back();
+  case Op::Vote: return &in.ops[2];
+  case Op::BarWarpSync: return &in.ops[0];
+  default: return nullptr;
+  }
+}
+
 std::string hex(uint64_t v) {
   std::ostringstream s;
   s << "0x" << std::hex << v;
@@ -1224,9 +1235,14 @@ bool Cta::runWarp(Warp &w) {
       w.state = w.live() ? Warp::Barrier : Warp::Done;
       return progress;
     }
-    // The lanes at the smallest pc run together.
+    // The lanes at the smallest pc run together; lanes waiting at a .sync
+    // op join the lanes that reach it. When every runnable lane waits, the
+    // ones at the smallest pc run anyway (the op reports who is missing).
+    uint32_t free = runnable & ~w.parked;
+    if (!free)
+      free = runnable;
     uint32_t pc = ~0u, mask = 0;
-    for (uint32_t m = runnable; m; m &= m - 1) {
+    for (uint32_t m = free; m; m &= m - 1) {
       const int l = __builtin_ctz(m);
       const uint32_t p = w.pc[l];
       if (p < pc) {
@@ -1236,9 +1252,23 @@ bool Cta::runWarp(Warp &w) {
         mask |= 1u << l;
       }
     }
+    for (uint32_t m = runnable & w.parked; m; m &= m - 1)
+      if (w.pc[__builtin_ctz(m)] == pc)
+        mask |= 1u << __builtin_ctz(m);
     if (pc >= code.size())
       hazard(w, __builtin_ctz(mask), code.back(), "ran past the kernel's end");
     const Instr &in = code[pc];
+    if (const Operand *members = memberMaskOperand(in)) {
+      uint32_t named = static_cast<uint32_t>(
+                           value(w, *members, __builtin_ctz(mask))) &
+                       w.live();
+      // Named lanes that can still arrive: wait for them.
+      if (named & ~mask & runnable & ~w.parked) {
+        w.parked |= mask;
+        continue;
+      }
+    }
+    w.parked &= ~mask;
     if (in.op == Op::WgmmaMma) {
       if (mask != w.live())
         hazard(w, -1, in, "wgmma.mma_async executed by a divergent warp");

@@ -187,6 +187,62 @@ $L_end:
   EXPECT_NE(h.find("divergent bar.sync"), std::string::npos) << h;
 }
 
+// sm_70+: shfl.sync waits for the lanes its membermask names. Here the
+// odd lanes reach the shuffle first (the even lanes' load block is laid out
+// after it, at higher pcs, and jumps back), and the even lanes join them.
+TEST(PtxEmulator, ShuffleWaitsForDivergedLanes) {
+  EmuRun r(R"(
+.visible .entry k(.param .u64 out) {
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<4>;
+  ld.param.b64 %rd1, [out];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, 0;
+  and.b32 %r3, %r1, 1;
+  setp.eq.u32 %p1, %r3, 0;
+  @%p1 bra $L_even;
+$L_join:
+  and.b32 %r4, %r1, -2;
+  shfl.sync.idx.b32 %r5, %r2, %r4, 31, -1;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.b32 [%rd3], %r5;
+  ret;
+$L_even:
+  add.s32 %r2, %r1, 100;
+  bra.uni $L_join;
+}
+)");
+  int32_t *out = r.alloc<int32_t>(32);
+  r.launch("k", {ptr(out)}, 32);
+  for (int t = 0; t < 32; ++t)
+    EXPECT_EQ(out[t], (t & ~1) + 100) << "lane " << t;
+}
+
+// A shuffle whose named lanes wait elsewhere (another shuffle) never sees
+// them: a hazard.
+TEST(PtxEmulator, ShuffleWithLanesWaitingElsewhereIsAHazard) {
+  EmuRun r(R"(
+.visible .entry k() {
+  .reg .pred %p<2>;
+  .reg .b32 %r<4>;
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 16;
+  @%p1 bra $L_a;
+  shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;
+  bra.uni $L_end;
+$L_a:
+  shfl.sync.bfly.b32 %r3, %r1, 1, 31, -1;
+$L_end:
+  ret;
+}
+)");
+  std::string h = hazardOf(r, "k", {}, 32);
+  EXPECT_NE(h.find("names lanes that are not executing it"), std::string::npos)
+      << h;
+}
+
 TEST(PtxEmulator, ShuffleButterflySums) {
   EmuRun r(R"(
 .visible .entry k(.param .u64 out) {

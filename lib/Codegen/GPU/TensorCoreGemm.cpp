@@ -610,6 +610,8 @@ private:
   Value zeroIn, zeroAcc, tid, g, t, blockM, blockN, row0, row1, t2;
   /// The words this thread copies (see placeThread).
   Value copyWord, copyRow, copyAt, copyK;
+  /// Whether copyWord is even (FP4: the lane that reads its block's scale).
+  Value evenWord;
   VectorType accType, wordType;
   Type i32;
   Value alignedA, alignedB;
@@ -770,6 +772,9 @@ private:
     Value inGroupAt = h.add(rowInGroupAt, wordInRow);
     copyAt = h.add(groupAt, inGroupAt);
     copyK = h.mul(copyWord, p);
+    Value wordParity = arith::RemUIOp::create(b, loc, copyWord, h.idx(2));
+    evenWord = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                     wordParity, h.idx(0));
 
     // 16-byte copies: chunk `tid % 2` (a K half, one core matrix row) of
     // tile row `tid / 2 + 64i`, at word (row / 8) * 64 + chunk * 32 +
@@ -1084,9 +1089,13 @@ private:
 
   /// FP4: the block scale of an E4M3 with its sign set is staged without
   /// it (UE4M3) and the sign moves to the codes of its block, the product
-  /// being the same (a negative zero scale stays a zero factor).
-  Value foldScaleSign(Value word, Value scales, Value fromRows, Value row,
-                      Value k0) {
+  /// being the same (a negative zero scale stays a zero factor). The two
+  /// words of a block are fetched by adjacent lanes (words 2c and 2c + 1
+  /// of a row): the even lane loads the scale byte and both take it from
+  /// that lane by a shuffle, so each byte is read once; the word folded,
+  /// and the byte, which `store` stages (no second read).
+  std::pair<Value, Value> foldScaleSign(Value word, Value scales,
+                                        Value fromRows, Value row, Value k0) {
     Value step = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
     Value firstBlock = h.mul(step, family.scalesPerRow());
     Value blocks = b.createOrFold<memref::DimOp>(loc, scales, 1);
@@ -1095,37 +1104,57 @@ private:
     // Past the block's K range (the prefetch after its last step) too.
     Value blockEnd =
         arith::CeilDivUIOp::create(b, loc, kEnd, h.idx(family.match.block));
-    Value scale = h.loadIfInside(scales, row, block, fromRows,
-                                 h.min(blocks, blockEnd), neutralScale());
-    Value wide = arith::ExtUIOp::create(b, loc, i32, scale);
+    // Odd lanes load nothing (their row is past every row).
+    Value zero = h.idx(0);
+    Value loadRows = arith::SelectOp::create(b, loc, evenWord, fromRows, zero);
+    Value own = h.loadIfInside(scales, row, block, loadRows,
+                               h.min(blocks, blockEnd), neutralScale());
+    // Every lane reads lane & ~1 (an even lane itself), so the shuffle's
+    // result is used unconditionally and stays where all lanes run it.
+    Value ownWide = arith::ExtUIOp::create(b, loc, i32, own);
+    Value lane = arith::IndexCastOp::create(b, loc, i32, laneOf(b, loc, tid));
+    Value evenLane = arith::AndIOp::create(b, loc, lane, i32Constant(~1));
+    Value wide = gpu::ShuffleOp::create(b, loc, ownWide, evenLane,
+                                        i32Constant(32), gpu::ShuffleMode::IDX)
+                     .getShuffleResult();
     Value sign = arith::AndIOp::create(b, loc, wide, i32Constant(0x80));
     Value negative = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                            sign, i32Constant(0));
     Value flipped =
         arith::XOrIOp::create(b, loc, word, i32Constant(0x88888888));
-    return arith::SelectOp::create(b, loc, negative, flipped, word);
+    Value folded = arith::SelectOp::create(b, loc, negative, flipped, word);
+    Value byte = arith::TruncIOp::create(b, loc, b.getI8Type(), wide);
+    return {folded, byte};
   }
 
   /// The words of the step at `k0`, one per pass of the block's threads,
-  /// in a vector. The passes are unrolled: a loop would carry the vector
-  /// and place each word by a select on a lane mask (a dynamic insert puts
-  /// the vector in local memory), two instructions per lane per pass, more
-  /// than a cheap decode costs.
-  Value fetch(Value from, Value fromRows, Value firstRow, int64_t tileRows,
-              Value scales, Value k0) {
+  /// in a vector (FP4: and each word's block scale byte, in a second). The
+  /// passes are unrolled: a loop would carry the vector and place each
+  /// word by a select on a lane mask (a dynamic insert puts the vector in
+  /// local memory), two instructions per lane per pass, more than a cheap
+  /// decode costs.
+  SmallVector<Value> fetch(Value from, Value fromRows, Value firstRow,
+                           int64_t tileRows, Value scales, Value k0) {
     int64_t count = tileRows / shape.rowsPerPass();
-    auto wordsType = VectorType::get({count}, i32);
     Value base = h.add(firstRow, copyRow);
     Value k = h.add(k0, copyK);
-    SmallVector<Value> words;
+    SmallVector<Value> words, scaleBytes;
     for (int64_t i = 0; i < count; ++i) {
       Value row = h.add(base, i * shape.rowsPerPass());
       Value w = packWord(from, fromRows, row, k);
-      if (family.fp4())
-        w = foldScaleSign(w, scales, fromRows, row, k0);
+      if (family.fp4()) {
+        auto [folded, byte] = foldScaleSign(w, scales, fromRows, row, k0);
+        w = folded;
+        scaleBytes.push_back(byte);
+      }
       words.push_back(w);
     }
-    return vector::FromElementsOp::create(b, loc, wordsType, words);
+    SmallVector<Value> fetched = {vector::FromElementsOp::create(
+        b, loc, VectorType::get({count}, i32), words)};
+    if (family.fp4())
+      fetched.push_back(vector::FromElementsOp::create(
+          b, loc, VectorType::get({count}, b.getI8Type()), scaleBytes));
+    return fetched;
   }
 
   /// The step at `k0` of operand `from`: in 16-byte chunks where it
@@ -1134,7 +1163,7 @@ private:
                                int64_t tileRows, Value scales, Value k0) {
     if (Value aligned = from == a ? wideA : wideB)
       return fetchChunks(from, fromRows, firstRow, tileRows, aligned, k0);
-    return {fetch(from, fromRows, firstRow, tileRows, scales, k0)};
+    return fetch(from, fromRows, firstRow, tileRows, scales, k0);
   }
 
   /// Stores what fetchStep fetched into the tile `to` (cheap to unroll: no
@@ -1154,6 +1183,24 @@ private:
       Value w = vector::ExtractOp::create(b, loc, words, i);
       Value at = h.add(copyAt, shape.rowsPerPass() * kRowWords * i);
       memref::StoreOp::create(b, loc, w, to, ValueRange{at});
+    }
+    if (fetched.size() < 2)
+      return;
+    // FP4: the even lane of each block stages its scale byte without the
+    // sign, at byte 4 * row + block of the step's scale tile.
+    Value scaleTile = to == tileA ? scaleTileA : scaleTileB;
+    auto staging = scf::IfOp::create(b, loc, evenWord, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(staging.thenBlock()->getTerminator());
+    Value blockInStep = arith::DivUIOp::create(b, loc, copyWord, h.idx(2));
+    Value magnitude = arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0x7F);
+    for (int64_t i = 0; i < count; ++i) {
+      Value row = h.add(copyRow, i * shape.rowsPerPass());
+      Value rowAt = h.mul(row, family.scalesPerRow());
+      Value entry = h.add(rowAt, blockInStep);
+      Value byte = vector::ExtractOp::create(b, loc, fetched[1], i);
+      Value unsigned_ = arith::AndIOp::create(b, loc, byte, magnitude);
+      memref::StoreOp::create(b, loc, unsigned_, scaleTile, ValueRange{entry});
     }
   }
 
@@ -1195,10 +1242,15 @@ private:
   Value mmaStep(Value acc, Value k0) {
     Value next;
     if (family.stagedScales) {
-      Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
-      Value neutral = neutralScale();
-      stageScales(scalesA, rows, blockM, scaleTileA, shape.rows(), kb, neutral);
-      stageScales(scalesB, cols, blockN, scaleTileB, shape.cols, kb, neutral);
+      // FP4's scale bytes came with the words (see store).
+      if (!family.fp4()) {
+        Value kb = arith::DivUIOp::create(b, loc, k0, h.idx(tileK));
+        Value neutral = neutralScale();
+        stageScales(scalesA, rows, blockM, scaleTileA, shape.rows(), kb,
+                    neutral);
+        stageScales(scalesB, cols, blockN, scaleTileB, shape.cols, kb,
+                    neutral);
+      }
       next =
           WarpgroupMmaOp::create(b, loc, accType, mmaA, mmaB, acc, scaleTileA,
                                  scaleTileB, family.mmaA(), family.mmaB());

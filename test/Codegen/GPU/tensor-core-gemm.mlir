@@ -768,9 +768,12 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
 // the body (recognized by evaluating the decode at every code), times the
 // product of two E4M3 block scales per 16 codes. A K step is 64 codes:
 // each copied word packs 8 codes as nibbles (the low nibble first), its
-// block's scale sign moved onto the codes (xor 0x88888888); the step's four
-// scales of every row and column go to two byte tiles without their sign
-// (0x38, a factor of 1, outside the operands). Per arch: the block-scaled
+// block's scale sign moved onto the codes (xor 0x88888888). The two words
+// of a block are adjacent lanes: the even one loads the scale byte and both
+// take it from that lane by a shuffle; it travels with the words and is
+// stored with them, without its sign, into the step's byte tiles of four
+// scales per row and column (0x38, a factor of 1, outside the operands), so
+// each scale byte is read once. Per arch: the block-scaled
 // mma.sync m16n8k64 kind::mxf4nvf4 on sm_120a; elsewhere the tiles are
 // decoded to f16 in workgroup memory and take a loop of four f16 steps
 // (wgmma m64n128k16 on sm_90a, 16 mma.sync m16n8k16 per warp otherwise).
@@ -779,7 +782,12 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
 // CHECK:         gpu.launch {{.*}} workgroup(%[[TA:.*]] : memref<512xi32, #gpu.address_space<workgroup>>, %[[TB:.*]] : memref<1024xi32, #gpu.address_space<workgroup>>, %[[SA:.*]] : memref<256xi8, #gpu.address_space<workgroup>>, %[[SB:.*]] : memref<512xi8, #gpu.address_space<workgroup>>)
 // CHECK:           scf.for %[[K:.*]] = %c0{{[_0-9]*}} to %c80 step %c64{{[_0-9]*}} iter_args(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}},
 // CHECK:             memref.store %{{.*}}, %[[TA]][%{{.*}}] : memref<512xi32, #gpu.address_space<workgroup>>
+// CHECK:             scf.if
+// CHECK:               %[[SBYTE:.*]] = arith.andi %{{.*}}, %c127_i8{{[_0-9]*}} : i8
+// CHECK:               memref.store %[[SBYTE]], %[[SA]][%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
 // CHECK:             memref.store %{{.*}}, %[[TB]][%{{.*}}] : memref<1024xi32, #gpu.address_space<workgroup>>
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<512xi8, #gpu.address_space<workgroup>>
 // CHECK:             %[[KN:.*]] = arith.addi %[[K]], %c64
 // CHECK:             %[[PACKED:.*]] = scf.if %{{.*}} -> (i32) {
 // CHECK:               memref.load %arg0[%{{.*}}, %{{.*}}] : memref<?x80xi8>
@@ -791,17 +799,17 @@ func.func @output_aliases_operand(%a: memref<4x32xi8>, %b: memref<8x32xi8>) {
 // CHECK:             %[[FIRST:.*]] = arith.muli %[[STEP]], %c4
 // CHECK:             %[[C38:.*]] = arith.constant 56 : i8
 // CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
+// CHECK:             gpu.shuffle  idx
 // CHECK:             arith.andi %{{.*}}, %c128_i32{{[_0-9]*}} : i32
 // CHECK:             %[[FLIP:.*]] = arith.xori %[[PACKED]], %c-2004318072_i32{{[_0-9]*}} : i32
 // CHECK:             arith.select %{{.*}}, %[[FLIP]], %[[PACKED]] : i32
 // CHECK:             vector.from_elements {{.*}} : vector<4xi32>
+// CHECK:             vector.from_elements {{.*}} : vector<4xi8>
 // CHECK:             memref.load %arg1[%{{.*}}, %{{.*}}] : memref<24x80xi8>
 // CHECK:             memref.load %arg3[%{{.*}}, %{{.*}}] : memref<24x5xi8>
 // CHECK:             vector.from_elements {{.*}} : vector<8xi32>
-// CHECK:             memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x5xi8>
-// CHECK:             arith.andi %{{.*}}, %c127_i8 : i8
-// CHECK:             memref.store %{{.*}}, %[[SA]][%{{.*}}] : memref<256xi8, #gpu.address_space<workgroup>>
-// CHECK:             memref.store %{{.*}}, %[[SB]][%{{.*}}] : memref<512xi8, #gpu.address_space<workgroup>>
+// CHECK:             vector.from_elements {{.*}} : vector<8xi8>
+// CHECK-NOT:         memref.load %arg2
 // CHECK:             %[[D:.*]] = comfyquant.warpgroup_mma %[[TA]], %[[TB]], %[[ACC]] scales(%[[SA]], %[[SB]] : memref<256xi8, #gpu.address_space<workgroup>>, memref<512xi8, #gpu.address_space<workgroup>>) : f4E2M1FN x f4E2M1FN
 // CHECK-NEXT:        gpu.barrier
 // CHECK-NEXT:        scf.yield %[[D]]
