@@ -100,6 +100,12 @@ Value mlir::comfyquant::detail::emitEpilogueAt(OpBuilder &b, Location loc,
       map.map(index.getResult(), index.getDim() == 0 ? row : col);
       continue;
     }
+    // An op whose results are seeded (a load done once for several
+    // elements) is not emitted again.
+    if (o.getNumResults() && llvm::all_of(o.getResults(), [&](Value r) {
+          return map.contains(r);
+        }))
+      continue;
     b.clone(o, map);
   }
   return map.lookup(cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]);

@@ -9,6 +9,8 @@
 #include "comfyquant/Codegen/Common/Gemm.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -106,4 +108,31 @@ Value mlir::comfyquant::detail::emitProducerAt(OpBuilder &b, Location loc,
                                                const IRMapping *seed) {
   return emitEpilogueAt(b, loc, producer, /*accOperand=*/~0u, Value(), row,
                         col, {}, seed);
+}
+
+SmallVector<Value> mlir::comfyquant::detail::producerLoadIndicesAt(
+    OpBuilder &b, Location loc, memref::LoadOp load, Value row, Value col) {
+  Block *body = load->getBlock();
+  llvm::SetVector<Operation *> slice;
+  std::function<void(Value)> collect = [&](Value v) {
+    Operation *o = v.getDefiningOp();
+    if (!o || o->getBlock() != body || slice.contains(o) ||
+        isa<linalg::IndexOp>(o))
+      return;
+    for (Value in : o->getOperands())
+      collect(in);
+    slice.insert(o);
+  };
+  for (Value index : load.getIndices())
+    collect(index);
+  IRMapping map;
+  for (Operation &o : *body)
+    if (auto index = dyn_cast<linalg::IndexOp>(o))
+      map.map(index.getResult(), index.getDim() == 0 ? row : col);
+  // Operands before users: the slice is in walk order.
+  for (Operation *o : slice)
+    b.clone(*o, map);
+  return llvm::map_to_vector(load.getIndices(), [&](Value index) {
+    return map.lookupOrDefault(index);
+  });
 }

@@ -7,7 +7,6 @@
 #include "comfyquant/Codegen/GPU/SignedNibbles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -185,26 +184,4 @@ mlir::comfyquant::gpu_codegen::matchSignedNibbles(linalg::GenericOp producer) {
         return std::nullopt;
     }
   return SignedNibbles{load};
-}
-
-SmallVector<Value> mlir::comfyquant::gpu_codegen::signedNibbleByteIndices(
-    OpBuilder &b, Location loc, SignedNibbles nibbles, Value row,
-    Value k) {
-  Block *body = nibbles.load->getBlock();
-  llvm::SetVector<Operation *> slice;
-  for (Value index : nibbles.load.getIndices())
-    (void)collectSlice(body, index, Value(), /*banned=*/-1, false, slice);
-  SmallVector<Operation *> ordered(slice.begin(), slice.end());
-  llvm::sort(ordered, [](Operation *x, Operation *y) {
-    return x->isBeforeInBlock(y);
-  });
-  IRMapping map;
-  for (Operation &o : *body)
-    if (auto index = dyn_cast<linalg::IndexOp>(o))
-      map.map(index.getResult(), index.getDim() == 0 ? row : k);
-  for (Operation *o : ordered)
-    b.clone(*o, map);
-  return llvm::map_to_vector(nibbles.load.getIndices(), [&](Value index) {
-    return map.lookupOrDefault(index);
-  });
 }

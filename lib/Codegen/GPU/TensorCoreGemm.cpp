@@ -506,6 +506,17 @@ struct SelectStrategyPass
   }
 };
 
+/// A load of an operand's producer whose value is the same for `lanes`
+/// consecutive words of a row (a per-group scale, its K index k / D with D
+/// a multiple of the word): the first of those lanes loads it and shuffles
+/// it to the others, so it is read once per group and row rather than once
+/// per word. Only where words are read through the producer whole
+/// (wholeWordElements: K a static multiple of the word).
+struct SharedLoad {
+  memref::LoadOp load;
+  int64_t lanes;
+};
+
 /// Builds one tensor-core GEMM kernel in place of a linalg GEMM on
 /// buffers: the launch, each thread's place in it, the accumulators' first
 /// values, the copies of A and B (word fetch and pack, fused decoders,
@@ -567,6 +578,7 @@ public:
     alignedA = wideA ? Value() : wordAligned(a);
     alignedB = wideB ? Value() : wordAligned(bm);
     findSignedNibbles();
+    findSharedLoads();
     Value result = kLoop(init);
     if (accShift) {
       // Each signed-nibble operand was multiplied by 16 (see
@@ -619,6 +631,10 @@ private:
   /// the right shift that undoes their factors of 16 in the sums.
   std::optional<SignedNibbles> nibblesA, nibblesB;
   int64_t accShift = 0;
+  /// Producer loads shared by the lanes of a row (see findSharedLoads),
+  /// and the seed of the word being packed: staged tables, shared loads.
+  SmallVector<SharedLoad> sharedLoadsA, sharedLoadsB;
+  IRMapping wordSeed;
   /// Operands copied in 16-byte chunks: whether their first element is
   /// 16-byte aligned (an i1); null where a static condition fails.
   Value wideA, wideB;
@@ -867,7 +883,8 @@ private:
   /// moved to the high half of its own byte: lanes 16 e0, 16 e1, 16 e2,
   /// 16 e3 (the nibble's sign is the byte's).
   Value signedNibbleWord(SignedNibbles nibbles, Value row, Value k) {
-    SmallVector<Value> at = signedNibbleByteIndices(b, loc, nibbles, row, k);
+    SmallVector<Value> at = mlir::comfyquant::detail::producerLoadIndicesAt(
+        b, loc, nibbles.load, row, k);
     Value packed = nibbles.load.getMemRef();
     Value b0 = memref::LoadOp::create(b, loc, packed, at);
     at.back() = h.add(at.back(), 1);
@@ -882,6 +899,130 @@ private:
     Value highs =
         arith::AndIOp::create(b, loc, up8, i32Constant(0xF000F000u));
     return arith::OrIOp::create(b, loc, lows, highs);
+  }
+
+  /// D where `load`'s indices depend on the K index only through
+  /// k / D (0: not at all); nothing where they depend on it otherwise, on
+  /// another load or on a block argument.
+  static std::optional<int64_t> kDivisorOf(memref::LoadOp load) {
+    Block *body = load->getBlock();
+    int64_t divisor = 0;
+    llvm::SmallPtrSet<Operation *, 16> seen;
+    std::function<bool(Value)> walk = [&](Value v) -> bool {
+      Operation *o = v.getDefiningOp();
+      if (!o)
+        return false;
+      if (o->getBlock() != body || !seen.insert(o).second)
+        return true;
+      if (auto index = dyn_cast<linalg::IndexOp>(o))
+        return index.getDim() == 0;
+      if (auto div = dyn_cast<arith::DivUIOp>(o)) {
+        auto index = div.getLhs().getDefiningOp<linalg::IndexOp>();
+        APInt d;
+        if (index && index.getDim() == 1 &&
+            matchPattern(div.getRhs(), m_ConstantInt(&d))) {
+          int64_t value = d.getSExtValue();
+          if (value <= 0 || (divisor && divisor != value))
+            return false;
+          divisor = value;
+          return true;
+        }
+      }
+      if (o->getNumRegions() || isa<memref::LoadOp>(o) || !isPure(o))
+        return false;
+      return llvm::all_of(o->getOperands(), walk);
+    };
+    if (!llvm::all_of(load.getIndices(), walk))
+      return std::nullopt;
+    return divisor;
+  }
+
+  void findSharedLoads() {
+    int64_t depth = cast<ShapedType>(a.getType()).getDimSize(1);
+    if (ShapedType::isDynamic(depth) || depth % p)
+      return;
+    for (auto [from, found, nibbles] :
+         {std::tuple{a, &sharedLoadsA, &nibblesA},
+          std::tuple{bm, &sharedLoadsB, &nibblesB}}) {
+      linalg::GenericOp producer = producers.lookup(from);
+      if (!producer || *nibbles)
+        continue;
+      SmallVector<SharedLoad> *loads = found;
+      producer.getRegion().walk([&](memref::LoadOp load) {
+        Type t = load.getType();
+        if (!(t.isF32() || (t.isInteger() && t.getIntOrFloatBitWidth() <= 32)))
+          return;
+        std::optional<int64_t> d = kDivisorOf(load);
+        if (!d)
+          return;
+        // Words of one value: D / p, aligned to the row's words when they
+        // divide the K step's or are a multiple of it.
+        int64_t words = *d ? *d / p : kRowWords;
+        if (*d && *d % p)
+          return;
+        int64_t lanes = 0;
+        if (words >= kRowWords && (!*d || *d % tileK == 0))
+          lanes = kRowWords;
+        else if (words < kRowWords && kRowWords % words == 0)
+          lanes = words;
+        if (lanes >= 2)
+          loads->push_back({load, lanes});
+      });
+    }
+  }
+
+  /// For each shared load of the word at (row, k): the leading lane of its
+  /// group loads it (inside the operand; others and outside: zero), every
+  /// lane takes the leader's value (`shfl.sync.idx`, outside any branch so
+  /// all lanes run it), and the word's seed maps the load to it.
+  void seedSharedLoads(ArrayRef<SharedLoad> loads, Value inside, Value row,
+                       Value k) {
+    wordSeed.clear();
+    for (auto [from, to] : tableCopies.getValueMap())
+      wordSeed.map(from, to);
+    if (loads.empty())
+      return;
+    Value lane = arith::IndexCastOp::create(b, loc, i32, laneOf(b, loc, tid));
+    for (const SharedLoad &shared : loads) {
+      memref::LoadOp load = shared.load;
+      Type t = load.getType();
+      Value inGroup =
+          arith::RemUIOp::create(b, loc, copyWord, h.idx(shared.lanes));
+      Value leads = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          inGroup, h.idx(0));
+      Value leaderInside = arith::AndIOp::create(b, loc, inside, leads);
+      auto choice = scf::IfOp::create(b, loc, TypeRange{t}, leaderInside,
+                                      /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(choice.thenBlock());
+        SmallVector<Value> at =
+            mlir::comfyquant::detail::producerLoadIndicesAt(b, loc, load, row,
+                                                            k);
+        Value mem = wordSeed.lookupOrDefault(load.getMemRef());
+        scf::YieldOp::create(b, loc,
+                             memref::LoadOp::create(b, loc, mem, at).getResult());
+        b.setInsertionPointToStart(choice.elseBlock());
+        scf::YieldOp::create(
+            b, loc,
+            arith::ConstantOp::create(b, loc, b.getZeroAttr(t)).getResult());
+      }
+      Value v = choice.getResult(0);
+      Value bits = t.isF32() ? arith::BitcastOp::create(b, loc, i32, v).getResult()
+                   : t.getIntOrFloatBitWidth() < 32
+                       ? arith::ExtUIOp::create(b, loc, i32, v).getResult()
+                       : v;
+      Value leader = arith::AndIOp::create(b, loc, lane,
+                                           i32Constant(~(shared.lanes - 1)));
+      Value got = gpu::ShuffleOp::create(b, loc, bits, leader,
+                                         i32Constant(32), gpu::ShuffleMode::IDX)
+                      .getShuffleResult();
+      Value back = t.isF32() ? arith::BitcastOp::create(b, loc, t, got).getResult()
+                   : t.getIntOrFloatBitWidth() < 32
+                       ? arith::TruncIOp::create(b, loc, t, got).getResult()
+                       : got;
+      wordSeed.map(load.getResult(), back);
+    }
   }
 
   Value wordAligned(Value from) {
@@ -998,10 +1139,16 @@ private:
     if (!producer || ShapedType::isDynamic(depth) || depth % p)
       return {};
     SmallVector<Value> elems;
+    // k with its low bits cleared, as LLVM can see: the reads of one byte
+    // or scale by every element then fold to one address (without it,
+    // LLVM proved k even but not a multiple of 4, and W6A8's byte of
+    // 2-bit high parts was loaded twice per word).
+    Value mask = h.idx(~(p - 1));
+    k = arith::AndIOp::create(b, loc, k, mask);
     for (int64_t e = 0; e < p; ++e) {
       Value col = e ? arith::OrIOp::create(b, loc, k, h.idx(e)).getResult() : k;
       elems.push_back(mlir::comfyquant::detail::emitProducerAt(
-          b, loc, producer, row, col, h.stagedTables));
+          b, loc, producer, row, col, &wordSeed));
     }
     return elems;
   }
@@ -1014,6 +1161,7 @@ private:
     Value rowInside = h.lt(row, fromRows);
     Value kInside = h.lt(k, kEnd);
     Value inside = arith::AndIOp::create(b, loc, rowInside, kInside);
+    seedSharedLoads(from == a ? sharedLoadsA : sharedLoadsB, inside, row, k);
     auto choice = scf::IfOp::create(b, loc, TypeRange{i32}, inside,
                                     /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);

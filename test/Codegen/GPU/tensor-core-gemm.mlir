@@ -1266,6 +1266,64 @@ func.func @high_nibble_first(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %ou
 
 // -----
 
+// A per-group value the unpacking reads (here a scale per 16 codes of a
+// row, K index k / 16) is the same for 4 consecutive words of a row: the
+// first lane of each 4 loads it (in a branch of its own), every lane takes
+// it from that lane by a shuffle outside any branch, and the word's decode
+// reads the shuffled value instead of loading it again.
+// CHECK-LABEL: func.func @group_scale_weight
+// CHECK:         gpu.launch
+// CHECK:           %[[LEAD:.*]] = scf.if %{{.*}} -> (i8) {
+// CHECK:             %[[S:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<16x4xi8>
+// CHECK:             scf.yield %[[S]] : i8
+// CHECK:           %[[WIDE:.*]] = arith.extui %[[LEAD]] : i8 to i32
+// CHECK:           %[[FIRST:.*]] = arith.andi %{{.*}}, %c-4_i32{{[_0-9]*}} : i32
+// CHECK:           %[[GOT:[a-zA-Z0-9_]+]], %{{.*}} = gpu.shuffle idx %[[WIDE]], %[[FIRST]], %c32_i32{{[_0-9]*}} : i32
+// CHECK:           %[[BACK:.*]] = arith.trunci %[[GOT]] : i32 to i8
+// CHECK:           scf.if %{{.*}} -> (i32) {
+// CHECK-NOT:         memref.load %arg2
+// CHECK:             arith.muli %{{.*}}, %[[BACK]] : i8
+// CHECK:           comfyquant.warpgroup_mma
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @group_scale_weight(%a: memref<?x64xi8>, %packed: memref<16x32xi8>, %scales: memref<16x4xi8>, %c: memref<?x16xi32>) {
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c0 = arith.constant 0 : index
+  %c15 = arith.constant 15 : i8
+  %c4 = arith.constant 4 : i8
+  %w = memref.alloc() : memref<16x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<16x64xi8>) {
+  ^bb0(%out: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %v = memref.load %packed[%n, %byte] : memref<16x32xi8>
+    %odd = arith.remui %k, %c2 : index
+    %isEven = arith.cmpi eq, %odd, %c0 : index
+    %low = arith.andi %v, %c15 : i8
+    %hi = arith.shrui %v, %c4 : i8
+    %nib = arith.select %isEven, %low, %hi : i8
+    %g = arith.divui %k, %c16 : index
+    %s = memref.load %scales[%n, %g] : memref<16x4xi8>
+    %code = arith.muli %nib, %s : i8
+    linalg.yield %code : i8
+  }
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<16x64xi8>) outs(%c : memref<?x16xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
 // The packed bytes are written between the unpacking and the GEMM: the
 // temporary holds the old values, so it stays (and the unpacking with it).
 // CHECK-LABEL: func.func @unpacked_weight_overwritten

@@ -10,6 +10,7 @@
 #include "comfyquant/Dialect/ComfyQuant/IR/ComfyQuant.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -125,6 +126,13 @@ Value baseBuffer(Value v);
 
 /// The buffers (their bases, through views) `producer` reads.
 SmallVector<Value> producerReads(linalg::GenericOp producer);
+
+/// The indices `load` (a load in a producer's body) reads for element
+/// (row, col): the ops of the body its indices are computed by, cloned at
+/// `b` with linalg.index replaced by row and col.
+SmallVector<Value> producerLoadIndicesAt(OpBuilder &b, Location loc,
+                                         memref::LoadOp load, Value row,
+                                         Value col);
 
 /// The value `producer` writes at (row, col): its inputs read there, its
 /// body cloned at `b` with linalg.index replaced by row and col.

@@ -33,12 +33,6 @@ struct SignedNibbles {
 /// 512 (byte, parity) pairs, so any spelling of the unpack is recognised.
 std::optional<SignedNibbles> matchSignedNibbles(linalg::GenericOp producer);
 
-/// The indices of the byte holding element (row, k) of the unpacked
-/// operand: the load's index computation cloned at `b`.
-SmallVector<Value> signedNibbleByteIndices(OpBuilder &b, Location loc,
-                                           SignedNibbles nibbles,
-                                           Value row, Value k);
-
 } // namespace mlir::comfyquant::gpu_codegen
 
 #endif // COMFYQUANT_CODEGEN_GPU_SIGNEDNIBBLES_H
