@@ -685,7 +685,7 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
 using DecodedTiles = llvm::DenseMap<int64_t, Value>;
 
 /// The word where `row` starts in a core-matrix tile: (row / 8) * 64 +
-/// (row % 8) * 4 (word w of the row is then (w / 4) * 32 + w % 4 further).
+/// (row % 8) * 4.
 Value coreMatrixRowAt(OpBuilder &b, Location loc, Value row) {
   auto idx = [&](int64_t v) { return indexConstant(b, loc, v); };
   Value group = arith::DivUIOp::create(b, loc, row, idx(8));
@@ -693,6 +693,17 @@ Value coreMatrixRowAt(OpBuilder &b, Location loc, Value row) {
   Value inGroup = arith::RemUIOp::create(b, loc, row, idx(8));
   Value inGroupAt = arith::MulIOp::create(b, loc, inGroup, idx(4));
   return arith::AddIOp::create(b, loc, groupAt, inGroupAt);
+}
+
+/// Word `word` of the row starting at `rowAt` in a core-matrix tile:
+/// (word / 4) * 32 + word % 4 further.
+Value coreMatrixWordAt(OpBuilder &b, Location loc, Value rowAt, Value word) {
+  auto idx = [&](int64_t v) { return indexConstant(b, loc, v); };
+  Value half = arith::DivUIOp::create(b, loc, word, idx(4));
+  Value halfAt = arith::MulIOp::create(b, loc, half, idx(32));
+  Value inHalf = arith::RemUIOp::create(b, loc, word, idx(4));
+  Value wordAt = arith::AddIOp::create(b, loc, halfAt, inHalf);
+  return arith::AddIOp::create(b, loc, rowAt, wordAt);
 }
 
 /// The kernel's workgroup buffer of `words` i32 under `key` in `tiles`,
@@ -751,13 +762,9 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
         // Core-matrix word of (row, w): (row / 8) * 64 + (w / 4) * 32 +
         // (row % 8) * 4 + w % 4.
         Value rowAt = coreMatrixRowAt(b, loc, row);
-        // Word w = 2q + h: (w / 4) * 32 + w % 4.
+        // Word w = 2q + h.
         Value w = arith::AddIOp::create(b, loc, h, idx(2 * q));
-        Value half = arith::DivUIOp::create(b, loc, w, idx(4));
-        Value halfAt = arith::MulIOp::create(b, loc, half, idx(32));
-        Value wordInHalf = arith::RemUIOp::create(b, loc, w, idx(4));
-        Value wordAt = arith::AddIOp::create(b, loc, halfAt, wordInHalf);
-        Value at = arith::AddIOp::create(b, loc, rowAt, wordAt);
+        Value at = coreMatrixWordAt(b, loc, rowAt, w);
         Value word = memref::LoadOp::create(b, loc, tile, ValueRange{at});
         Value rowScales = arith::MulIOp::create(b, loc, row, idx(kSteps));
         Value scaleAt = arith::AddIOp::create(b, loc, rowScales, idx(q));
@@ -851,26 +858,20 @@ void expandFP8(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
       Value row = arith::DivUIOp::create(b, loc, u, idx(kRowWords));
       Value w = arith::RemUIOp::create(b, loc, u, idx(kRowWords));
       Value rowAt = coreMatrixRowAt(b, loc, row);
+      Value at = coreMatrixWordAt(b, loc, rowAt, w);
       Value q = arith::DivUIOp::create(b, loc, w, idx(4));
-      Value halfAt = arith::MulIOp::create(b, loc, q, idx(32));
       Value j = arith::RemUIOp::create(b, loc, w, idx(4));
-      Value wordAt = arith::AddIOp::create(b, loc, halfAt, j);
-      Value at = arith::AddIOp::create(b, loc, rowAt, wordAt);
       Value word = memref::LoadOp::create(b, loc, tile, ValueRange{at});
       Value values = decodeFP8Word(b, loc, word, fp8);
       Value pairs = vector::BitCastOp::create(
           b, loc, VectorType::get({2}, b.getI32Type()), values);
       Value first = vector::ExtractOp::create(b, loc, pairs, 0);
       Value second = vector::ExtractOp::create(b, loc, pairs, 1);
-      // Pair 2j + e sits at word (2j + e) / 4 * 32 + (2j + e) % 4.
+      // Pair 2j + e is word 2j + e of the row in tile q.
       Value tileAt = arith::MulIOp::create(b, loc, q, idx(rows * kRowWords));
-      Value pairHalf = arith::DivUIOp::create(b, loc, j, idx(2));
-      Value pairHalfAt = arith::MulIOp::create(b, loc, pairHalf, idx(32));
-      Value pairInHalf = arith::RemUIOp::create(b, loc, j, idx(2));
-      Value pairInHalfAt = arith::MulIOp::create(b, loc, pairInHalf, idx(2));
-      Value pairAt = arith::AddIOp::create(b, loc, pairHalfAt, pairInHalfAt);
-      Value outRowAt = arith::AddIOp::create(b, loc, rowAt, pairAt);
-      Value outAt = arith::AddIOp::create(b, loc, outRowAt, tileAt);
+      Value tileRowAt = arith::AddIOp::create(b, loc, rowAt, tileAt);
+      Value pair = arith::MulIOp::create(b, loc, j, idx(2));
+      Value outAt = coreMatrixWordAt(b, loc, tileRowAt, pair);
       memref::StoreOp::create(b, loc, first, out, ValueRange{outAt});
       Value nextAt = arith::AddIOp::create(b, loc, outAt, idx(1));
       memref::StoreOp::create(b, loc, second, out, ValueRange{nextAt});
