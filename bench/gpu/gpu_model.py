@@ -131,13 +131,40 @@ def mma_kind(stats_kernel):
     return "none"
 
 
+def is_operand_decode(k):
+    """The kernel that decodes a GEMM operand once per call (GpuGemmAttr's
+    decode_rows): its PTX name ends with _decode. Its work is the GEMM's."""
+    return k["name"].endswith("_decode")
+
+
 def gemm_and_prologue(stats):
+    """The GEMM kernel (the one with the most tensor instructions), the
+    operand-decode kernels that ran for it, and the other kernels (the
+    activation prologue)."""
     kernels = stats["kernels"]
     gemm = max(kernels, key=lambda k: k["tensor_instructions"])
     if not gemm["tensor_instructions"]:
         gemm = max(kernels, key=lambda k: k["warp_instructions_total"])
-    rest = [k for k in kernels if k is not gemm]
-    return gemm, rest
+    decode = [k for k in kernels if k is not gemm and is_operand_decode(k)]
+    rest = [k for k in kernels if k is not gemm and not is_operand_decode(k)]
+    return gemm, decode, rest
+
+
+def with_decode(gemm, decode):
+    """The GEMM kernel's counts with its operand decode's added: the
+    instructions and the global bytes (the decode reads the stored weights
+    and the GEMM reads what it wrote)."""
+    if not decode:
+        return gemm
+    k = dict(gemm)
+    for d in decode:
+        k["warp_instructions_total"] += d["warp_instructions_total"]
+        k["global_load_bytes"] += d["global_load_bytes"]
+        widths = dict(k["global_load_instructions_by_width"])
+        for w, n in d["global_load_instructions_by_width"].items():
+            widths[w] = widths.get(w, 0) + n
+        k["global_load_instructions_by_width"] = widths
+    return k
 
 
 def share16(k):
@@ -364,19 +391,21 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
       "most 1.5x. sm_90a/sm_100a rows (wgmma, tcgen05) and block-scaled mma.sync "
       "have no emulable CUTLASS peer (their CUTLASS kernels need TMA).")
     w("")
-    w("| format | arch | MMA | grid x block | warp instr / kMAC (ratio) | global B / kMAC "
+    w("| format | arch | MMA | grid x block | warp instr / kMAC (ratio) | of which "
+      "operand decode | global B / kMAC "
       "(ratio) | 16-B share | barriers / CTA / 64 B | tensor instr / CTA / 64 B | regs "
       "| spill B | smem B | CTAs/SM | prologue warp instr / kMAC | target |")
-    w("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+    w("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     misses = []
     spills = []
     for fmt in formats:
         for arch in archs:
             case, stats = results[(fmt, arch, BIG)]
-            gemm, rest = gemm_and_prologue(stats)
+            gemm, decode, rest = gemm_and_prologue(stats)
             kind = mma_kind(gemm)
             kbytes = BIG  # 8-bit A operand bytes per row; ratios use the same K
-            mm = metrics(gemm, BIG ** 3, kbytes)
+            mm = metrics(with_decode(gemm, decode), BIG ** 3, kbytes)
+            dec = 1000.0 * sum(k["warp_instructions_total"] for k in decode) / BIG ** 3
             res = resources.get((arch, gemm["name"]), {})
             regs = res.get("registers", 0)
             spill = res.get("spill_store_bytes", 0) + res.get("spill_load_bytes", 0)
@@ -401,9 +430,10 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
                 if not ok:
                     misses.append((fmt, arch, ri, rb))
             g = gemm["grid"]
-            w("| %s | %s | %s | %dx%dx%d x %d | %s | %s | %.0f %% | %.2f | %.1f | %d | %d | "
-              "%d | %d | %.3f | %s |" % (
-                  fmt, arch, kind, g[0], g[1], g[2], threads, ipm, bpm, 100 * mm["s16"],
+            w("| %s | %s | %s | %dx%dx%d x %d | %s | %s | %s | %.0f %% | %.2f | %.1f | %d | "
+              "%d | %d | %d | %.3f | %s |" % (
+                  fmt, arch, kind, g[0], g[1], g[2], threads, ipm,
+                  "%.3f" % dec if decode else "-", bpm, 100 * mm["s16"],
                   mm["bar"], mm["tpk"], regs, spill, smem, occ, pro, verdict))
     w("")
     w("## Decode: M = 1 and 16, N = K = %d" % DECODE)
@@ -426,7 +456,8 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
         for arch in archs:
             for m in DECODE_M:
                 case, stats = results[(fmt, arch, m)]
-                gemm, rest = gemm_and_prologue(stats)
+                gemm, decode, rest = gemm_and_prologue(stats)
+                gemm = with_decode(gemm, decode)
                 mb = module_bytes(ckdir, idx, case[4])
                 ratio = gemm["global_load_bytes"] / mb
                 # Each column tile (the grid's x) reads the M rows of A.
@@ -468,6 +499,10 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
       "kernels with different K steps compare.")
     w("- CTAs/SM: resident blocks per SM from ptxas's registers and shared memory and "
       "the arch's limits.")
+    w("- operand decode: the kernel that decodes the weights once per call from "
+      "the config's decode_rows on (W4A8/W6A8 to their int8 grid, W4A4's nibbles "
+      "to int8), part of the GEMM's figures (instructions and bytes), shown on its "
+      "own too.")
     w("- prologue: every other kernel of the module (activation rotation and "
       "quantization), per MAC of the GEMM.")
     with open(args.out + ".tmp", "w") as f:

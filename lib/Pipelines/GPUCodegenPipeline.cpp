@@ -95,6 +95,8 @@ void mlir::comfyquant::buildComfyQuantGPUDevicePipeline(
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(memref::createExpandStridedMetadataPass());
   device.addPass(createLowerAffinePass());
+  // Before arith-expand, which would make each clamp compares and selects.
+  device.addPass(createComfyQuantGPULowerBoundedMinMax());
   device.addPass(arith::createArithExpandOpsPass());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertGpuOpsToNVVMOps());

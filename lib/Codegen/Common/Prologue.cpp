@@ -8,8 +8,11 @@
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/Common/Gemm.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -135,4 +138,86 @@ SmallVector<Value> mlir::comfyquant::detail::producerLoadIndicesAt(
   return llvm::map_to_vector(load.getIndices(), [&](Value index) {
     return map.lookupOrDefault(index);
   });
+}
+
+namespace {
+
+/// `v` as x * A + c (or x * A | c, or x * A with c = 0) with 0 <= c < A:
+/// (x, A, c).
+std::optional<std::tuple<Value, int64_t, int64_t>> alignedColumn(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  APInt c(64, 0);
+  auto mul = dyn_cast<arith::MulIOp>(def);
+  if (isa<arith::AddIOp, arith::OrIOp>(def)) {
+    if (!matchPattern(def->getOperand(1), m_ConstantInt(&c)))
+      return std::nullopt;
+    mul = def->getOperand(0).getDefiningOp<arith::MulIOp>();
+  }
+  APInt a;
+  if (!mul || !matchPattern(mul.getRhs(), m_ConstantInt(&a)) ||
+      a.getActiveBits() > 62 || c.getActiveBits() > 62 ||
+      c.getZExtValue() >= a.getZExtValue())
+    return std::nullopt;
+  return std::make_tuple(mul.getLhs(), static_cast<int64_t>(a.getZExtValue()),
+                         static_cast<int64_t>(c.getZExtValue()));
+}
+
+/// (x, A, c, D) when `op` divides (or takes the remainder of) an aligned
+/// column x * A + c by a positive constant D dividing A.
+template <typename OpTy>
+std::optional<std::tuple<Value, int64_t, int64_t, int64_t>>
+alignedDivision(OpTy op) {
+  auto column = alignedColumn(op.getLhs());
+  APInt d;
+  if (!column || !matchPattern(op.getRhs(), m_ConstantInt(&d)) ||
+      d.isZero() || d.getActiveBits() > 62)
+    return std::nullopt;
+  auto [x, a, c] = *column;
+  auto divisor = static_cast<int64_t>(d.getZExtValue());
+  if (a % divisor)
+    return std::nullopt;
+  return std::make_tuple(x, a, c, divisor);
+}
+
+struct FoldAlignedDiv : OpRewritePattern<arith::DivUIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::DivUIOp op,
+                                PatternRewriter &rewriter) const override {
+    auto division = alignedDivision(op);
+    if (!division)
+      return failure();
+    auto [x, a, c, d] = *division;
+    Location loc = op.getLoc();
+    Type type = op.getType();
+    auto constant = [&](int64_t v) {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getIntegerAttr(type, v));
+    };
+    Value scaled = arith::MulIOp::create(rewriter, loc, x, constant(a / d));
+    rewriter.replaceOpWithNewOp<arith::AddIOp>(op, scaled, constant(c / d));
+    return success();
+  }
+};
+
+struct FoldAlignedRem : OpRewritePattern<arith::RemUIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::RemUIOp op,
+                                PatternRewriter &rewriter) const override {
+    auto division = alignedDivision(op);
+    if (!division)
+      return failure();
+    auto [x, a, c, d] = *division;
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, rewriter.getIntegerAttr(op.getType(), c % d));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::comfyquant::detail::populateAlignedColumnFoldPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<FoldAlignedDiv, FoldAlignedRem>(patterns.getContext());
 }

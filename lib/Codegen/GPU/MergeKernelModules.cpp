@@ -55,8 +55,14 @@ struct MergeKernelModulesPass
           launch.emitOpError("kernel not found");
           return WalkResult::interrupt();
         }
-        std::string name =
-            ptxIdentifier(entry) + "_k" + std::to_string(names.size());
+        // The kernel that decodes a GEMM operand once per call says so:
+        // profiles tell it from the activation prologue.
+        std::string role =
+            kernel.getName().starts_with(GpuGemmAttr::kDecodeKernelName)
+                ? "_decode"
+                : "";
+        std::string name = ptxIdentifier(entry) + "_k" +
+                           std::to_string(names.size()) + role;
         if (mergedSymbols.lookup(name)) {
           launch.emitOpError("kernel name '") << name << "' is taken";
           return WalkResult::interrupt();

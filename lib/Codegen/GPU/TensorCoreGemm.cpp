@@ -385,17 +385,18 @@ std::optional<Family> tensorCoreFamily(linalg::GenericOp op) {
 /// split).
 GpuGemmAttr builtConfig(MLIRContext *ctx, GpuMmaKind kind,
                         TileShape shape = kNarrowTile, int64_t splitK = 1,
-                        int64_t stages = 1) {
+                        int64_t stages = 1, int64_t decodeRows = 0) {
   return GpuGemmAttr::get(ctx, kind, {shape.rows(), shape.cols},
                           {16, shape.cols}, WarpgroupMmaOp::kStepBytes, stages,
-                          splitK);
+                          splitK, decodeRows);
 }
 
 /// The tile shape a built config names, if it names one.
 std::optional<TileShape> shapeOf(GpuGemmAttr config) {
   for (TileShape shape : {kNarrowTile, kWideTile, kTallTile})
     if (config == builtConfig(config.getContext(), config.getKind(), shape,
-                              config.getSplitK(), config.getStages()))
+                              config.getSplitK(), config.getStages(),
+                              config.getDecodeRows()))
       return shape;
   return std::nullopt;
 }
@@ -474,6 +475,27 @@ int64_t splitKFor(linalg::GenericOp op, const Family &f, TileShape shape,
   return std::max<int64_t>(splits, 1);
 }
 
+/// The rows of A from which B's fused decoder runs once per call instead
+/// of once per row tile of C (GpuGemmAttr's decode_rows), or 0: B has a
+/// producer of the integer operand's type over a static N x K that,
+/// decoded, is chunkable as A is (K a multiple of 16 bytes), and A is read
+/// as stored. From two row tiles of the fused kernel on, which decodes
+/// every weight twice or more.
+int64_t decodeRowsFor(linalg::GenericOp op, const Family &f, TileShape shape) {
+  Value bOperand = op.getDpsInputs()[1];
+  linalg::GenericOp producer =
+      mlir::comfyquant::detail::operandProducer(bOperand, op);
+  auto bType = dyn_cast<MemRefType>(bOperand.getType());
+  Fusion fusion = fusionFor(op);
+  if (!producer || !fusion.zeroFill || !fusion.epilogue || f.match.block ||
+      !isa<IntegerType>(f.load) || !bType ||
+      !bType.hasStaticShape() || bType.getRank() != 2 ||
+      bType.getElementType() != f.load ||
+      bType.getDimSize(1) % (4 * f.perReg) || !chunkableOperand(op, f, 0))
+    return 0;
+  return std::max<int64_t>(2 * shape.rows(), GpuGemmAttr::kSplitRows + 1);
+}
+
 struct SelectStrategyPass
     : mlir::comfyquant::impl::ComfyQuantGPUSelectStrategyBase<
           SelectStrategyPass> {
@@ -500,7 +522,8 @@ struct SelectStrategyPass
         TileShape shape = tileFor(op, *f, stages, fp8Accumulated);
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
                     builtConfig(&getContext(), f->kind, shape,
-                                splitKFor(op, *f, shape, fillCtas), stages));
+                                splitKFor(op, *f, shape, fillCtas), stages,
+                                decodeRowsFor(op, *f, shape)));
       }
     }
   }
@@ -517,6 +540,57 @@ struct SharedLoad {
   int64_t lanes;
 };
 
+/// Small read-only tables that `producers` look up per element (W4A8's
+/// 16-entry codebook): copied into workgroup memory of `launch` by its
+/// `threads` threads (`tid` each) before anything reads them, each global
+/// table mapped to its copy in `copies`. Read from global memory, each
+/// decoded code would cost a 4-byte load and a 64-bit address.
+void stageProducerTables(OpBuilder &b, Location loc, gpu::LaunchOp launch,
+                         ArrayRef<linalg::GenericOp> producers, Value tid,
+                         int64_t threads, IRMapping &copies) {
+  Builder h{b, loc};
+  llvm::SetVector<Value> tables;
+  for (linalg::GenericOp producer : producers)
+    producer.getRegion().walk([&](memref::LoadOp load) {
+      Value table = load.getMemRef();
+      auto type = dyn_cast<MemRefType>(table.getType());
+      if (producer.getRegion().isAncestor(table.getParentRegion()) ||
+          !type || type.getRank() != 1 || !type.hasStaticShape() ||
+          !type.getLayout().isIdentity() ||
+          !type.getElementType().isIntOrFloat())
+        return;
+      unsigned bits = type.getElementType().getIntOrFloatBitWidth();
+      if (bits < 8 || bits > 32 ||
+          type.getNumElements() * bits / 8 > kMaxStagedTableBytes)
+        return;
+      tables.insert(table);
+    });
+  if (tables.empty())
+    return;
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  for (Value table : tables) {
+    auto type = cast<MemRefType>(table.getType());
+    Value copy = launch.addWorkgroupAttribution(
+        MemRefType::get(type.getShape(), type.getElementType(),
+                        MemRefLayoutAttrInterface(), workgroup),
+        loc);
+    int64_t count = type.getNumElements();
+    for (int64_t i = 0; i < count; i += threads) {
+      Value at = h.add(tid, i);
+      OpBuilder::InsertionGuard guard(b);
+      if (i + threads > count) {
+        auto inside = scf::IfOp::create(b, loc, h.lt(at, h.idx(count)), false);
+        b.setInsertionPoint(inside.thenBlock()->getTerminator());
+      }
+      Value v = memref::LoadOp::create(b, loc, table, ValueRange{at});
+      memref::StoreOp::create(b, loc, v, copy, ValueRange{at});
+    }
+    copies.map(table, copy);
+  }
+  gpu::BarrierOp::create(b, loc);
+}
+
 /// Builds one tensor-core GEMM kernel in place of a linalg GEMM on
 /// buffers: the launch, each thread's place in it, the accumulators' first
 /// values, the copies of A and B (word fetch and pack, fused decoders,
@@ -526,9 +600,10 @@ struct SharedLoad {
 class TensorCoreKernelBuilder {
 public:
   TensorCoreKernelBuilder(linalg::GenericOp op, const Family &family,
-                          TileShape shape, int64_t splitK, int64_t stages)
+                          TileShape shape, int64_t splitK, int64_t stages,
+                          Value enabled = Value())
       : op(op), family(family), shape(shape), splitK(splitK),
-        asyncCopies(stages == 2),
+        enabled(enabled), asyncCopies(stages == 2),
         fusion(fusionFor(op)), b(op), loc(op.getLoc()), h{b, loc, &producers} {
   }
 
@@ -601,6 +676,9 @@ private:
   TileShape shape;
   /// The config's split_k (1: one block per tile at every M).
   int64_t splitK;
+  /// An i1 on the host: whether this kernel runs (its grid is empty
+  /// otherwise; see predecodedCopy). Null: always.
+  Value enabled;
   /// The config's two stages: cp.async copies when both operands are
   /// 16-byte aligned at run time (see kLoop).
   bool asyncCopies;
@@ -661,6 +739,8 @@ private:
     Value gridZ = one;
     if (splitK > 1)
       gridZ = arith::SelectOp::create(b, loc, splitRows(), h.idx(splitK), one);
+    if (enabled)
+      gridY = arith::SelectOp::create(b, loc, enabled, gridY, h.idx(0));
     MLIRContext *ctx = b.getContext();
     auto workgroup =
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -705,52 +785,14 @@ private:
   /// before anything reads them, the decoder reading the copy. Read from
   /// global memory, each decoded code would cost a 4-byte load.
   void stageTables() {
-    llvm::SetVector<Value> tables;
-    for (Value operand : {a, bm}) {
-      linalg::GenericOp producer = producers.lookup(operand);
-      if (!producer)
-        continue;
-      producer.getRegion().walk([&](memref::LoadOp load) {
-        Value table = load.getMemRef();
-        auto type = dyn_cast<MemRefType>(table.getType());
-        if (producer.getRegion().isAncestor(table.getParentRegion()) ||
-            !type || type.getRank() != 1 || !type.hasStaticShape() ||
-            !type.getLayout().isIdentity() ||
-            !type.getElementType().isIntOrFloat())
-          return;
-        unsigned bits = type.getElementType().getIntOrFloatBitWidth();
-        if (bits < 8 || bits > 32 ||
-            type.getNumElements() * bits / 8 > kMaxStagedTableBytes)
-          return;
-        tables.insert(table);
-      });
-    }
-    if (tables.empty())
-      return;
-    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                                gpu::AddressSpace::Workgroup);
-    for (Value table : tables) {
-      auto type = cast<MemRefType>(table.getType());
-      Value copy = launch.addWorkgroupAttribution(
-          MemRefType::get(type.getShape(), type.getElementType(),
-                          MemRefLayoutAttrInterface(), workgroup),
-          loc);
-      int64_t count = type.getNumElements();
-      for (int64_t i = 0; i < count; i += shape.threads()) {
-        Value at = h.add(tid, i);
-        OpBuilder::InsertionGuard guard(b);
-        if (i + shape.threads() > count) {
-          auto inside =
-              scf::IfOp::create(b, loc, h.lt(at, h.idx(count)), false);
-          b.setInsertionPoint(inside.thenBlock()->getTerminator());
-        }
-        Value v = memref::LoadOp::create(b, loc, table, ValueRange{at});
-        memref::StoreOp::create(b, loc, v, copy, ValueRange{at});
-      }
-      tableCopies.map(table, copy);
-    }
-    gpu::BarrierOp::create(b, loc);
-    h.stagedTables = &tableCopies;
+    SmallVector<linalg::GenericOp> decoders;
+    for (Value operand : {a, bm})
+      if (linalg::GenericOp producer = producers.lookup(operand))
+        decoders.push_back(producer);
+    stageProducerTables(b, loc, launch, decoders, tid, shape.threads(),
+                        tableCopies);
+    if (!tableCopies.getValueMap().empty())
+      h.stagedTables = &tableCopies;
   }
 
   /// Each thread's warp, lane, accumulator rows and columns, and the words
@@ -1848,6 +1890,114 @@ private:
   }
 };
 
+/// Threads of the kernel that decodes an operand once per call, and the
+/// elements each decodes (one 16-byte store: K is a multiple).
+constexpr int64_t kDecodeThreads = 256;
+constexpr int64_t kDecodeChunk = 16;
+
+/// GpuGemmAttr's decode_rows for `op` (whose fill and epilogue fuse, and
+/// whose B is read through a producer over a static N x K): from
+/// `decodeRows` rows of A on, a kernel writes B's producer into a
+/// workspace operand, 16 elements per thread, and a copy of the
+/// fill, GEMM and epilogue reads that operand as stored; the copy's config
+/// is the one a stored operand gets. Returns the copy and the i1 that
+/// enables it (the original runs otherwise). The i1 is computed before the
+/// fill, the rest follows the epilogue: between the producer and the GEMM
+/// a launch would hide the producer (operandProducer).
+std::pair<linalg::GenericOp, Value> predecodedCopy(linalg::GenericOp op,
+                                                   const Fusion &fusion,
+                                                   int64_t decodeRows) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  Value a = op.getDpsInputs()[0];
+  Value bOperand = op.getDpsInputs()[1];
+  linalg::GenericOp producer =
+      mlir::comfyquant::detail::operandProducer(bOperand, op);
+  auto bType = cast<MemRefType>(bOperand.getType());
+  int64_t cols = bType.getDimSize(0), depth = bType.getDimSize(1);
+  auto func = op->getParentOfType<func::FuncOp>();
+  OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
+  Value decoded = memref::AllocOp::create(
+      entry, loc, MemRefType::get(bType.getShape(), bType.getElementType()),
+      entry.getI64IntegerAttr(64));
+  OpBuilder b(fusion.zeroFill);
+  Builder h{b, loc};
+  Value rows = b.createOrFold<memref::DimOp>(loc, a, 0);
+  Value enabled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                        rows, h.idx(decodeRows));
+  b.setInsertionPointAfter(fusion.epilogue);
+  int64_t chunksPerRow = depth / kDecodeChunk;
+  int64_t chunks = cols * chunksPerRow;
+  Value grid = arith::SelectOp::create(
+      b, loc, enabled,
+      h.idx(llvm::divideCeilSigned(chunks, kDecodeThreads)), h.idx(0));
+  Value one = h.idx(1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, grid, one, one, h.idx(kDecodeThreads), one, one,
+      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+      /*asyncDependencies=*/{}, /*workgroupAttributions=*/{},
+      /*privateAttributions=*/{}, nullptr, nullptr, nullptr,
+      /*module=*/nullptr,
+      FlatSymbolRefAttr::get(ctx, GpuGemmAttr::kDecodeKernelName));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    Value tid = launch.getThreadIds().x;
+    IRMapping tables;
+    stageProducerTables(b, loc, launch, producer, tid, kDecodeThreads, tables);
+    Value first = h.mul(launch.getBlockIds().x, kDecodeThreads);
+    Value chunk = h.add(first, tid);
+    auto inside = scf::IfOp::create(b, loc, h.lt(chunk, h.idx(chunks)), false);
+    b.setInsertionPoint(inside.thenBlock()->getTerminator());
+    Value row = arith::DivUIOp::create(b, loc, chunk, h.idx(chunksPerRow));
+    Value chunkInRow =
+        arith::RemUIOp::create(b, loc, chunk, h.idx(chunksPerRow));
+    Value k = h.mul(chunkInRow, kDecodeChunk);
+    // Element e at k + e, with the producer's divisions and remainders of
+    // it folded (populateAlignedColumnFoldPatterns): the reads of one
+    // stored byte or scale by several elements then have one address.
+    SmallVector<Value> elems;
+    SmallVector<Operation *> indexOps;
+    for (int64_t e = 0; e < kDecodeChunk; ++e) {
+      Value col = e ? arith::AddIOp::create(b, loc, k, h.idx(e)).getResult() : k;
+      elems.push_back(mlir::comfyquant::detail::emitProducerAt(
+          b, loc, producer, row, col, &tables));
+    }
+    Value packed = vector::FromElementsOp::create(
+        b, loc, VectorType::get({kDecodeChunk}, bType.getElementType()),
+        elems);
+    vector::StoreOp::create(b, loc, packed, decoded, ValueRange{row, k},
+                            /*nontemporal=*/false,
+                            llvm::MaybeAlign(kDecodeChunk));
+    // (After the store: the folds may replace the elements' ops.)
+    inside.thenBlock()->walk([&](Operation *o) {
+      if (isa<arith::DivUIOp, arith::RemUIOp>(o))
+        indexOps.push_back(o);
+    });
+    RewritePatternSet folds(b.getContext());
+    mlir::comfyquant::detail::populateAlignedColumnFoldPatterns(folds);
+    (void)applyOpPatternsGreedily(indexOps, std::move(folds));
+  }
+  // The copy: its own C, zero-filled, the GEMM on the decoded operand, the
+  // epilogue reading the copy's C.
+  Value c = op.getDpsInitOperand(0)->get();
+  Operation *newC = b.clone(*c.getDefiningOp());
+  IRMapping map;
+  map.map(c, newC->getResult(0));
+  b.clone(*fusion.zeroFill, map);
+  map.map(bOperand, decoded);
+  auto copy = cast<linalg::GenericOp>(b.clone(*op, map));
+  b.clone(*fusion.epilogue, map);
+  std::optional<Family> f = tensorCoreFamily(copy);
+  int64_t stages = stagesFor(copy, *f);
+  copy->setAttr(ComfyQuantDialect::getGemmAttrName(),
+                builtConfig(ctx, f->kind, tileFor(copy, *f, stages, true), 1,
+                            stages));
+  return {copy, enabled};
+}
+
 struct TensorCoreGemmPass
     : mlir::comfyquant::impl::ComfyQuantGPUTensorCoreGemmBase<
           TensorCoreGemmPass> {
@@ -1856,7 +2006,9 @@ struct TensorCoreGemmPass
     if (func.isExternal())
       return;
     // The GEMMs the selection chose, with the config it chose.
-    SmallVector<std::tuple<linalg::GenericOp, Family, GpuGemmAttr, TileShape>>
+    // (With the i1 that enables the kernel, for decode_rows.)
+    SmallVector<
+        std::tuple<linalg::GenericOp, Family, GpuGemmAttr, TileShape, Value>>
         gemms;
     // (The family is held by value: the builder keeps a reference.)
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
@@ -1896,12 +2048,39 @@ struct TensorCoreGemmPass
                "bytes)";
         return signalPassFailure();
       }
-      gemms.push_back({op, *f, config, *shape});
+      if (config.getDecodeRows() &&
+          decodeRowsFor(op, *f, *shape) == 0) {
+        op.emitOpError("its config ")
+            << config
+            << " decodes B once per call, which needs B read through an "
+               "integer producer over a static N x K (K a multiple of 16 "
+               "bytes), A read as stored, and the fill and epilogue fused";
+        return signalPassFailure();
+      }
+      gemms.push_back({op, *f, config, *shape, Value()});
+    }
+    // decode_rows: the copy reading the decoded operand, then the original
+    // for fewer rows.
+    for (size_t i = 0, e = gemms.size(); i < e; ++i) {
+      auto [op, family, config, shape, enabled] = gemms[i];
+      if (!config.getDecodeRows())
+        continue;
+      auto [copy, large] =
+          predecodedCopy(op, fusionFor(op), config.getDecodeRows());
+      auto copyConfig =
+          copy->getAttrOfType<GpuGemmAttr>(ComfyQuantDialect::getGemmAttrName());
+      OpBuilder b(op);
+      Value small = arith::XOrIOp::create(
+          b, op.getLoc(), large,
+          arith::ConstantIntOp::create(b, op.getLoc(), b.getI1Type(), 1));
+      std::get<4>(gemms[i]) = small;
+      gemms.push_back({copy, *tensorCoreFamily(copy), copyConfig,
+                       *shapeOf(copyConfig), large});
     }
     SmallVector<Attribute> configs;
-    for (auto &[op, family, config, shape] : gemms) {
+    for (auto &[op, family, config, shape, enabled] : gemms) {
       TensorCoreKernelBuilder(op, family, shape, config.getSplitK(),
-                              config.getStages())
+                              config.getStages(), enabled)
           .build();
       configs.push_back(config);
     }

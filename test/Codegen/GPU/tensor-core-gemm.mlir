@@ -1450,3 +1450,82 @@ func.func @int8_gemm_wide(%a: memref<?x96xi8>, %b: memref<300x96xi8>, %c: memref
   }
   return
 }
+
+// -----
+
+// A weight decoded by its producer into a GEMM whose fill and epilogue
+// fuse, B static: from decode_rows (128) rows of A on, a decode_operand
+// kernel writes the decoded weight once (16 elements per thread, each
+// stored byte and scale loaded at one address: the producer's divisions
+// of the column folded at the chunk) and a copy of the GEMM reads it as
+// stored, with the wide tile and cp.async; the fused kernel's grid is
+// empty there, and theirs below.
+// CHECK-LABEL: func.func @decoded_once_per_call
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, decode_rows = 128>, #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>]
+// CHECK:         %[[DECODED:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256x64xi8>
+// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %{{.*}}, %c128 : index
+// CHECK:         %[[SMALL:.*]] = arith.xori %[[LARGE]], %true : i1
+// CHECK:         %[[FUSEDY:.*]] = arith.select %[[SMALL]], %{{.*}}, %{{.*}} : index
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}}, %{{.*}} = %[[FUSEDY]], {{.*}})
+// CHECK:           memref.load %arg1
+// CHECK:           comfyquant.warpgroup_mma
+// CHECK:         %[[DECODEX:.*]] = arith.select %[[LARGE]], %c4, %{{.*}} : index
+// CHECK:         gpu.launch blocks({{.*}}) in (%{{.*}} = %[[DECODEX]], {{.*}}) threads({{.*}}) in (%{{.*}} = %c256{{.*}}, {{.*}}) function(@decode_operand)
+// CHECK:           %[[ROW:.*]] = arith.divui %{{.*}}, %c4{{.*}} : index
+// CHECK:           %[[CHUNK:.*]] = arith.remui %{{.*}}, %c4{{.*}} : index
+// CHECK:           memref.load %arg1[%[[ROW]], %{{.*}}] : memref<256x32xi8>
+// CHECK:           memref.load %arg2[%[[ROW]], %[[CHUNK]]] : memref<256x4xi8>
+// CHECK-NOT:       arith.divui
+// CHECK-NOT:       arith.remui
+// CHECK:           vector.store %{{.*}}, %[[DECODED]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<256x64xi8>, vector<16xi8>
+// CHECK:         %[[COPYY:.*]] = arith.select %[[LARGE]], %{{.*}}, %{{.*}} : index
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}}, %{{.*}} = %[[COPYY]], {{.*}}) threads({{.*}}) in (%{{.*}} = %c256{{.*}}, {{.*}})
+// CHECK-NOT:       memref.load %arg1
+// CHECK:           vector.load %[[DECODED]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x64xi8>, vector<16xi8>
+// CHECK:           comfyquant.warpgroup_mma
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @decoded_once_per_call(%a: memref<?x64xi8>, %packed: memref<256x32xi8>, %scales: memref<256x4xi8>, %out: memref<?x256xf32>) {
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c0 = arith.constant 0 : index
+  %c15 = arith.constant 15 : i8
+  %c4 = arith.constant 4 : i8
+  %c0_i32 = arith.constant 0 : i32
+  %w = memref.alloc() : memref<256x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<256x64xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %v = memref.load %packed[%n, %byte] : memref<256x32xi8>
+    %odd = arith.remui %k, %c2 : index
+    %isEven = arith.cmpi eq, %odd, %c0 : index
+    %low = arith.andi %v, %c15 : i8
+    %hi = arith.shrui %v, %c4 : i8
+    %nib = arith.select %isEven, %low, %hi : i8
+    %g = arith.divui %k, %c16 : index
+    %s = memref.load %scales[%n, %g] : memref<256x4xi8>
+    %code = arith.muli %nib, %s : i8
+    linalg.yield %code : i8
+  }
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %c = memref.alloc(%m) : memref<?x256xi32>
+  linalg.fill ins(%c0_i32 : i32) outs(%c : memref<?x256xi32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<256x64xi8>) outs(%c : memref<?x256xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x256xi32>) outs(%out : memref<?x256xf32>) {
+  ^bb0(%x: i32, %y: f32):
+    %0 = arith.sitofp %x : i32 to f32
+    linalg.yield %0 : f32
+  }
+  return
+}

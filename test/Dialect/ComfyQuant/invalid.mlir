@@ -2772,6 +2772,11 @@ func.func private @f() attributes {g = #comfyquant.gpu_gemm<s8, block = [64, 128
 
 // -----
 
+// expected-error @+1 {{decode_rows must be 0 (never) or above 16, the rows split K covers}}
+func.func private @f() attributes {g = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, decode_rows = 16>}
+
+// -----
+
 // expected-error @+1 {{'comfyquant.target' must be a #comfyquant.target}}
 func.func private @f() attributes {comfyquant.target = "x86-64-v3"}
 

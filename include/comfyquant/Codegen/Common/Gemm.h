@@ -139,6 +139,14 @@ SmallVector<Value> producerLoadIndicesAt(OpBuilder &b, Location loc,
 Value emitProducerAt(OpBuilder &b, Location loc, linalg::GenericOp producer,
                      Value row, Value col, const IRMapping *seed = nullptr);
 
+/// Folds of a producer's index arithmetic at a column x * A + c (x * A | c,
+/// or x * A) with constants A and 0 <= c < A, as emitProducerAt gives for
+/// the elements of an aligned chunk: (x * A + c) / D -> x * (A / D) + c / D
+/// and (x * A + c) % D -> c % D for D dividing A. LLVM does not see through
+/// an or whose constant has bits on both sides of a shift, and loads one
+/// stored byte once per element that reads it.
+void populateAlignedColumnFoldPatterns(RewritePatternSet &patterns);
+
 /// An LLVM intrinsic call, held as a pure placeholder (a tagged unrealized
 /// cast) until comfyquant-cpu-materialize-intrinsics: the buffer
 /// deallocation pipeline rejects llvm.call_intrinsic, whose memory effects

@@ -23,6 +23,10 @@ namespace mlir::comfyquant {
 #define GEN_PASS_REGISTRATION
 #include "comfyquant/Codegen/GPU/Passes.h.inc"
 
+/// Float max/min against a nonzero, non-NaN constant right operand as
+/// LLVM's maxnum/minnum (comfyquant-gpu-lower-bounded-min-max).
+void populateBoundedMinMaxPatterns(RewritePatternSet &patterns);
+
 } // namespace mlir::comfyquant
 
 #endif // COMFYQUANT_CODEGEN_GPU_PASSES_H

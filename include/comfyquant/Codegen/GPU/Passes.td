@@ -358,4 +358,21 @@ def ComfyQuantGPUExternalizeDynamicSharedMemory
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def ComfyQuantGPULowerBoundedMinMax
+    : Pass<"comfyquant-gpu-lower-bounded-min-max", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Float max/min against a nonzero constant as one instruction";
+  let description = [{
+    `arith-expand` turns every `arith.maxnumf`/`arith.minnumf` into
+    compares and selects (ties to the right operand, a NaN left operand
+    giving the right one), so that reductions agree bit for bit with the
+    CPU back end. When the right operand is a constant other than zero and
+    NaN, PTX's `max.f32`/`min.f32` compute the same value: a tie is then
+    two equal nonzero values (the same bits), and a NaN left operand gives
+    the constant in both. Such ops (the clamps of quantizers and weight
+    decoders: six instructions each expanded) become `llvm.intr.maxnum` /
+    `llvm.intr.minnum` before `arith-expand` runs.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // COMFYQUANT_CODEGEN_GPU_PASSES_TD

@@ -339,7 +339,8 @@ int64_t CpuGemmAttr::getStepK() const { return getKv(); }
 LogicalResult GpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   GpuMmaKind kind, ArrayRef<int64_t> block,
                                   ArrayRef<int64_t> warp, int64_t kBytes,
-                                  int64_t stages, int64_t splitK) {
+                                  int64_t stages, int64_t splitK,
+                                  int64_t decodeRows) {
   if (block.size() != 2 || warp.size() != 2)
     return emitError() << "block and warp are [rows, columns]";
   if (block[0] <= 0 || block[1] <= 0 || warp[0] <= 0 || warp[1] <= 0 ||
@@ -355,7 +356,78 @@ LogicalResult GpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "stages must be at least 1";
   if (splitK < 1 || splitK > kMaxSplitK)
     return emitError() << "split_k must be in [1, " << kMaxSplitK << "]";
+  // Split K applies up to kSplitRows rows, where B stays fused.
+  if (decodeRows != 0 && decodeRows <= kSplitRows)
+    return emitError() << "decode_rows must be 0 (never) or above "
+                       << kSplitRows << ", the rows split K covers";
   return success();
+}
+
+/// `<kind, block = [r, c], warp = [r, c], k_bytes = K, stages = S`
+/// then, in either order and each at most once, `, split_k = Z` and
+/// `, decode_rows = R` (omitted at their defaults), `>`.
+Attribute GpuGemmAttr::parse(AsmParser &parser, Type) {
+  FailureOr<GpuMmaKind> kind;
+  SmallVector<int64_t> block, warp;
+  int64_t kBytes = 0, stages = 0, splitK = 1, decodeRows = 0;
+  auto parseList = [&](StringRef key, SmallVector<int64_t> &into) {
+    return failure(parser.parseComma() || parser.parseKeyword(key) ||
+                   parser.parseEqual() ||
+                   parser.parseCommaSeparatedList(
+                       AsmParser::Delimiter::Square, [&]() -> ParseResult {
+                         return parser.parseInteger(into.emplace_back());
+                       }));
+  };
+  auto parseValue = [&](StringRef key, int64_t &into) {
+    return failure(parser.parseComma() || parser.parseKeyword(key) ||
+                   parser.parseEqual() || parser.parseInteger(into));
+  };
+  if (parser.parseLess())
+    return {};
+  kind = FieldParser<GpuMmaKind>::parse(parser);
+  if (failed(kind) || failed(parseList("block", block)) ||
+      failed(parseList("warp", warp)) ||
+      failed(parseValue("k_bytes", kBytes)) ||
+      failed(parseValue("stages", stages)))
+    return {};
+  bool seenSplit = false, seenDecode = false;
+  while (succeeded(parser.parseOptionalComma())) {
+    StringRef key;
+    SMLoc at = parser.getCurrentLocation();
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return {};
+    bool &seen = key == "split_k" ? seenSplit : seenDecode;
+    if ((key != "split_k" && key != "decode_rows") || seen) {
+      parser.emitError(at) << "expected split_k or decode_rows, each once";
+      return {};
+    }
+    seen = true;
+    if (parser.parseInteger(key == "split_k" ? splitK : decodeRows))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); },
+                    parser.getContext(), *kind, block, warp, kBytes, stages,
+                    splitK, decodeRows);
+}
+
+void GpuGemmAttr::print(AsmPrinter &printer) const {
+  auto list = [&](ArrayRef<int64_t> values) {
+    printer << "[";
+    llvm::interleaveComma(values, printer);
+    printer << "]";
+  };
+  printer << "<" << stringifyGpuMmaKind(getKind()) << ", block = ";
+  list(getBlock());
+  printer << ", warp = ";
+  list(getWarp());
+  printer << ", k_bytes = " << getKBytes() << ", stages = " << getStages();
+  if (getSplitK() != 1)
+    printer << ", split_k = " << getSplitK();
+  if (getDecodeRows() != 0)
+    printer << ", decode_rows = " << getDecodeRows();
+  printer << ">";
 }
 
 TargetKind GpuGemmAttr::getBackend() const { return TargetKind::cuda; }

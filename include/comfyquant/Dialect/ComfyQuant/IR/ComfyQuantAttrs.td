@@ -471,27 +471,39 @@ def ComfyQuant_GpuGemmAttr : ComfyQuant_Attr<"GpuGemm", "gpu_gemm", [
     kernel adds them in split order and applies the epilogue, so that a
     narrow N still fills the GPU. Larger M runs one block per tile.
 
+    `decode_rows` (default 0, then not printed): from that many rows of A
+    on, the fused decoder of B (W4A8's codes through its grid, W4A4's
+    nibbles) runs once per call, a kernel writing the decoded operand into
+    a workspace, and the GEMM reads that as stored with the tile a stored
+    operand gets (two warpgroups, cp.async stages where they fit); below
+    it, the GEMM decodes B in its copies as configured. A fused decoder
+    decodes every weight once per row tile of C, so from two row tiles on
+    decoding once costs less.
+
     ```mlir
     #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
     #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 6>
     #comfyquant.gpu_gemm<s8, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2, split_k = 11>
+    #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, split_k = 16, decode_rows = 128>
     ```
   }];
   let parameters = (ins EnumParameter<ComfyQuant_GpuMmaKind>:$kind,
                         ArrayRefParameter<"int64_t">:$block,
                         ArrayRefParameter<"int64_t">:$warp,
                         "int64_t":$k_bytes, "int64_t":$stages,
-                        DefaultValuedParameter<"int64_t", "1">:$split_k);
-  let assemblyFormat = [{
-    `<` $kind `,` `block` `=` `[` $block `]` `,` `warp` `=` `[` $warp `]` `,`
-    `k_bytes` `=` $k_bytes `,` `stages` `=` $stages
-    (`,` `split_k` `=` $split_k^)? `>`
-  }];
+                        DefaultValuedParameter<"int64_t", "1">:$split_k,
+                        DefaultValuedParameter<"int64_t", "0">:$decode_rows);
+  // Custom: the two optional trailing keys each start with a comma, which
+  // the declarative format cannot tell apart.
+  let hasCustomAssemblyFormat = 1;
   let extraClassDeclaration = [{
     /// The most rows of A for which a split_k config splits K.
     static constexpr int64_t kSplitRows = 16;
     /// The most blocks K is split over.
     static constexpr int64_t kMaxSplitK = 16;
+    /// The kernel that decodes an operand once per call (decode_rows) is
+    /// outlined under this name; its PTX name ends with "_decode".
+    static constexpr ::llvm::StringLiteral kDecodeKernelName = "decode_operand";
   }];
   let genVerifyDecl = 1;
 }
