@@ -239,3 +239,62 @@ func.func @wide_tile_one_stage(%a: memref<?x96xi8>, %b: memref<512x96xi8>, %c: m
   }
   return
 }
+
+// -----
+
+// A weight decoded by its producer, but C is an argument (no fill and
+// epilogue to copy): no decode_rows, the decode stays fused at every M.
+// A config that asks for decode_rows where it cannot apply is refused.
+// CHECK-LABEL: func.func @decoded_weight_into_argument
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @decoded_weight_into_argument(%a: memref<?x64xi8>, %packed: memref<256x32xi8>, %c: memref<?x256xi32>) {
+  %c2 = arith.constant 2 : index
+  %c0 = arith.constant 0 : index
+  %c15 = arith.constant 15 : i8
+  %c4 = arith.constant 4 : i8
+  %w = memref.alloc() : memref<256x64xi8>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%w : memref<256x64xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %byte = arith.divui %k, %c2 : index
+    %v = memref.load %packed[%n, %byte] : memref<256x32xi8>
+    %odd = arith.remui %k, %c2 : index
+    %isEven = arith.cmpi eq, %odd, %c0 : index
+    %low = arith.andi %v, %c15 : i8
+    %hi = arith.shrui %v, %c4 : i8
+    %nib = arith.select %isEven, %low, %hi : i8
+    linalg.yield %nib : i8
+  }
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %w : memref<?x64xi8>, memref<256x64xi8>) outs(%c : memref<?x256xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %y : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+func.func @decode_rows_without_decoder(%a: memref<?x64xi8>, %b: memref<256x64xi8>, %c: memref<?x256xi32>) {
+  // expected-error @below {{decodes B once per call, which needs B read through an integer producer over a static N x K (K a multiple of 16 bytes), A read as stored, and the fill and epilogue fused}}
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x64xi8>, memref<256x64xi8>) outs(%c : memref<?x256xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, decode_rows = 128>} {
+  ^bb0(%x: i8, %w: i8, %acc: i32):
+    %0 = arith.extsi %x : i8 to i32
+    %1 = arith.extsi %w : i8 to i32
+    %2 = arith.muli %0, %1 : i32
+    %3 = arith.addi %acc, %2 : i32
+    linalg.yield %3 : i32
+  }
+  return
+}
