@@ -47,6 +47,9 @@ QUICK_FORMATS = ["int8_tensorwise", "float8_e4m3fn", "nvfp4"]
 QUICK_ARCHS = ["sm_80", "sm_89", "sm_90a", "sm_100a"]
 CUTLASS_VERSION = "4.2.0.0"
 BIG = 1024
+# Codes per activation scale byte of the block-scaled formats: A's scales
+# are activation bytes, read by every column tile like its codes.
+ACTIVATION_SCALE_BLOCK = {"nvfp4": 16, "mxfp8": 32}
 DECODE = 3072
 DECODE_M = [1, 16]
 SMS = 132  # an H100 SXM: the SMs a decode grid should fill
@@ -442,7 +445,8 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
       "the weights read once: (GEMM global bytes - activation bytes) / module "
       "bytes at most 1.01, where the module's bytes are its weights and scales "
       "and the activation bytes are what each column tile must read of A "
-      "(M K bytes of 8-bit codes, once per tile: M K times the grid's x, the "
+      "(M K bytes of 8-bit codes, and for NVFP4 and MXFP8 M K / 16 and M K / 32 "
+      "bytes of their block scales, once per tile: times the grid's x, the "
       "tiles of N). Anything "
       "more is weights read twice or activation rows read that are not there "
       "(rows past M)." % SMS)
@@ -460,8 +464,10 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
                 gemm = with_decode(gemm, decode)
                 mb = module_bytes(ckdir, idx, case[4])
                 ratio = gemm["global_load_bytes"] / mb
-                # Each column tile (the grid's x) reads the M rows of A.
-                activation = m * DECODE * gemm["grid"][0]
+                # Each column tile (the grid's x) reads the M rows of A: its
+                # codes and, block-scaled, one scale byte per block of them.
+                per_row = DECODE + DECODE // ACTIVATION_SCALE_BLOCK.get(fmt, DECODE * 2)
+                activation = m * per_row * gemm["grid"][0]
                 weights = (gemm["global_load_bytes"] - activation) / mb
                 n_ctas = ctas(gemm)
                 ok = n_ctas >= SMS and weights <= 1.01
