@@ -86,10 +86,6 @@ cl::opt<std::string> emit(
     cl::init("so"));
 cl::opt<bool> overwrite(cl::cat(toolOptions), "overwrite",
                         cl::desc("Replace an existing artifact directory"));
-cl::opt<bool> allowSpills(
-    cl::cat(toolOptions), "allow-spills",
-    cl::desc("Build CUDA kernels whose registers spill (a warning) instead of "
-             "failing the compile"));
 cl::opt<bool> quiet(cl::cat(toolOptions), "quiet",
                     cl::desc("No progress lines and no summary on stderr"));
 cl::opt<bool> asJson(cl::cat(toolOptions), "json",
@@ -220,7 +216,6 @@ std::string compileMain(int argc, char **argv) {
   o.checkpoint = inputFile;
   o.outputDir = outputDir;
   o.overwrite = overwrite;
-  o.allowSpills = allowSpills;
   if (!parseGemmTiles(gemmTiles, o.gemmTiles, error) ||
       !parseCompileTargets(target, o.targets, error))
     return error;

@@ -69,10 +69,6 @@ struct CompileOptions {
   EnumChoice<CpuGemmForm> gemmForm;
   GemmTileOverride gemmTiles;
 
-  /// Build CUDA kernels that spill registers (a warning) instead of
-  /// refusing them (an error naming the kernel).
-  bool allowSpills = false;
-
   /// Parallel codegen jobs (0: all hardware threads).
   unsigned jobs = 0;
   /// Serialize codegen and keep one context thread (--mlir-print-ir-*).

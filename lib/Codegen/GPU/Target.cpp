@@ -192,17 +192,8 @@ mlir::comfyquant::recordedBlockSizes(StringRef ptx) {
 bool mlir::comfyquant::checkKernelResources(
     const std::map<std::string, KernelResources> &used,
     const std::map<std::string, int64_t> &blockSizes, const CUDAArch &arch,
-    std::string &error, bool allowSpills) {
+    std::string &error) {
   for (const auto &[name, k] : used) {
-    if (!allowSpills && (k.spillStoreBytes || k.spillLoadBytes)) {
-      error = "kernel '" + name + "' spills (" +
-              std::to_string(k.spillStoreBytes) + " B stored, " +
-              std::to_string(k.spillLoadBytes) + " B loaded per thread, " +
-              std::to_string(k.registers) +
-              " registers); a kernel that spills is refused "
-              "(--allow-spills builds it)";
-      return false;
-    }
     auto size = blockSizes.find(name);
     if (size == blockSizes.end()) {
       error = "kernel '" + name +

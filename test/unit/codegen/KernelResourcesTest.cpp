@@ -81,22 +81,6 @@ TEST(KernelResources, RegistersAgainstTheRecordedBlockSize) {
       << error;
 }
 
-TEST(KernelResources, SpillsAreRefusedUnlessAllowed) {
-  std::string error;
-  auto sizes = recordedBlockSizes(kPtx);
-  auto used = parsePtxasReport(report("small", 255, 140));
-  EXPECT_FALSE(checkKernelResources(used, sizes, sm90a(), error));
-  EXPECT_NE(error.find("kernel 'small' spills (140 B stored, 140 B loaded "
-                       "per thread, 255 registers); a kernel that spills is "
-                       "refused"),
-            std::string::npos)
-      << error;
-  error.clear();
-  EXPECT_TRUE(checkKernelResources(used, sizes, sm90a(), error,
-                                   /*allowSpills=*/true))
-      << error;
-}
-
 TEST(KernelResources, EveryKernelNeedsARecordedBlockSize) {
   std::string error;
   EXPECT_FALSE(checkKernelResources(parsePtxasReport(report("unbounded", 8)),

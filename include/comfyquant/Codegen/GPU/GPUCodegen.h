@@ -86,13 +86,11 @@ std::map<std::string, int64_t> recordedBlockSizes(llvm::StringRef ptx);
 /// Checks every assembled kernel against its recorded block size and the
 /// arch's limits: a block size is recorded and within maxThreadsPerBlock,
 /// and its registers (allocated per warp in units of 256) fit the block's
-/// register file; and it does not spill, unless `allowSpills` (local
-/// memory traffic is the slowest path a kernel has, and no smaller tile is
-/// tried instead). Returns false with `error` naming the kernel.
+/// register file. Spills are reported (KernelResources), not refused.
+/// Returns false with `error` naming the kernel.
 bool checkKernelResources(const std::map<std::string, KernelResources> &used,
                           const std::map<std::string, int64_t> &blockSizes,
-                          const CUDAArch &arch, std::string &error,
-                          bool allowSpills = false);
+                          const CUDAArch &arch, std::string &error);
 
 } // namespace comfyquant
 } // namespace mlir
