@@ -1904,9 +1904,18 @@ constexpr int64_t kDecodeChunk = 16;
 /// enables it (the original runs otherwise). The i1 is computed before the
 /// fill, the rest follows the epilogue: between the producer and the GEMM
 /// a launch would hide the producer (operandProducer).
-std::pair<linalg::GenericOp, Value> predecodedCopy(linalg::GenericOp op,
-                                                   const Fusion &fusion,
-                                                   int64_t decodeRows) {
+/// The copy predecodedCopy builds: the GEMM, its family, config and tile,
+/// and the i1 that enables it.
+struct PredecodedCopy {
+  linalg::GenericOp op;
+  Family family;
+  GpuGemmAttr config;
+  TileShape shape;
+  Value enabled;
+};
+
+PredecodedCopy predecodedCopy(linalg::GenericOp op, const Fusion &fusion,
+                              int64_t decodeRows) {
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
   Value a = op.getDpsInputs()[0];
@@ -1990,12 +1999,13 @@ std::pair<linalg::GenericOp, Value> predecodedCopy(linalg::GenericOp op,
   map.map(bOperand, decoded);
   auto copy = cast<linalg::GenericOp>(b.clone(*op, map));
   b.clone(*fusion.epilogue, map);
-  std::optional<Family> f = tensorCoreFamily(copy);
-  int64_t stages = stagesFor(copy, *f);
-  copy->setAttr(ComfyQuantDialect::getGemmAttrName(),
-                builtConfig(ctx, f->kind, tileFor(copy, *f, stages, true), 1,
-                            stages));
-  return {copy, enabled};
+  // The same operands but B: a family covers it as it covers op.
+  Family f = *tensorCoreFamily(copy);
+  int64_t stages = stagesFor(copy, f);
+  TileShape shape = tileFor(copy, f, stages, true);
+  GpuGemmAttr config = builtConfig(ctx, f.kind, shape, 1, stages);
+  copy->setAttr(ComfyQuantDialect::getGemmAttrName(), config);
+  return {copy, std::move(f), config, shape, enabled};
 }
 
 struct TensorCoreGemmPass
@@ -2065,17 +2075,15 @@ struct TensorCoreGemmPass
       auto [op, family, config, shape, enabled] = gemms[i];
       if (!config.getDecodeRows())
         continue;
-      auto [copy, large] =
+      PredecodedCopy copy =
           predecodedCopy(op, fusionFor(op), config.getDecodeRows());
-      auto copyConfig =
-          copy->getAttrOfType<GpuGemmAttr>(ComfyQuantDialect::getGemmAttrName());
       OpBuilder b(op);
       Value small = arith::XOrIOp::create(
-          b, op.getLoc(), large,
+          b, op.getLoc(), copy.enabled,
           arith::ConstantIntOp::create(b, op.getLoc(), b.getI1Type(), 1));
       std::get<4>(gemms[i]) = small;
-      gemms.push_back({copy, *tensorCoreFamily(copy), copyConfig,
-                       *shapeOf(copyConfig), large});
+      gemms.push_back(
+          {copy.op, copy.family, copy.config, copy.shape, copy.enabled});
     }
     SmallVector<Attribute> configs;
     for (auto &[op, family, config, shape, enabled] : gemms) {
