@@ -13,6 +13,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -165,7 +167,8 @@ std::optional<std::tuple<Value, int64_t, int64_t>> alignedColumn(Value v) {
 }
 
 /// (x, A, c, D) when `op` divides (or takes the remainder of) an aligned
-/// column x * A + c by a positive constant D dividing A.
+/// column x * A + c by a positive constant D dividing A or a multiple of
+/// A.
 template <typename OpTy>
 std::optional<std::tuple<Value, int64_t, int64_t, int64_t>>
 alignedDivision(OpTy op) {
@@ -176,7 +179,7 @@ alignedDivision(OpTy op) {
     return std::nullopt;
   auto [x, a, c] = *column;
   auto divisor = static_cast<int64_t>(d.getZExtValue());
-  if (a % divisor)
+  if (a % divisor && divisor % a)
     return std::nullopt;
   return std::make_tuple(x, a, c, divisor);
 }
@@ -195,6 +198,11 @@ struct FoldAlignedDiv : OpRewritePattern<arith::DivUIOp> {
       return arith::ConstantOp::create(rewriter, loc,
                                        rewriter.getIntegerAttr(type, v));
     };
+    if (d % a == 0) {
+      // c < A <= D: the quotient is x's alone.
+      rewriter.replaceOpWithNewOp<arith::DivUIOp>(op, x, constant(d / a));
+      return success();
+    }
     Value scaled = arith::MulIOp::create(rewriter, loc, x, constant(a / d));
     rewriter.replaceOpWithNewOp<arith::AddIOp>(op, scaled, constant(c / d));
     return success();
@@ -209,8 +217,21 @@ struct FoldAlignedRem : OpRewritePattern<arith::RemUIOp> {
     if (!division)
       return failure();
     auto [x, a, c, d] = *division;
+    Type type = op.getType();
+    if (d % a == 0 && d != a) {
+      // (x % (D / A)) * A + c.
+      Location loc = op.getLoc();
+      auto constant = [&](int64_t v) {
+        return arith::ConstantOp::create(rewriter, loc,
+                                         rewriter.getIntegerAttr(type, v));
+      };
+      Value rem = arith::RemUIOp::create(rewriter, loc, x, constant(d / a));
+      Value scaled = arith::MulIOp::create(rewriter, loc, rem, constant(a));
+      rewriter.replaceOpWithNewOp<arith::AddIOp>(op, scaled, constant(c));
+      return success();
+    }
     rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-        op, rewriter.getIntegerAttr(op.getType(), c % d));
+        op, rewriter.getIntegerAttr(type, c % d));
     return success();
   }
 };
@@ -220,4 +241,45 @@ struct FoldAlignedRem : OpRewritePattern<arith::RemUIOp> {
 void mlir::comfyquant::detail::populateAlignedColumnFoldPatterns(
     RewritePatternSet &patterns) {
   patterns.add<FoldAlignedDiv, FoldAlignedRem>(patterns.getContext());
+}
+
+SmallVector<Value> mlir::comfyquant::detail::emitAlignedProducerChunk(
+    OpBuilder &b, Location loc, linalg::GenericOp producer, Value row, Value x,
+    int64_t align, int64_t count, const IRMapping *seed) {
+  assert(count <= align && "a chunk inside one aligned span");
+  Type type = x.getType();
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, v));
+  };
+  Value first = arith::MulIOp::create(b, loc, x, constant(align));
+  SmallVector<Value> columns, elems;
+  for (int64_t e = 0; e < count; ++e) {
+    Value col =
+        e ? arith::AddIOp::create(b, loc, first, constant(e)).getResult()
+          : first;
+    columns.push_back(col);
+    elems.push_back(emitProducerAt(b, loc, producer, row, col, seed));
+  }
+  // The divisions in the columns' index arithmetic (the elements are of
+  // the operand's element type, never among them).
+  ForwardSliceOptions options;
+  options.filter = [&](Operation *o) {
+    return o->getNumResults() == 1 && o->getResult(0).getType() == type;
+  };
+  SetVector<Operation *> reached;
+  for (Value col : columns)
+    getForwardSlice(col, &reached, options);
+  SmallVector<Operation *> divisions;
+  for (Operation *o : reached)
+    if (isa<arith::DivUIOp, arith::RemUIOp>(o))
+      divisions.push_back(o);
+  RewritePatternSet folds(b.getContext());
+  populateAlignedColumnFoldPatterns(folds);
+  // Only the divisions and what their folds create: a fold reaching the
+  // elements' ops (a select on a folded parity) would replace an element.
+  (void)applyOpPatternsGreedily(
+      divisions, std::move(folds),
+      GreedyRewriteConfig().setStrictness(
+          GreedyRewriteStrictness::ExistingAndNewOps));
+  return elems;
 }

@@ -55,39 +55,10 @@ namespace {
 /// The f16 values of the four FP8 codes in `reg` (vector<4xi8>).
 SmallVector<Value> codesToF16(OpBuilder &b, Location loc, Value reg,
                               Type fp8) {
-  auto i16s = VectorType::get({4}, b.getI16Type());
-  auto f16s = VectorType::get({4}, b.getF16Type());
-  auto splat16 = [&](int64_t v) -> Value {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(i16s, b.getI16IntegerAttr(v)));
-  };
-  Value wide = arith::ExtUIOp::create(b, loc, i16s, reg);
-  Value halves;
-  if (isa<Float8E5M2Type>(fp8)) {
-    // e5m2 is the high byte of the f16 with the same value.
-    Value bits = arith::ShLIOp::create(b, loc, wide, splat16(8));
-    halves = arith::BitcastOp::create(b, loc, f16s, bits);
-  } else {
-    // e4m3 (bias 7) placed in an f16 (bias 15) is 2^-8 of its value,
-    // subnormals included; the multiply by 2^8 is exact. 0x7f/0xff is NaN.
-    Value sign = arith::AndIOp::create(b, loc, wide, splat16(0x80));
-    Value signHigh = arith::ShLIOp::create(b, loc, sign, splat16(8));
-    Value magnitude = arith::AndIOp::create(b, loc, wide, splat16(0x7f));
-    Value placed = arith::ShLIOp::create(b, loc, magnitude, splat16(7));
-    Value bits = arith::OrIOp::create(b, loc, signHigh, placed);
-    Value scaled = arith::BitcastOp::create(b, loc, f16s, bits);
-    Value rebias = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(f16s, b.getF16FloatAttr(256.0f)));
-    Value value = arith::MulFOp::create(b, loc, scaled, rebias);
-    Value isNaN = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        magnitude, splat16(0x7f));
-    Value nan = arith::ConstantOp::create(
-        b, loc,
-        DenseElementsAttr::get(
-            f16s, b.getFloatAttr(b.getF16Type(),
-                                 APFloat::getQNaN(APFloat::IEEEhalf()))));
-    halves = arith::SelectOp::create(b, loc, isNaN, nan, value);
-  }
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getI32Type()), reg);
+  Value halves = decodeFP8Word(
+      b, loc, vector::ExtractOp::create(b, loc, word, 0), fp8);
   SmallVector<Value> out;
   for (int64_t i = 0; i < 4; ++i)
     out.push_back(vector::ExtractOp::create(b, loc, halves, i));

@@ -1168,31 +1168,25 @@ private:
   /// The `p` elements of the word at (row, k) of an operand read through
   /// its producer, for a word inside the operand (packWord's branch) when
   /// K is a static multiple of `p`: the word is then wholly inside K, so no
-  /// element needs a bound or a clamp, and element e is at column `k | e`
+  /// element needs a bound or a clamp, and element e is at column k + e
   /// (k a multiple of p). The producer's reads of one stored byte (two
   /// E2M1 codes or int4 nibbles) or one scale (a block of 16 or more codes)
-  /// then have one address, which LLVM sees once the or's low bits drop
-  /// out of the division, and each is loaded once per word instead of once
-  /// per element. Empty otherwise.
+  /// then have one address, and each is loaded once per word instead of
+  /// once per element. Empty otherwise.
   SmallVector<Value> wholeWordElements(Value from, Value row, Value k) {
     linalg::GenericOp producer =
         h.producers ? h.producers->lookup(from) : linalg::GenericOp();
     int64_t depth = cast<ShapedType>(from.getType()).getDimSize(1);
     if (!producer || ShapedType::isDynamic(depth) || depth % p)
       return {};
-    SmallVector<Value> elems;
-    // k with its low bits cleared, as LLVM can see: the reads of one byte
-    // or scale by every element then fold to one address (without it,
-    // LLVM proved k even but not a multiple of 4, and W6A8's byte of
-    // 2-bit high parts was loaded twice per word).
-    Value mask = h.idx(~(p - 1));
-    k = arith::AndIOp::create(b, loc, k, mask);
-    for (int64_t e = 0; e < p; ++e) {
-      Value col = e ? arith::OrIOp::create(b, loc, k, h.idx(e)).getResult() : k;
-      elems.push_back(mlir::comfyquant::detail::emitProducerAt(
-          b, loc, producer, row, col, &wordSeed));
-    }
-    return elems;
+    // Columns (k / p) * p + e, the producer's divisions of them folded:
+    // one index expression per stored byte or scale whatever LLVM proves
+    // of k (a peeled first step's k is an or, where LLVM saw
+    // (k | 2) >> 1 and (k >> 1) | 1 as two bytes and loaded W6A8's low
+    // nibbles three times per word).
+    Value word = arith::DivUIOp::create(b, loc, k, h.idx(p));
+    return mlir::comfyquant::detail::emitAlignedProducerChunk(
+        b, loc, producer, row, word, p, p, &wordSeed);
   }
 
   /// The word of `p` elements of `from` starting at (row, k); zero without
@@ -1964,30 +1958,16 @@ PredecodedCopy predecodedCopy(linalg::GenericOp op, const Fusion &fusion,
     Value chunkInRow =
         arith::RemUIOp::create(b, loc, chunk, h.idx(chunksPerRow));
     Value k = h.mul(chunkInRow, kDecodeChunk);
-    // Element e at k + e, with the producer's divisions and remainders of
-    // it folded (populateAlignedColumnFoldPatterns): the reads of one
-    // stored byte or scale by several elements then have one address.
-    SmallVector<Value> elems;
-    SmallVector<Operation *> indexOps;
-    for (int64_t e = 0; e < kDecodeChunk; ++e) {
-      Value col = e ? arith::AddIOp::create(b, loc, k, h.idx(e)).getResult() : k;
-      elems.push_back(mlir::comfyquant::detail::emitProducerAt(
-          b, loc, producer, row, col, &tables));
-    }
+    // Element e at k + e: the reads of one stored byte or scale by several
+    // elements have one address.
+    SmallVector<Value> elems = mlir::comfyquant::detail::emitAlignedProducerChunk(
+        b, loc, producer, row, chunkInRow, kDecodeChunk, kDecodeChunk, &tables);
     Value packed = vector::FromElementsOp::create(
         b, loc, VectorType::get({kDecodeChunk}, bType.getElementType()),
         elems);
     vector::StoreOp::create(b, loc, packed, decoded, ValueRange{row, k},
                             /*nontemporal=*/false,
                             llvm::MaybeAlign(kDecodeChunk));
-    // (After the store: the folds may replace the elements' ops.)
-    inside.thenBlock()->walk([&](Operation *o) {
-      if (isa<arith::DivUIOp, arith::RemUIOp>(o))
-        indexOps.push_back(o);
-    });
-    RewritePatternSet folds(b.getContext());
-    mlir::comfyquant::detail::populateAlignedColumnFoldPatterns(folds);
-    (void)applyOpPatternsGreedily(indexOps, std::move(folds));
   }
   // The copy: its own C, zero-filled, the GEMM on the decoded operand, the
   // epilogue reading the copy's C.

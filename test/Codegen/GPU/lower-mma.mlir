@@ -19,34 +19,37 @@
 // NATIVE:         vector.from_elements {{.*}} : vector<2x2xf32>
 // NATIVE-NOT:     comfyquant.mma_fp8
 
-// sm_80/sm_86: e4m3 -> f16 (sign to bit 15, exponent and mantissa shifted
-// by 7, times 2^8, 0x7f NaN), then two m16n8k16 with the low and the high
-// half of K, the second accumulating onto the first.
+// sm_80/sm_86: each 8-bit register row is one word decoded to four f16
+// (decodeFP8Word, whose values FP8DecodeTest checks code by code): e4m3's
+// high and low f16 bytes cut for the four codes at once, one permute per
+// pair, one f16x2 multiply by 2^8; then two m16n8k16 with the low and the
+// high half of K, the second accumulating onto the first.
 // F16-LABEL: gpu.func @e4m3
 // F16:         %[[ROW0:.*]] = vector.extract %arg0[0] : vector<4xi8> from vector<4x4xi8>
-// F16:         %[[W:.*]] = arith.extui %[[ROW0]] : vector<4xi8> to vector<4xi16>
-// F16:         arith.constant dense<128> : vector<4xi16>
-// F16:         %[[SIGN:.*]] = arith.andi %[[W]]
-// F16:         arith.constant dense<8> : vector<4xi16>
-// F16:         %[[SIGNHI:.*]] = arith.shli %[[SIGN]]
-// F16:         arith.constant dense<127> : vector<4xi16>
-// F16:         %[[MAG:.*]] = arith.andi %[[W]]
-// F16:         arith.constant dense<7> : vector<4xi16>
-// F16:         %[[PLACED:.*]] = arith.shli %[[MAG]]
-// F16:         %[[BITS:.*]] = arith.ori %[[SIGNHI]], %[[PLACED]]
-// F16:         %[[SCALED:.*]] = arith.bitcast %[[BITS]] : vector<4xi16> to vector<4xf16>
-// F16:         %[[REBIAS:.*]] = arith.constant dense<2.560000e+02> : vector<4xf16>
-// F16:         %[[VALUE:.*]] = arith.mulf %[[SCALED]], %[[REBIAS]]
-// F16:         %[[NANCODE:.*]] = arith.constant dense<127> : vector<4xi16>
-// F16:         %[[ISNAN:.*]] = arith.cmpi eq, %[[MAG]], %[[NANCODE]]
-// F16:         %[[NAN:.*]] = arith.constant dense<0x7E00> : vector<4xf16>
-// F16:         %[[H0:.*]] = arith.select %[[ISNAN]], %[[NAN]], %[[VALUE]]
+// F16:         %[[W:.*]] = vector.bitcast %[[ROW0]] : vector<4xi8> to vector<1xi32>
+// F16:         %[[WORD:.*]] = vector.extract %[[W]][0] : i32 from vector<1xi32>
+// F16:         %[[MAG:.*]] = arith.andi %[[WORD]], %c2139062143_i32{{.*}} : i32
+// F16:         %[[BUMP:.*]] = arith.addi %[[MAG]], %c16843009_i32{{.*}} : i32
+// F16:         %[[NAN:.*]] = arith.andi %[[BUMP]], %c-2139062144_i32{{.*}} : i32
+// F16:         %[[FLAGGED:.*]] = arith.ori %[[MAG]], %[[NAN]]
+// F16:         %[[SIGNS:.*]] = arith.andi %[[WORD]], %c-2139062144_i32{{.*}} : i32
+// F16:         %[[HALF:.*]] = arith.shrui %[[FLAGGED]], %c1_i32{{.*}} : i32
+// F16:         %[[HALFB:.*]] = arith.andi %[[HALF]], %c2139062143_i32{{.*}} : i32
+// F16:         %[[HIGH:.*]] = arith.ori %[[SIGNS]], %[[HALFB]]
+// F16:         %[[SHL:.*]] = arith.shli %[[MAG]], %c7_i32{{.*}} : i32
+// F16:         %[[LOW:.*]] = arith.andi %[[SHL]], %c-2139062144_i32{{.*}} : i32
+// F16:         %[[P0:.*]] = nvvm.prmt <default> %c20800_i32{{.*}}, %[[LOW]], %[[HIGH]] : i32
+// F16:         %[[P1:.*]] = nvvm.prmt <default> %c29538_i32{{.*}}, %[[LOW]], %[[HIGH]] : i32
+// F16:         %[[PAIRS:.*]] = vector.from_elements %[[P0]], %[[P1]] : vector<2xi32>
+// F16:         %[[SCALED:.*]] = vector.bitcast %[[PAIRS]] : vector<2xi32> to vector<4xf16>
+// F16:         %[[H0:.*]] = arith.mulf %[[SCALED]], %{{.*}} : vector<4xf16>
+// F16-NOT:     arith.select
 // F16:         %[[A00:.*]] = vector.extract %[[H0]][0]
 // F16:         %[[A01:.*]] = vector.extract %[[H0]][1]
 // F16:         %[[A02:.*]] = vector.extract %[[H0]][2]
 // F16:         %[[A03:.*]] = vector.extract %[[H0]][3]
 // F16:         vector.extract %arg0[1]
-// F16:         %[[H1:.*]] = arith.select
+// F16:         %[[H1:.*]] = arith.mulf
 // F16:         %[[A10:.*]] = vector.extract %[[H1]][0]
 // F16:         %[[A11:.*]] = vector.extract %[[H1]][1]
 // F16:         %[[A12:.*]] = vector.extract %[[H1]][2]
@@ -54,7 +57,7 @@
 // F16:         vector.extract %arg0[2]
 // F16:         vector.extract %arg0[3]
 // F16:         vector.extract %arg1[0]
-// F16:         %[[HB0:.*]] = arith.select
+// F16:         %[[HB0:.*]] = arith.mulf
 // F16:         %[[B00:.*]] = vector.extract %[[HB0]][0]
 // F16:         %[[B01:.*]] = vector.extract %[[HB0]][1]
 // F16:         %[[B02:.*]] = vector.extract %[[HB0]][2]
@@ -77,11 +80,12 @@ module attributes {gpu.container_module} {
 
 // -----
 
-// e5m2 is the high byte of an f16: a shift, no multiply.
+// e5m2 is the high byte of an f16: two permutes with zero per register,
+// no multiply.
 // NATIVE-LABEL: gpu.func @e5m2
 // NATIVE:         nvvm.inline_ptx "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32
 // F16-LABEL: gpu.func @e5m2
-// F16-COUNT-4: arith.shli %{{.*}}, %{{.*}} : vector<4xi16>
+// F16-COUNT-12: nvvm.prmt <default> %c{{20544|28768}}_i32{{.*}}, %c0_i32{{.*}}, %{{.*}} : i32
 // F16-NOT:     arith.mulf
 // F16-COUNT-2: nvgpu.mma.sync
 module attributes {gpu.container_module} {

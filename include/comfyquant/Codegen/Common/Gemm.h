@@ -142,10 +142,22 @@ Value emitProducerAt(OpBuilder &b, Location loc, linalg::GenericOp producer,
 /// Folds of a producer's index arithmetic at a column x * A + c (x * A | c,
 /// or x * A) with constants A and 0 <= c < A, as emitProducerAt gives for
 /// the elements of an aligned chunk: (x * A + c) / D -> x * (A / D) + c / D
-/// and (x * A + c) % D -> c % D for D dividing A. LLVM does not see through
+/// and (x * A + c) % D -> c % D for D dividing A; x / (D / A) and
+/// (x % (D / A)) * A + c for D a multiple of A. LLVM does not see through
 /// an or whose constant has bits on both sides of a shift, and loads one
 /// stored byte once per element that reads it.
 void populateAlignedColumnFoldPatterns(RewritePatternSet &patterns);
+
+/// The `count` values `producer` writes at (row, x * align + e) for e in
+/// [0, count), count <= align, with the producer's divisions and remainders
+/// of those columns folded (populateAlignedColumnFoldPatterns): every
+/// element's read of one stored byte or scale then has the same index
+/// expression, which CSE merges whatever LLVM knows of x.
+SmallVector<Value> emitAlignedProducerChunk(OpBuilder &b, Location loc,
+                                            linalg::GenericOp producer,
+                                            Value row, Value x, int64_t align,
+                                            int64_t count,
+                                            const IRMapping *seed = nullptr);
 
 /// An LLVM intrinsic call, held as a pure placeholder (a tagged unrealized
 /// cast) until comfyquant-cpu-materialize-intrinsics: the buffer
