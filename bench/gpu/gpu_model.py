@@ -397,14 +397,17 @@ CAUSES = {
         "W4A8 does) needs per-arch formation, not built",
     ("mxfp8", "f16"):
         "no FP8 or block-scaled MMA: 64 x 128 tile, the FP8 tiles decoded to "
-        "f16 per K step and each 32-wide step's partial sums rescaled into "
-        "the f32 accumulators by the two UE8M0 scales, per accumulator "
-        "element",
+        "f16 per K step (as e4m3's above) and each 32-wide step's partial "
+        "sums rescaled into the f32 accumulators: three instructions per "
+        "accumulator element and step (row factor times column factor, "
+        "times the sum, plus the accumulator; the factors decoded once per "
+        "step into shared memory)",
     ("mxfp8", "fp8"):
         "FP8 MMA but no block-scaled one (sm_89): 64 x 128 tile, each "
         "32-wide K step's partial sums start from zero and are rescaled into "
-        "the f32 accumulators by the two UE8M0 scales, per accumulator "
-        "element; B's 2.1x global bytes are the small tile's",
+        "the f32 accumulators, three instructions per accumulator element "
+        "and step (the factors decoded once per step into shared memory); "
+        "B's 2.1x global bytes are the small tile's",
     ("nvfp4", "f16"):
         "no FP4 MMA (sm_80/86/89): 64 x 128 tile, the E2M1 tiles decoded "
         "with their UE4M3 block scales to f16 in shared memory by the block "

@@ -267,34 +267,126 @@ Value ue8m0ToF32(OpBuilder &b, Location loc, Value code) {
   return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
 }
 
-/// Fragment j of `acc` plus `partial` (fragment j of a product that
-/// started from zero) times the factor of its rows (16w + g + 8r) and
-/// columns (8j + 2t + e): UE8M0(a_scales[row]) * UE8M0(b_scales[col]).
-Value rescaleFragment(OpBuilder &b, Location loc, const Step &op,
-                      const LaneIds &ids, int64_t j, Value partial, Value acc) {
+/// A step's UE8M0 factors decoded to f32 once by the block, as i32 bits
+/// in workgroup buffers of one word per row of A (`rows`) and column of B
+/// (`cols`): each thread then loads its fragments' factors instead of
+/// decoding two scale bytes per 8 columns (six instructions each). Empty
+/// (null buffers) where the factors are decoded from the bytes.
+struct StagedFactors {
+  Value rows, cols;
+};
+
+/// Workgroup buffers of a kernel by key: the decoded f16 tiles (key: rows,
+/// negated for B) and the staged scale factors (stagedKey). Every step of
+/// the kernel writes the same buffers (a barrier precedes each write, so
+/// the previous step has read them).
+using DecodedTiles = llvm::DenseMap<int64_t, Value>;
+Value decodedBuffer(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                    DecodedTiles &tiles, int64_t key, int64_t words);
+
+/// The DecodedTiles key of the staged factors of A's rows (`ofB` false) or
+/// B's columns, `count` of them: apart from the tiles' keys and each other.
+int64_t stagedKey(bool ofB, int64_t count) {
+  return (int64_t(ofB ? 2 : 1) << 32) + count;
+}
+
+/// Writes the factors of `op`'s scale bytes into workgroup buffers of
+/// `func` (those in `tiles`, shared by its steps), `threads` threads at a
+/// time, after the barrier that opened the step; their readers need one
+/// more barrier before them.
+StagedFactors stageScaleFactors(OpBuilder &b, Location loc,
+                                gpu::GPUFuncOp func, DecodedTiles &tiles,
+                                const Step &op, int64_t threads) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  auto stage = [&](Value scales, bool ofB) {
+    int64_t count = cast<MemRefType>(scales.getType()).getNumElements();
+    Value out =
+        decodedBuffer(b, loc, func, tiles, stagedKey(ofB, count), count);
+    for (int64_t i = 0; i < count; i += threads) {
+      Value at = i ? arith::AddIOp::create(b, loc, tid,
+                                           indexConstant(b, loc, i))
+                         .getResult()
+                   : tid;
+      OpBuilder::InsertionGuard guard(b);
+      if (i + threads > count) {
+        Value inside =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at,
+                                  indexConstant(b, loc, count));
+        auto guarded = scf::IfOp::create(b, loc, inside, false);
+        b.setInsertionPoint(guarded.thenBlock()->getTerminator());
+      }
+      Value code = memref::LoadOp::create(b, loc, scales, ValueRange{at});
+      Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(),
+                                            ue8m0ToF32(b, loc, code));
+      memref::StoreOp::create(b, loc, bits, out, ValueRange{at});
+    }
+    return out;
+  };
+  return {stage(op.getAScales(), false), stage(op.getBScales(), true)};
+}
+
+/// The f32 factor at `index` of a staged buffer.
+Value stagedFactor(OpBuilder &b, Location loc, Value buffer, Value index) {
+  Value bits = memref::LoadOp::create(b, loc, buffer, ValueRange{index});
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
+}
+
+/// The factors UE8M0(a_scales[row]) of the thread's two accumulator rows
+/// (16w + g + 8r): the same for every 8-column fragment of a step, so
+/// decoded once per step rather than once per fragment (the MMAs between
+/// fragments are asm, across which LLVM does not merge the shared loads).
+SmallVector<Value, 2> rowScaleFactors(OpBuilder &b, Location loc,
+                                      const Step &op, const LaneIds &ids,
+                                      Value staged = Value()) {
   Value rowBase = arith::AddIOp::create(
       b, loc,
       arith::MulIOp::create(b, loc, ids.warp, indexConstant(b, loc, 16)),
       ids.g);
+  SmallVector<Value, 2> factors;
+  for (int64_t r = 0; r < 2; ++r) {
+    Value row =
+        arith::AddIOp::create(b, loc, rowBase, indexConstant(b, loc, 8 * r));
+    if (staged) {
+      factors.push_back(stagedFactor(b, loc, staged, row));
+      continue;
+    }
+    Value rowCode =
+        memref::LoadOp::create(b, loc, op.getAScales(), ValueRange{row});
+    factors.push_back(ue8m0ToF32(b, loc, rowCode));
+  }
+  return factors;
+}
+
+/// Fragment j of `acc` plus `partial` (fragment j of a product that
+/// started from zero) times the factor of its rows (16w + g + 8r;
+/// rowScaleFactors) and columns (8j + 2t + e): UE8M0(a_scales[row]) *
+/// UE8M0(b_scales[col]), the column's from `staged` where it has them.
+Value rescaleFragment(OpBuilder &b, Location loc, const Step &op,
+                      const LaneIds &ids, ArrayRef<Value> rowFactors,
+                      const StagedFactors &staged, int64_t j, Value partial,
+                      Value acc) {
   // One op per statement: argument evaluation order is the host
   // compiler's.
   Value t2 = arith::MulIOp::create(b, loc, ids.t, indexConstant(b, loc, 2));
   Value colBase =
       arith::AddIOp::create(b, loc, t2, indexConstant(b, loc, 8 * j));
+  SmallVector<Value, 2> colFactors;
+  for (int64_t e = 0; e < 2; ++e) {
+    Value col =
+        arith::AddIOp::create(b, loc, colBase, indexConstant(b, loc, e));
+    if (staged.cols) {
+      colFactors.push_back(stagedFactor(b, loc, staged.cols, col));
+      continue;
+    }
+    Value colCode =
+        memref::LoadOp::create(b, loc, op.getBScales(), ValueRange{col});
+    colFactors.push_back(ue8m0ToF32(b, loc, colCode));
+  }
   SmallVector<Value> sums;
   for (int64_t r = 0; r < 2; ++r) {
-    Value row =
-        arith::AddIOp::create(b, loc, rowBase, indexConstant(b, loc, 8 * r));
-    Value rowCode =
-        memref::LoadOp::create(b, loc, op.getAScales(), ValueRange{row});
-    Value rowFactor = ue8m0ToF32(b, loc, rowCode);
     for (int64_t e = 0; e < 2; ++e) {
-      Value col =
-          arith::AddIOp::create(b, loc, colBase, indexConstant(b, loc, e));
-      Value colCode =
-          memref::LoadOp::create(b, loc, op.getBScales(), ValueRange{col});
       Value factor =
-          arith::MulFOp::create(b, loc, rowFactor, ue8m0ToF32(b, loc, colCode));
+          arith::MulFOp::create(b, loc, rowFactors[r], colFactors[e]);
       SmallVector<int64_t> pos = {r, e};
       Value p = vector::ExtractOp::create(b, loc, partial, pos);
       Value term = arith::MulFOp::create(b, loc, p, factor);
@@ -377,7 +469,7 @@ Value blockScaledFragment(OpBuilder &b, Location loc, const Step &op,
 /// Everywhere but sm_90a: each warp multiplies its 16 rows of A by every
 /// 8 columns of B with m16n8 mma.sync (block-scaled on sm_120a).
 Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
-                      const CUDAArch &arch) {
+                      const CUDAArch &arch, DecodedTiles *staging = nullptr) {
   gpu::BarrierOp::create(b, loc);
   LaneIds ids = laneIds(b, loc);
   // Lane 8q + r of an ldmatrix addresses row r of matrix q. A: the warp's
@@ -444,6 +536,19 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
     llvm::append_range(bWords, loadMatrices(b, loc, op.getB(), bFirst,
                                             j + 1 < fragments ? 4 : 2));
   }
+  SmallVector<Value, 2> rowFactors;
+  StagedFactors staged;
+  if (scaled && !arch.blockScaledMma) {
+    // The scale bytes came with the tiles, before the step's barrier.
+    auto func = b.getInsertionBlock()->getParentOp()
+                    ->getParentOfType<gpu::GPUFuncOp>();
+    if (func && staging) {
+      staged =
+          stageScaleFactors(b, loc, func, *staging, op, 128 * op.warpgroups);
+      gpu::BarrierOp::create(b, loc);
+    }
+    rowFactors = rowScaleFactors(b, loc, op, ids, staged.rows);
+  }
   for (int64_t j = 0; j < fragments; ++j) {
     Value fragB = fragmentOf(
         b, loc, ArrayRef<Value>(bWords).slice(2 * j, 2), bType);
@@ -455,7 +560,8 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
     } else if (scaled) {
       Value partial = MmaFP8Op::create(b, loc, fragType, fragA, fragB, Value(),
                                        a, op.getBType());
-      d = rescaleFragment(b, loc, op, ids, j, partial, acc);
+      d = rescaleFragment(b, loc, op, ids, rowFactors, staged, j, partial,
+                          acc);
     } else if (fp8) {
       d = MmaFP8Op::create(b, loc, fragType, fragA, fragB, acc, a,
                            op.getBType());
@@ -632,11 +738,13 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
   if (accIn && matchPattern(accIn, m_PosZeroFloat()))
     accIn = Value();
   Value result = product;
+  SmallVector<Value, 2> rowFactors = rowScaleFactors(b, loc, op, ids);
   for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
     Value partial = vector::ExtractOp::create(b, loc, product, j);
     Value fragAcc =
         accIn ? vector::ExtractOp::create(b, loc, accIn, j) : Value();
-    Value d = rescaleFragment(b, loc, op, ids, j, partial, fragAcc);
+    Value d = rescaleFragment(b, loc, op, ids, rowFactors, StagedFactors(), j,
+                              partial, fragAcc);
     result = vector::InsertOp::create(b, loc, d, result, j);
   }
   return result;
@@ -650,11 +758,6 @@ Value warpgroupByWgmma(OpBuilder &b, Location loc, const Step &op) {
 /// with the barrier that makes the decoded tiles seen. Thread `tid` decodes
 /// the FP4 words `tid + 128 i` of the 2 words per row that make sub-block
 /// q.
-/// The decoded f16 tiles of a kernel, by row count: every FP4 step of the
-/// kernel decodes into the same buffer (a barrier precedes each decode, so
-/// the previous step's MMAs have read it).
-using DecodedTiles = llvm::DenseMap<int64_t, Value>;
-
 /// The word where `row` starts in a core-matrix tile: (row / 8) * 64 +
 /// (row % 8) * 4.
 Value coreMatrixRowAt(OpBuilder &b, Location loc, Value row) {
@@ -855,9 +958,14 @@ void expandFP8(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
   Value bt = decode(op.getB(), op.getBType(), rowsB, /*isB=*/true);
   auto resultType = cast<VectorType>(op.getResult().getType());
   // With UE8M0 scales (MXFP8) the step's product starts from zero and is
-  // rescaled into the accumulators, as emulate's fragments are.
+  // rescaled into the accumulators, as emulate's fragments are; the
+  // factors are staged with the decoded tiles (the f16 steps' barriers
+  // make them seen).
   Step original(op);
   bool scaled = static_cast<bool>(op.getAScales());
+  StagedFactors staged;
+  if (scaled)
+    staged = stageScaleFactors(b, loc, func, tiles, original, threads);
   Value sums = scaled ? Value() : op.getAcc();
   // Unrolled: two steps, each beginning with the barrier that makes the
   // decoded tiles seen.
@@ -872,11 +980,14 @@ void expandFP8(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
     Value acc = op.getAcc();
     Value result = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(resultType, b.getF32FloatAttr(0.0f)));
+    SmallVector<Value, 2> rowFactors =
+        rowScaleFactors(b, loc, original, ids, staged.rows);
     for (int64_t j = 0; j < resultType.getDimSize(0); ++j) {
       Value partial = vector::ExtractOp::create(b, loc, sums, j);
       Value fragAcc =
           acc ? vector::ExtractOp::create(b, loc, acc, j).getResult() : Value();
-      Value d = rescaleFragment(b, loc, original, ids, j, partial, fragAcc);
+      Value d = rescaleFragment(b, loc, original, ids, rowFactors, staged, j,
+                                partial, fragAcc);
       result = vector::InsertOp::create(b, loc, d, result, j);
     }
     sums = result;
@@ -971,8 +1082,13 @@ struct LowerMmaPass
       }
       OpBuilder b(op);
       Step step(op);
-      Value result = arch->wgmma ? warpgroupByWgmma(b, op.getLoc(), step)
-                                 : warpgroupBySync(b, op.getLoc(), step, *arch);
+      // Block-scaled steps without a block-scaled MMA stage their factors
+      // in buffers the kernel's steps share (with its decoded tiles').
+      DecodedTiles &staging =
+          fp8Tiles[op->getParentOfType<gpu::GPUFuncOp>()];
+      Value result =
+          arch->wgmma ? warpgroupByWgmma(b, op.getLoc(), step)
+                      : warpgroupBySync(b, op.getLoc(), step, *arch, &staging);
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     }

@@ -1183,8 +1183,11 @@ private:
     // one index expression per stored byte or scale whatever LLVM proves
     // of k (a peeled first step's k is an or, where LLVM saw
     // (k | 2) >> 1 and (k >> 1) | 1 as two bytes and loaded W6A8's low
-    // nibbles three times per word).
-    Value word = arith::DivUIOp::create(b, loc, k, h.idx(p));
+    // nibbles three times per word). k's low bits are cleared first so
+    // LLVM knows x * 2 even and takes x * 2 + 1 as an address offset
+    // (without it, (k >> 1) | 1 cost an or and an add per word).
+    Value aligned = arith::AndIOp::create(b, loc, k, h.idx(~(p - 1)));
+    Value word = arith::DivUIOp::create(b, loc, aligned, h.idx(p));
     return mlir::comfyquant::detail::emitAlignedProducerChunk(
         b, loc, producer, row, word, p, p, &wordSeed);
   }

@@ -335,27 +335,41 @@ gpu.module @kernels {
 // the fragment's product from zero (on sm_80, two f16 steps over the
 // tiles decoded once per block), then per element acc + p * (UE8M0(row)
 // * UE8M0(col)), the decode being 2^(s - 127) with 0 -> 2^-127 and
-// 0xFF -> NaN.
+// 0xFF -> NaN. The block decodes each scale byte once per step into
+// workgroup buffers of f32 bits (with the decoded tiles, before the f16
+// steps' barriers), and each thread loads its two row factors once and
+// each fragment's two column factors.
 // RESCALE-LABEL: gpu.func @tile_ue8m0
+// RESCALE-SAME:    %[[ROWF:arg[0-9]+]] : memref<64xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %[[COLF:arg[0-9]+]] : memref<128xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64})
 // RESCALE:         nvvm.prmt <default>
-// RESCALE:         gpu.barrier
-// RESCALE-COUNT-16: nvgpu.mma.sync
-// RESCALE:         gpu.barrier
-// RESCALE-COUNT-16: nvgpu.mma.sync
 // RESCALE:         %[[RC:.*]] = memref.load %arg4[%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
 // RESCALE-NEXT:    %[[RE:.*]] = arith.extui %[[RC]] : i8 to i32
 // RESCALE-NEXT:    %[[C23:.*]] = arith.constant 23 : i32
 // RESCALE-NEXT:    %[[RBITS:.*]] = arith.shli %[[RE]], %[[C23]]
 // RESCALE:         arith.constant 4194304 : i32
 // RESCALE:         arith.constant 2143289344 : i32
-// RESCALE:         %[[RF:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// RESCALE:         memref.store %{{.*}}, %[[ROWF]][%{{.*}}]
 // RESCALE:         memref.load %arg5[%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
-// RESCALE:         %[[CF:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// RESCALE:         memref.store %{{.*}}, %[[COLF]][%{{.*}}]
+// RESCALE:         gpu.barrier
+// RESCALE-COUNT-16: nvgpu.mma.sync
+// RESCALE:         gpu.barrier
+// RESCALE-COUNT-16: nvgpu.mma.sync
+// RESCALE:         %[[R0:.*]] = memref.load %[[ROWF]][%{{.*}}]
+// RESCALE-NEXT:    %[[RF:.*]] = arith.bitcast %[[R0]] : i32 to f32
+// RESCALE:         memref.load %[[ROWF]]
+// RESCALE:         %[[C0:.*]] = memref.load %[[COLF]][%{{.*}}]
+// RESCALE-NEXT:    %[[CF:.*]] = arith.bitcast %[[C0]] : i32 to f32
+// RESCALE:         memref.load %[[COLF]]
+// RESCALE-NEXT:    arith.bitcast
 // RESCALE-NEXT:    %[[F:.*]] = arith.mulf %[[RF]], %[[CF]] : f32
 // RESCALE-NEXT:    %[[PV:.*]] = vector.extract %{{.*}}[0, 0]
 // RESCALE-NEXT:    %[[T:.*]] = arith.mulf %[[PV]], %[[F]] : f32
 // RESCALE-NEXT:    %[[OLD:.*]] = vector.extract %{{.*}}[0, 0]
 // RESCALE-NEXT:    arith.addf %[[OLD]], %[[T]] : f32
+// RESCALE-COUNT-30: memref.load %[[COLF]]
+// RESCALE-NOT:     memref.load %arg4
+// RESCALE-NOT:     memref.load %arg5
 // RESCALE-NOT:     nvvm.mma.block_scale
 //
 // sm_90a: one wgmma from zero, then the same rescale per fragment.
