@@ -12,12 +12,12 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Analysis/SliceAnalysis.h"
-#include "llvm/ADT/SetVector.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -144,8 +144,9 @@ SmallVector<Value> mlir::comfyquant::detail::producerLoadIndicesAt(
 
 namespace {
 
-/// `v` as x * A + c (or x * A | c, or x * A with c = 0) with 0 <= c < A:
-/// (x, A, c).
+/// `v` as x * A + c (or x * A | c for A a power of two, or x * A with
+/// c = 0) with 0 <= c < A: (x, A, c). The columns these come from are
+/// inside their operand, so x * A + c does not wrap.
 std::optional<std::tuple<Value, int64_t, int64_t>> alignedColumn(Value v) {
   Operation *def = v.getDefiningOp();
   if (!def)
@@ -160,7 +161,8 @@ std::optional<std::tuple<Value, int64_t, int64_t>> alignedColumn(Value v) {
   APInt a;
   if (!mul || !matchPattern(mul.getRhs(), m_ConstantInt(&a)) ||
       a.getActiveBits() > 62 || c.getActiveBits() > 62 ||
-      c.getZExtValue() >= a.getZExtValue())
+      c.getZExtValue() >= a.getZExtValue() ||
+      (isa<arith::OrIOp>(def) && !a.isPowerOf2()))
     return std::nullopt;
   return std::make_tuple(mul.getLhs(), static_cast<int64_t>(a.getZExtValue()),
                          static_cast<int64_t>(c.getZExtValue()));
@@ -198,8 +200,12 @@ struct FoldAlignedDiv : OpRewritePattern<arith::DivUIOp> {
       return arith::ConstantOp::create(rewriter, loc,
                                        rewriter.getIntegerAttr(type, v));
     };
+    if (d == a) {
+      rewriter.replaceOp(op, x);
+      return success();
+    }
     if (d % a == 0) {
-      // c < A <= D: the quotient is x's alone.
+      // c < A < D: the quotient is x's alone.
       rewriter.replaceOpWithNewOp<arith::DivUIOp>(op, x, constant(d / a));
       return success();
     }

@@ -277,7 +277,8 @@ struct StagedFactors {
 };
 
 /// Workgroup buffers of a kernel by key: the decoded f16 tiles (key: rows,
-/// negated for B) and the staged scale factors (stagedKey). Every step of
+/// negated for B, FP8 and FP4 alike) and the staged scale factors
+/// (stagedKey). Every step of
 /// the kernel writes the same buffers (a barrier precedes each write, so
 /// the previous step has read them).
 using DecodedTiles = llvm::DenseMap<int64_t, Value>;
@@ -539,9 +540,12 @@ Value warpgroupBySync(OpBuilder &b, Location loc, const Step &op,
   SmallVector<Value, 2> rowFactors;
   StagedFactors staged;
   if (scaled && !arch.blockScaledMma) {
-    // The scale bytes came with the tiles, before the step's barrier.
-    auto func = b.getInsertionBlock()->getParentOp()
-                    ->getParentOfType<gpu::GPUFuncOp>();
+    // The scale bytes came with the tiles, before the step's barrier. The
+    // step is in the kernel's body or nested in its loops.
+    Operation *parent = b.getInsertionBlock()->getParentOp();
+    auto func = dyn_cast<gpu::GPUFuncOp>(parent);
+    if (!func)
+      func = parent->getParentOfType<gpu::GPUFuncOp>();
     if (func && staging) {
       staged =
           stageScaleFactors(b, loc, func, *staging, op, 128 * op.warpgroups);
@@ -814,9 +818,10 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   // The FP4 tiles' writers finish first.
   gpu::BarrierOp::create(b, loc);
-  auto decode = [&](Value tile, Value scales, int64_t rows) {
-    Value out =
-        decodedBuffer(b, loc, func, tiles, rows, kSteps * rows * kRowWords);
+  // A's and B's buffers apart even where their row counts are equal.
+  auto decode = [&](Value tile, Value scales, int64_t rows, bool isB) {
+    Value out = decodedBuffer(b, loc, func, tiles, isB ? -rows : rows,
+                              kSteps * rows * kRowWords);
     for (int64_t q = 0; q < kSteps; ++q)
       for (int64_t i = 0; i < rows * 2; i += kThreads) {
         // FP4 word 2q + h of `row`: codes [16q + 8h, 16q + 8h + 8).
@@ -862,8 +867,8 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
     return out;
   };
   const int64_t rowsA = WarpgroupMmaOp::kRows, rowsB = op.getColumns();
-  Value a = decode(op.getA(), op.getAScales(), rowsA);
-  Value bt = decode(op.getB(), op.getBScales(), rowsB);
+  Value a = decode(op.getA(), op.getAScales(), rowsA, /*isB=*/false);
+  Value bt = decode(op.getB(), op.getBScales(), rowsB, /*isB=*/true);
   auto resultType = cast<VectorType>(op.getResult().getType());
   Value init = op.getAcc();
   if (!init)

@@ -32,7 +32,6 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
@@ -1963,8 +1962,10 @@ PredecodedCopy predecodedCopy(linalg::GenericOp op, const Fusion &fusion,
     Value k = h.mul(chunkInRow, kDecodeChunk);
     // Element e at k + e: the reads of one stored byte or scale by several
     // elements have one address.
-    SmallVector<Value> elems = mlir::comfyquant::detail::emitAlignedProducerChunk(
-        b, loc, producer, row, chunkInRow, kDecodeChunk, kDecodeChunk, &tables);
+    SmallVector<Value> elems =
+        mlir::comfyquant::detail::emitAlignedProducerChunk(
+            b, loc, producer, row, chunkInRow, kDecodeChunk, kDecodeChunk,
+            &tables);
     Value packed = vector::FromElementsOp::create(
         b, loc, VectorType::get({kDecodeChunk}, bType.getElementType()),
         elems);

@@ -8,6 +8,7 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_86}))' | FileCheck %s --check-prefix=DECODE
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_120a}))' | FileCheck %s --check-prefixes=SYNC,BLOCKSCALE
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_100a}))' | FileCheck %s --check-prefix=TCGEN05
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_89}))' | FileCheck %s --check-prefix=STAGED
 // RUN: not comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(gpu.module(comfyquant-gpu-lower-mma{chip=sm_75}))' 2>&1 | FileCheck %s --check-prefix=BADARCH
 // BADARCH: error: comfyquant-gpu-lower-mma: unknown arch 'sm_75'
 
@@ -371,6 +372,24 @@ gpu.module @kernels {
 // RESCALE-NOT:     memref.load %arg4
 // RESCALE-NOT:     memref.load %arg5
 // RESCALE-NOT:     nvvm.mma.block_scale
+//
+// sm_89: FP8 mma.sync per fragment from zero, rescaled by factors the
+// block stages once per step after the step's barrier (the step here is in
+// the kernel's body itself), one more barrier before they are read; the
+// scale bytes are not read again.
+// STAGED-LABEL: gpu.func @tile_ue8m0
+// STAGED-SAME:    %[[ROWF:arg[0-9]+]] : memref<64xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64}, %[[COLF:arg[0-9]+]] : memref<128xi32, #gpu.address_space<workgroup>> {llvm.align = 128 : i64})
+// STAGED:         gpu.barrier
+// STAGED:         memref.load %arg4[%{{.*}}] : memref<64xi8, #gpu.address_space<workgroup>>
+// STAGED:         memref.store %{{.*}}, %[[ROWF]][%{{.*}}]
+// STAGED:         memref.load %arg5[%{{.*}}] : memref<128xi8, #gpu.address_space<workgroup>>
+// STAGED:         memref.store %{{.*}}, %[[COLF]][%{{.*}}]
+// STAGED-NEXT:    gpu.barrier
+// STAGED-COUNT-2: memref.load %[[ROWF]]
+// STAGED-COUNT-32: memref.load %[[COLF]]
+// STAGED-NOT:     memref.load %arg4
+// STAGED-NOT:     memref.load %arg5
+// STAGED:         gpu.return
 //
 // sm_90a: one wgmma from zero, then the same rescale per fragment.
 // WGMMA-LABEL: gpu.func @tile_ue8m0
