@@ -291,6 +291,26 @@ int64_t stagedKey(bool ofB, int64_t count) {
   return (int64_t(ofB ? 2 : 1) << 32) + count;
 }
 
+/// `body(u)` for every u in [0, count), `threads` at a time from thread
+/// `tid`: rounds unrolled, the last one guarded where `count` is not a
+/// multiple of `threads` (a thread past the end has nothing to do).
+void forEachByBlock(OpBuilder &b, Location loc, Value tid, int64_t count,
+                    int64_t threads, function_ref<void(Value)> body) {
+  for (int64_t i = 0; i < count; i += threads) {
+    Value u = i ? arith::AddIOp::create(b, loc, tid, indexConstant(b, loc, i))
+                      .getResult()
+                : tid;
+    OpBuilder::InsertionGuard guard(b);
+    if (i + threads > count) {
+      Value inside = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult, u, indexConstant(b, loc, count));
+      auto guarded = scf::IfOp::create(b, loc, inside, false);
+      b.setInsertionPoint(guarded.thenBlock()->getTerminator());
+    }
+    body(u);
+  }
+}
+
 /// Writes the factors of `op`'s scale bytes into workgroup buffers of
 /// `func` (those in `tiles`, shared by its steps), `threads` threads at a
 /// time, after the barrier that opened the step; their readers need one
@@ -303,24 +323,12 @@ StagedFactors stageScaleFactors(OpBuilder &b, Location loc,
     int64_t count = cast<MemRefType>(scales.getType()).getNumElements();
     Value out =
         decodedBuffer(b, loc, func, tiles, stagedKey(ofB, count), count);
-    for (int64_t i = 0; i < count; i += threads) {
-      Value at = i ? arith::AddIOp::create(b, loc, tid,
-                                           indexConstant(b, loc, i))
-                         .getResult()
-                   : tid;
-      OpBuilder::InsertionGuard guard(b);
-      if (i + threads > count) {
-        Value inside =
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at,
-                                  indexConstant(b, loc, count));
-        auto guarded = scf::IfOp::create(b, loc, inside, false);
-        b.setInsertionPoint(guarded.thenBlock()->getTerminator());
-      }
+    forEachByBlock(b, loc, tid, count, threads, [&](Value at) {
       Value code = memref::LoadOp::create(b, loc, scales, ValueRange{at});
       Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(),
                                             ue8m0ToF32(b, loc, code));
       memref::StoreOp::create(b, loc, bits, out, ValueRange{at});
-    }
+    });
     return out;
   };
   return {stage(op.getAScales(), false), stage(op.getBScales(), true)};
@@ -823,19 +831,8 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
     Value out = decodedBuffer(b, loc, func, tiles, isB ? -rows : rows,
                               kSteps * rows * kRowWords);
     for (int64_t q = 0; q < kSteps; ++q)
-      for (int64_t i = 0; i < rows * 2; i += kThreads) {
+      forEachByBlock(b, loc, tid, rows * 2, kThreads, [&](Value u) {
         // FP4 word 2q + h of `row`: codes [16q + 8h, 16q + 8h + 8).
-        Value u =
-            i ? arith::AddIOp::create(b, loc, tid, idx(i)).getResult() : tid;
-        // Past the last word (2 * rows not a multiple of the block's
-        // threads) a thread has nothing to decode.
-        OpBuilder::InsertionGuard guard(b);
-        if (i + kThreads > rows * 2) {
-          Value inside = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::ult, u, idx(rows * 2));
-          auto guarded = scf::IfOp::create(b, loc, inside, false);
-          b.setInsertionPoint(guarded.thenBlock()->getTerminator());
-        }
         Value row = arith::DivUIOp::create(b, loc, u, idx(2));
         Value h = arith::RemUIOp::create(b, loc, u, idx(2));
         // Core-matrix word of (row, w): (row / 8) * 64 + (w / 4) * 32 +
@@ -863,7 +860,7 @@ void expandFP4(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
           Value outAt = arith::AddIOp::create(b, loc, outTileAt, idx(j));
           memref::StoreOp::create(b, loc, pair, out, ValueRange{outAt});
         }
-      }
+      });
     return out;
   };
   const int64_t rowsA = WarpgroupMmaOp::kRows, rowsB = op.getColumns();
@@ -920,16 +917,7 @@ void expandFP8(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
   auto decode = [&](Value tile, Type fp8, int64_t rows, bool isB) {
     Value out = decodedBuffer(b, loc, func, tiles, isB ? -rows : rows,
                               kSteps * rows * kRowWords);
-    for (int64_t i = 0; i < rows * kRowWords; i += threads) {
-      Value u =
-          i ? arith::AddIOp::create(b, loc, tid, idx(i)).getResult() : tid;
-      OpBuilder::InsertionGuard guard(b);
-      if (i + threads > rows * kRowWords) {
-        Value inside = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ult, u, idx(rows * kRowWords));
-        auto guarded = scf::IfOp::create(b, loc, inside, false);
-        b.setInsertionPoint(guarded.thenBlock()->getTerminator());
-      }
+    forEachByBlock(b, loc, tid, rows * kRowWords, threads, [&](Value u) {
       // FP8 word w of `row` (codes [4w, 4w + 4)), at core-matrix word
       // (row / 8) * 64 + (w / 4) * 32 + (row % 8) * 4 + w % 4; its f16
       // pairs are words 2(w % 4) and 2(w % 4) + 1 of tile w / 4, whose
@@ -954,7 +942,7 @@ void expandFP8(WarpgroupMmaOp op, gpu::GPUFuncOp func, DecodedTiles &tiles,
       memref::StoreOp::create(b, loc, first, out, ValueRange{outAt});
       Value nextAt = arith::AddIOp::create(b, loc, outAt, idx(1));
       memref::StoreOp::create(b, loc, second, out, ValueRange{nextAt});
-    }
+    });
     return out;
   };
   const int64_t rowsA = WarpgroupMmaOp::kRows * op.getWarpgroups();
