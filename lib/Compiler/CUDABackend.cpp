@@ -2,7 +2,7 @@
 //
 // Host entries are formed one kernel at a time, once per group of archs
 // whose GEMM strategies are chosen alike (formsKernelsAlike); a group whose
-// kernels come out the same as the first group's shares its host entry, so
+// kernels come out the same as an earlier group's shares its host entry, so
 // one cuda/host.so serves every arch. Each group's device functions are
 // gathered into one gpu.module, which is lowered once per kind of lowering
 // (in parallel, each in its own context) to PTX and, with ptxas, a cubin
@@ -236,14 +236,14 @@ private:
 
   /// Forms the host entry of one kernel for `group` and copies its device
   /// functions into the group's gathered module (those not identical to an
-  /// earlier entry's). A later group whose formation is the first group's
+  /// earlier entry's). A later group whose formation is an earlier group's
   /// takes that entry and its kernels.
   bool formEntry(MLIRContext &ctx, const BackendKernel &kernel,
                  std::vector<FormationGroup> &groups, size_t group,
                  const std::string &cudaDir, std::vector<std::string> &objects,
                  std::string &error);
-  /// Copies `name` (a kernel of the first group's gathered module) into
-  /// `to`'s, once.
+  /// Copies `name` (a kernel of `from`'s gathered module) into `to`'s,
+  /// once.
   static void copyKernel(FormationGroup &from, FormationGroup &to,
                          StringRef name);
   /// Lowers each group's gathered kernels for its archs: PTX, and with
@@ -266,9 +266,10 @@ private:
   std::vector<std::map<int, HostEntry>> entries;
   /// The formation group of each target arch (options.targets.cudaArchs).
   std::vector<size_t> groupOf;
-  /// The first group's formed module of each kernel index, its entry name
-  /// replaced by kEntryPlaceholder: what later groups compare with.
-  std::map<int, std::string> firstFormation;
+  /// Per kernel index, the formed module of each group that formed its own
+  /// entry (the group and the module, its entry name replaced by
+  /// kEntryPlaceholder): what later groups compare with.
+  std::map<int, std::vector<std::pair<size_t, std::string>>> formations;
   std::vector<rt::CudaImage> images;
   /// Per arch (the order of `images`), ptxas's report of every kernel.
   std::vector<std::vector<KernelResourceReport>> resources;
@@ -323,20 +324,23 @@ bool CUDABackend::formEntry(MLIRContext &ctx, const BackendKernel &kernel,
                    },
                    error))
     return false;
-  // The same kernels as the first group's: its entry serves this group.
+  // The same kernels as an earlier group's: its entry serves this group.
   std::string formed = printOp(*m);
   for (size_t at = formed.find(result.entry); at != std::string::npos;
        at = formed.find(result.entry, at))
     formed.replace(at, result.entry.size(), kEntryPlaceholder);
-  if (group == 0) {
-    firstFormation[kernel.index] = formed;
-  } else if (firstFormation[kernel.index] == formed) {
-    const HostEntry &first = entries[0].at(kernel.index);
-    for (const std::string &name : first.kernels)
-      copyKernel(groups[0], own, name);
-    entries[group][kernel.index] = first;
+  std::vector<std::pair<size_t, std::string>> &earlier =
+      formations[kernel.index];
+  for (const auto &[from, text] : earlier) {
+    if (text != formed)
+      continue;
+    const HostEntry &same = entries[from].at(kernel.index);
+    for (const std::string &name : same.kernels)
+      copyKernel(groups[from], own, name);
+    entries[group][kernel.index] = same;
     return true;
   }
+  earlier.emplace_back(group, std::move(formed));
   fn = *m->getOps<func::FuncOp>().begin();
   if (auto names = fn->getAttrOfType<ArrayAttr>(ComfyQuantDialect::getKernelsAttrName()))
     for (Attribute a : names)
@@ -449,7 +453,7 @@ bool CUDABackend::compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,
     groupOf.push_back(alike - groups.begin());
   }
   entries.assign(groups.size(), {});
-  firstFormation.clear();
+  formations.clear();
   std::vector<std::string> objects;
   kernelCount = kernels.size();
   for (const BackendKernel &kernel : kernels)

@@ -32,8 +32,16 @@ bool mlir::comfyquant::accumulatesFp8Steps(const CUDAArch &arch) {
   return !arch.wgmma;
 }
 
+bool mlir::comfyquant::hasFP4Mma(const CUDAArch &arch) {
+  return arch.blockScaledMma || arch.tcgen05;
+}
+
 bool mlir::comfyquant::formsKernelsAlike(const CUDAArch &a, const CUDAArch &b) {
-  return accumulatesFp8Steps(a) == accumulatesFp8Steps(b);
+  // Without an FP8 (FP4) MMA, FP8 (NVFP4) GEMMs from some M on widen their
+  // operands to f16 once per call (comfyquant-gpu-select-strategy's
+  // decode_rows).
+  return accumulatesFp8Steps(a) == accumulatesFp8Steps(b) &&
+         a.fp8Mma == b.fp8Mma && hasFP4Mma(a) == hasFP4Mma(b);
 }
 
 void mlir::comfyquant::registerComfyQuantGPUTranslations(

@@ -22,6 +22,8 @@
 // are one kernel and C is left unused (no workspace).
 //===----------------------------------------------------------------------===//
 #include "comfyquant/Codegen/Common/Gemm.h"
+#include "comfyquant/Codegen/GPU/FP4Decode.h"
+#include "comfyquant/Codegen/GPU/FP8Decode.h"
 #include "comfyquant/Codegen/GPU/GPUCodegen.h"
 #include "comfyquant/Codegen/GPU/Passes.h"
 #include "comfyquant/Codegen/GPU/SignedNibbles.h"
@@ -400,6 +402,35 @@ std::optional<TileShape> shapeOf(GpuGemmAttr config) {
   return std::nullopt;
 }
 
+/// The byte address of `from`'s first element (its aligned pointer plus
+/// its offset), as an index.
+Value firstElementAddress(OpBuilder &b, Location loc, Value from) {
+  Builder h{b, loc};
+  auto type = cast<MemRefType>(from.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  (void)type.getStridesAndOffset(strides, offset);
+  Value first = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
+  if (!ShapedType::isDynamic(offset) && !offset)
+    return first;
+  Value elements =
+      ShapedType::isDynamic(offset)
+          ? memref::ExtractStridedMetadataOp::create(b, loc, from).getOffset()
+          : h.idx(offset);
+  Value offsetBytes = h.mul(elements, type.getElementTypeBitWidth() / 8);
+  return h.add(first, offsetBytes);
+}
+
+/// Whether `from`'s first element is `bytes`-aligned (an i1).
+Value firstElementAligned(OpBuilder &b, Location loc, Value from,
+                          int64_t bytes) {
+  Builder h{b, loc};
+  Value low = arith::RemUIOp::create(b, loc, firstElementAddress(b, loc, from),
+                                     h.idx(bytes));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low,
+                               h.idx(0));
+}
+
 /// Whether GEMM input `index` of `op` may be loaded `bytes` (4 or 16) at
 /// a time, statically (the alignment of its first element is checked at
 /// run time): read as stored (no fused producer), not FP4 packing, K a
@@ -474,23 +505,66 @@ int64_t splitKFor(linalg::GenericOp op, const Family &f, TileShape shape,
   return std::max<int64_t>(splits, 1);
 }
 
-/// The rows of A from which B's fused decoder runs once per call instead
-/// of once per row tile of C (GpuGemmAttr's decode_rows), or 0: B has a
-/// producer of the integer operand's type over a static N x K that,
-/// decoded, is chunkable as A is (K a multiple of 16 bytes), and A is read
-/// as stored. From two row tiles of the fused kernel on, which decodes
-/// every weight twice or more.
-int64_t decodeRowsFor(linalg::GenericOp op, const Family &f, TileShape shape) {
+/// What a GEMM decodes once per call instead of once per tile of C
+/// (GpuGemmAttr's decode_rows): B's fused producer of the integer operand
+/// (W4A4, W4A8, W6A8) into that operand; both FP8 operands, read as
+/// stored, widened to f16 for an f16 GEMM (where no FP8 MMA exists: the
+/// kernel otherwise widens A once per column tile and B once per row
+/// tile); or both NVFP4 operands times their block scales, f16 for an f16
+/// GEMM (where no FP4 MMA exists; E2M1 times E4M3 is exact in f16).
+enum class Predecode { None, Producer, FP8ToF16, FP4ToF16 };
+
+/// Whether the NVFP4 GEMM `op` (codes one per i8, E4M3 block scales of 16
+/// as i8) can be widened once per call: every operand a 2-D memref, B and
+/// its scales static, K a multiple of 16 (whole blocks of 16 codes).
+bool fp4Widenable(linalg::GenericOp op) {
+  auto b = dyn_cast<MemRefType>(op.getDpsInputs()[1].getType());
+  if (!b || !b.hasStaticShape() || b.getRank() != 2 || b.getDimSize(1) % 16)
+    return false;
+  for (unsigned i = 0; i < 4; ++i) {
+    auto type = dyn_cast<MemRefType>(op.getDpsInputs()[i].getType());
+    if (!type || type.getRank() != 2 || !type.getElementType().isInteger(8) ||
+        (i % 2 && !type.hasStaticShape()))
+      return false;
+  }
+  return true;
+}
+
+/// The Predecode `op` allows: its fill and epilogue fuse, B is a static
+/// N x K and A is read as stored in 16-byte chunks; then B's producer of
+/// the integer operand's type whose decoded K is chunkable as A is, or
+/// plain FP8 with B read as stored in 16-byte chunks too.
+Predecode predecodeFor(linalg::GenericOp op, const Family &f) {
   Value bOperand = op.getDpsInputs()[1];
-  linalg::GenericOp producer =
-      mlir::comfyquant::detail::operandProducer(bOperand, op);
   auto bType = dyn_cast<MemRefType>(bOperand.getType());
   Fusion fusion = fusionFor(op);
-  if (!producer || !fusion.zeroFill || !fusion.epilogue || f.match.block ||
-      !isa<IntegerType>(f.load) || !bType ||
+  if (f.kind == GpuMmaKind::fp4_ue4m3_scaled)
+    return fusion.zeroFill && fusion.epilogue && fp4Widenable(op)
+               ? Predecode::FP4ToF16
+               : Predecode::None;
+  if (!fusion.zeroFill || !fusion.epilogue || f.match.block || !bType ||
       !bType.hasStaticShape() || bType.getRank() != 2 ||
-      bType.getElementType() != f.load ||
-      bType.getDimSize(1) % (4 * f.perReg) || !chunkableOperand(op, f, 0))
+      !chunkableOperand(op, f, 0))
+    return Predecode::None;
+  if (mlir::comfyquant::detail::operandProducer(bOperand, op))
+    return isa<IntegerType>(f.load) && bType.getElementType() == f.load &&
+                   bType.getDimSize(1) % (4 * f.perReg) == 0
+               ? Predecode::Producer
+               : Predecode::None;
+  return f.kind == GpuMmaKind::fp8 && chunkableOperand(op, f, 1)
+             ? Predecode::FP8ToF16
+             : Predecode::None;
+}
+
+/// The rows of A from which `op` decodes once per call (GpuGemmAttr's
+/// decode_rows), or 0: from two row tiles of the fused kernel on, which
+/// decodes every weight twice or more. FP8 only where `fp8AsF16` (no arch
+/// has an FP8 MMA), NVFP4 only where `fp4AsF16` (none has an FP4 MMA).
+int64_t decodeRowsFor(linalg::GenericOp op, const Family &f, TileShape shape,
+                      bool fp8AsF16, bool fp4AsF16) {
+  Predecode form = predecodeFor(op, f);
+  if (form == Predecode::None || (form == Predecode::FP8ToF16 && !fp8AsF16) ||
+      (form == Predecode::FP4ToF16 && !fp4AsF16))
     return 0;
   return std::max<int64_t>(2 * shape.rows(), GpuGemmAttr::kSplitRows + 1);
 }
@@ -505,6 +579,7 @@ struct SelectStrategyPass
       return;
     // Without archs, any arch: sm_80 and sm_90a among them.
     bool fp8Accumulated = !archs.empty();
+    bool fp8AsF16 = !archs.empty(), fp4AsF16 = !archs.empty();
     for (const std::string &name : archs) {
       const CUDAArch *arch = lookupCUDAArch(name);
       if (!arch) {
@@ -512,6 +587,8 @@ struct SelectStrategyPass
         return signalPassFailure();
       }
       fp8Accumulated &= accumulatesFp8Steps(*arch);
+      fp8AsF16 &= !arch->fp8Mma;
+      fp4AsF16 &= !hasFP4Mma(*arch);
     }
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       if (op->hasAttr(ComfyQuantDialect::getGemmAttrName()))
@@ -522,7 +599,8 @@ struct SelectStrategyPass
         op->setAttr(ComfyQuantDialect::getGemmAttrName(),
                     builtConfig(&getContext(), f->kind, shape,
                                 splitKFor(op, *f, shape, fillCtas), stages,
-                                decodeRowsFor(op, *f, shape)));
+                                decodeRowsFor(op, *f, shape, fp8AsF16,
+                                              fp4AsF16)));
       }
     }
   }
@@ -1075,31 +1153,12 @@ private:
     return firstElementAligned(from, 4);
   }
 
-  /// The byte address of `from`'s first element (its aligned pointer plus
-  /// its offset), as an index.
   Value firstElementAddress(Value from) {
-    auto type = cast<MemRefType>(from.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    (void)type.getStridesAndOffset(strides, offset);
-    Value first = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, from);
-    if (!ShapedType::isDynamic(offset) && !offset)
-      return first;
-    Value elements =
-        ShapedType::isDynamic(offset)
-            ? memref::ExtractStridedMetadataOp::create(b, loc, from)
-                  .getOffset()
-            : h.idx(offset);
-    Value offsetBytes = h.mul(elements, type.getElementTypeBitWidth() / 8);
-    return h.add(first, offsetBytes);
+    return ::firstElementAddress(b, loc, from);
   }
 
-  /// Whether `from`'s first element is `bytes`-aligned (an i1).
   Value firstElementAligned(Value from, int64_t bytes) {
-    Value low =
-        arith::RemUIOp::create(b, loc, firstElementAddress(from), h.idx(bytes));
-    Value zero = h.idx(0);
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, low, zero);
+    return ::firstElementAligned(b, loc, from, bytes);
   }
 
   /// Whether `from` may be copied in 16-byte chunks (one ld.global.v4 per
@@ -1887,19 +1946,234 @@ private:
 };
 
 /// Threads of the kernel that decodes an operand once per call, and the
-/// elements each decodes (one 16-byte store: K is a multiple).
+/// elements each decodes (K is a multiple).
 constexpr int64_t kDecodeThreads = 256;
 constexpr int64_t kDecodeChunk = 16;
 
-/// GpuGemmAttr's decode_rows for `op` (whose fill and epilogue fuse, and
-/// whose B is read through a producer over a static N x K): from
-/// `decodeRows` rows of A on, a kernel writes B's producer into a
-/// workspace operand, 16 elements per thread, and a copy of the
-/// fill, GEMM and epilogue reads that operand as stored; the copy's config
-/// is the one a stored operand gets. Returns the copy and the i1 that
-/// enables it (the original runs otherwise). The i1 is computed before the
-/// fill, the rest follows the epilogue: between the producer and the GEMM
-/// a launch would hide the producer (operandProducer).
+/// A launch of the kernel that decodes an operand once per call: one
+/// thread per chunk of `chunks` (an index), no blocks unless `enabled`.
+/// `b` is left at the start of its body.
+gpu::LaunchOp createDecodeLaunch(OpBuilder &b, Location loc, Value chunks,
+                                Value enabled) {
+  Builder h{b, loc};
+  Value blocks =
+      b.createOrFold<arith::CeilDivUIOp>(loc, chunks, h.idx(kDecodeThreads));
+  Value grid = arith::SelectOp::create(b, loc, enabled, blocks, h.idx(0));
+  Value one = h.idx(1);
+  auto launch = gpu::LaunchOp::create(
+      b, loc, grid, one, one, h.idx(kDecodeThreads), one, one,
+      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
+      /*asyncDependencies=*/{}, /*workgroupAttributions=*/{},
+      /*privateAttributions=*/{}, nullptr, nullptr, nullptr,
+      /*module=*/nullptr,
+      FlatSymbolRefAttr::get(b.getContext(), GpuGemmAttr::kDecodeKernelName));
+  b.setInsertionPointToStart(&launch.getBody().front());
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  return launch;
+}
+
+/// This thread's chunk in a decode launch over rows of `chunksPerRow`
+/// chunks, `chunks` in all: its row and its chunk in the row, `b` left
+/// inside the check that it is one of them.
+std::pair<Value, Value> decodeChunkAt(OpBuilder &b, Location loc,
+                                      gpu::LaunchOp launch, Value chunks,
+                                      int64_t chunksPerRow) {
+  Builder h{b, loc};
+  Value chunk = h.add(h.mul(launch.getBlockIds().x, kDecodeThreads),
+                      launch.getThreadIds().x);
+  auto inside = scf::IfOp::create(b, loc, h.lt(chunk, chunks), false);
+  b.setInsertionPoint(inside.thenBlock()->getTerminator());
+  Value row = arith::DivUIOp::create(b, loc, chunk, h.idx(chunksPerRow));
+  Value chunkInRow =
+      arith::RemUIOp::create(b, loc, chunk, h.idx(chunksPerRow));
+  return {row, chunkInRow};
+}
+
+/// Writes B's producer into `decoded` (N x K of the integer operand's
+/// type), 16 elements per thread; no blocks unless `enabled`.
+void decodeProducerOnce(OpBuilder &b, Location loc, linalg::GenericOp producer,
+                        Value decoded, Value enabled) {
+  OpBuilder::InsertionGuard guard(b);
+  Builder h{b, loc};
+  auto type = cast<MemRefType>(decoded.getType());
+  int64_t chunksPerRow = type.getDimSize(1) / kDecodeChunk;
+  Value chunks = h.idx(type.getDimSize(0) * chunksPerRow);
+  gpu::LaunchOp launch = createDecodeLaunch(b, loc, chunks, enabled);
+  IRMapping tables;
+  stageProducerTables(b, loc, launch, producer, launch.getThreadIds().x,
+                      kDecodeThreads, tables);
+  auto [row, chunkInRow] =
+      decodeChunkAt(b, loc, launch, chunks, chunksPerRow);
+  Value k = h.mul(chunkInRow, kDecodeChunk);
+  // Element e at k + e: the reads of one stored byte or scale by several
+  // elements have one address.
+  SmallVector<Value> elems = mlir::comfyquant::detail::emitAlignedProducerChunk(
+      b, loc, producer, row, chunkInRow, kDecodeChunk, kDecodeChunk, &tables);
+  Value packed = vector::FromElementsOp::create(
+      b, loc, VectorType::get({kDecodeChunk}, type.getElementType()), elems);
+  vector::StoreOp::create(b, loc, packed, decoded, ValueRange{row, k},
+                          /*nontemporal=*/false,
+                          llvm::MaybeAlign(kDecodeChunk));
+}
+
+/// Writes the exact f16 of the FP8 codes of type `fp8` in `from` (rows x
+/// K of i8, rows of 16-byte chunks at 16-byte aligned addresses) into
+/// `to` (rows x K of f16), 16 codes per thread: one 16-byte load, four
+/// word decodes (decodeFP8Word), two 16-byte stores. No blocks unless
+/// `enabled`.
+void widenFP8Once(OpBuilder &b, Location loc, Value from, Value to,
+                  Value rows, Type fp8, Value enabled) {
+  OpBuilder::InsertionGuard guard(b);
+  Builder h{b, loc};
+  int64_t chunksPerRow =
+      cast<MemRefType>(to.getType()).getDimSize(1) / kDecodeChunk;
+  Value chunks =
+      b.createOrFold<arith::MulIOp>(loc, rows, h.idx(chunksPerRow));
+  gpu::LaunchOp launch = createDecodeLaunch(b, loc, chunks, enabled);
+  auto [row, chunkInRow] =
+      decodeChunkAt(b, loc, launch, chunks, chunksPerRow);
+  Value k = h.mul(chunkInRow, kDecodeChunk);
+  Value codes = vector::LoadOp::create(
+      b, loc, VectorType::get({kDecodeChunk}, b.getI8Type()), from,
+      ValueRange{row, k}, /*nontemporal=*/false,
+      llvm::MaybeAlign(kDecodeChunk));
+  Value words = vector::BitCastOp::create(
+      b, loc, VectorType::get({kDecodeChunk / 4}, b.getI32Type()), codes);
+  SmallVector<Value> halves;
+  for (int64_t w = 0; w < kDecodeChunk / 4; ++w) {
+    Value word = vector::ExtractOp::create(b, loc, words, w);
+    Value four = decodeFP8Word(b, loc, word, fp8);
+    for (int64_t e = 0; e < 4; ++e)
+      halves.push_back(vector::ExtractOp::create(b, loc, four, e));
+  }
+  Value packed = vector::FromElementsOp::create(
+      b, loc, VectorType::get({kDecodeChunk}, b.getF16Type()), halves);
+  vector::StoreOp::create(b, loc, packed, to, ValueRange{row, k},
+                          /*nontemporal=*/false,
+                          llvm::MaybeAlign(2 * kDecodeChunk));
+}
+
+/// The i8 elements of `operand` at (row, x * 16 + e), e < 16: through its
+/// producer (its stored bytes and scales loaded once per chunk), else
+/// loaded.
+SmallVector<Value> chunkOf(OpBuilder &b, Location loc, Value operand,
+                           linalg::GenericOp producer, Value row, Value x,
+                           const IRMapping &tables) {
+  if (producer)
+    return mlir::comfyquant::detail::emitAlignedProducerChunk(
+        b, loc, producer, row, x, kDecodeChunk, kDecodeChunk, &tables);
+  Builder h{b, loc};
+  Value k = h.mul(x, kDecodeChunk);
+  SmallVector<Value> elems;
+  for (int64_t e = 0; e < kDecodeChunk; ++e)
+    elems.push_back(
+        memref::LoadOp::create(b, loc, operand, ValueRange{row, h.add(k, e)}));
+  return elems;
+}
+
+/// Writes the exact f16 of NVFP4 operand `codes` (rows x K, one E2M1 code
+/// per i8) times its E4M3 block scales `scales` (rows x K / 16) into `to`
+/// (rows x K of f16), one block of 16 per thread: the codes packed as
+/// nibbles into two words, their signs flipped for a negative scale, each
+/// word decoded with the scale's magnitude (decodeFP4Word), two 16-byte
+/// stores. Operands with a producer are read through it. No blocks unless
+/// `enabled`.
+void widenFP4Once(OpBuilder &b, Location loc, linalg::GenericOp op,
+                  unsigned codesIndex, Value to, Value rows, Value enabled) {
+  OpBuilder::InsertionGuard guard(b);
+  Builder h{b, loc};
+  Value codes = op.getDpsInputs()[codesIndex];
+  Value scales = op.getDpsInputs()[codesIndex + 2];
+  linalg::GenericOp codesProducer =
+      mlir::comfyquant::detail::operandProducer(codes, op);
+  linalg::GenericOp scalesProducer =
+      mlir::comfyquant::detail::operandProducer(scales, op);
+  int64_t chunksPerRow =
+      cast<MemRefType>(to.getType()).getDimSize(1) / kDecodeChunk;
+  Value chunks =
+      b.createOrFold<arith::MulIOp>(loc, rows, h.idx(chunksPerRow));
+  gpu::LaunchOp launch = createDecodeLaunch(b, loc, chunks, enabled);
+  SmallVector<linalg::GenericOp> producers;
+  for (linalg::GenericOp p : {codesProducer, scalesProducer})
+    if (p)
+      producers.push_back(p);
+  IRMapping tables;
+  stageProducerTables(b, loc, launch, producers, launch.getThreadIds().x,
+                      kDecodeThreads, tables);
+  auto [row, chunkInRow] =
+      decodeChunkAt(b, loc, launch, chunks, chunksPerRow);
+  SmallVector<Value> elems =
+      chunkOf(b, loc, codes, codesProducer, row, chunkInRow, tables);
+  Value scale =
+      scalesProducer
+          ? mlir::comfyquant::detail::emitProducerAt(
+                b, loc, scalesProducer, row, chunkInRow, &tables)
+          : memref::LoadOp::create(b, loc, scales, ValueRange{row, chunkInRow})
+                .getResult();
+  Type i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  // A negative scale flips every code's sign (bit 3 of its nibble).
+  Value scale32 = arith::ExtUIOp::create(b, loc, i32, scale);
+  Value negative = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne,
+      arith::AndIOp::create(b, loc, scale32, c32(0x80)), c32(0));
+  Value flip = arith::SelectOp::create(
+      b, loc, negative, c32(static_cast<int32_t>(0x88888888u)), c32(0));
+  Value magnitude = ue4m3ToF16(b, loc, scale);
+  SmallVector<Value> halves;
+  for (int64_t w = 0; w < kDecodeChunk / 8; ++w) {
+    Value word = c32(0);
+    for (int64_t e = 0; e < 8; ++e) {
+      Value code = arith::AndIOp::create(
+          b, loc, arith::ExtUIOp::create(b, loc, i32, elems[8 * w + e]),
+          c32(15));
+      Value placed = e ? arith::ShLIOp::create(b, loc, code, c32(4 * e))
+                             .getResult()
+                       : code;
+      word = arith::OrIOp::create(b, loc, word, placed);
+    }
+    word = arith::XOrIOp::create(b, loc, word, flip);
+    Value eight = decodeFP4Word(b, loc, word, magnitude);
+    for (int64_t e = 0; e < 8; ++e)
+      halves.push_back(vector::ExtractOp::create(b, loc, eight, e));
+  }
+  Value packed = vector::FromElementsOp::create(
+      b, loc, VectorType::get({kDecodeChunk}, b.getF16Type()), halves);
+  vector::StoreOp::create(b, loc, packed, to,
+                          ValueRange{row, h.mul(chunkInRow, kDecodeChunk)},
+                          /*nontemporal=*/false,
+                          llvm::MaybeAlign(2 * kDecodeChunk));
+}
+
+/// The tagged f16 GEMM `c[m, n] += a[m, k] * b[n, k]` (f32 C, `op`'s maps
+/// and iterators), which the FP8 or NVFP4 GEMM `op` is on the widened
+/// operands.
+linalg::GenericOp f16Gemm(OpBuilder &b, Location loc, linalg::GenericOp op,
+                          Value a, Value bOperand, Value c) {
+  Type f32 = b.getF32Type();
+  // A's, B's and C's maps (a block-scaled op has its scales' between).
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto gemm = linalg::GenericOp::create(
+      b, loc, ValueRange{a, bOperand}, ValueRange{c},
+      ArrayRef<AffineMap>{maps[0], maps[1], maps.back()},
+      op.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value x = arith::ExtFOp::create(nb, l, f32, args[0]);
+        Value w = arith::ExtFOp::create(nb, l, f32, args[1]);
+        Value product = arith::MulFOp::create(nb, l, x, w);
+        Value sum = arith::AddFOp::create(nb, l, args[2], product);
+        linalg::YieldOp::create(nb, l, sum);
+      });
+  std::optional<GemmMatch> m = mlir::comfyquant::detail::matchGemm(gemm);
+  assert(m && "an f16 GEMM matches");
+  gemm->setAttr(ComfyQuantDialect::getGemmInfoAttrName(),
+                mlir::comfyquant::detail::gemmInfo(b.getContext(), *m));
+  return gemm;
+}
+
 /// The copy predecodedCopy builds: the GEMM, its family, config and tile,
 /// and the i1 that enables it.
 struct PredecodedCopy {
@@ -1910,80 +2184,82 @@ struct PredecodedCopy {
   Value enabled;
 };
 
-PredecodedCopy predecodedCopy(linalg::GenericOp op, const Fusion &fusion,
-                              int64_t decodeRows) {
+/// GpuGemmAttr's decode_rows for `op` (predecodeFor says how): from
+/// `decodeRows` rows of A on, decode kernels write the decoded operands
+/// into workspace buffers (B's producer into the integer operand, or both
+/// FP8 operands widened to f16, A's kernel sized by M), and a copy of the
+/// fill, GEMM and epilogue reads them as stored; the copy's config is the
+/// one stored operands get. Returns the copy and the i1 that enables it
+/// (the original runs otherwise). The i1 is computed before the fill, the
+/// rest follows the epilogue: between the producer and the GEMM a launch
+/// would hide the producer (operandProducer).
+PredecodedCopy predecodedCopy(linalg::GenericOp op, const Family &family,
+                              const Fusion &fusion, int64_t decodeRows) {
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
+  Predecode form = predecodeFor(op, family);
   Value a = op.getDpsInputs()[0];
   Value bOperand = op.getDpsInputs()[1];
-  linalg::GenericOp producer =
-      mlir::comfyquant::detail::operandProducer(bOperand, op);
   auto bType = cast<MemRefType>(bOperand.getType());
-  int64_t cols = bType.getDimSize(0), depth = bType.getDimSize(1);
-  auto func = op->getParentOfType<func::FuncOp>();
-  OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
-  Value decoded = memref::AllocOp::create(
-      entry, loc, MemRefType::get(bType.getShape(), bType.getElementType()),
-      entry.getI64IntegerAttr(64));
   OpBuilder b(fusion.zeroFill);
   Builder h{b, loc};
   Value rows = b.createOrFold<memref::DimOp>(loc, a, 0);
   Value enabled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
                                         rows, h.idx(decodeRows));
-  b.setInsertionPointAfter(fusion.epilogue);
-  int64_t chunksPerRow = depth / kDecodeChunk;
-  int64_t chunks = cols * chunksPerRow;
-  Value grid = arith::SelectOp::create(
-      b, loc, enabled,
-      h.idx(llvm::divideCeilSigned(chunks, kDecodeThreads)), h.idx(0));
-  Value one = h.idx(1);
-  auto launch = gpu::LaunchOp::create(
-      b, loc, grid, one, one, h.idx(kDecodeThreads), one, one,
-      /*dynamicSharedMemorySize=*/nullptr, /*asyncTokenType=*/nullptr,
-      /*asyncDependencies=*/{}, /*workgroupAttributions=*/{},
-      /*privateAttributions=*/{}, nullptr, nullptr, nullptr,
-      /*module=*/nullptr,
-      FlatSymbolRefAttr::get(ctx, GpuGemmAttr::kDecodeKernelName));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    Value tid = launch.getThreadIds().x;
-    IRMapping tables;
-    stageProducerTables(b, loc, launch, producer, tid, kDecodeThreads, tables);
-    Value first = h.mul(launch.getBlockIds().x, kDecodeThreads);
-    Value chunk = h.add(first, tid);
-    auto inside = scf::IfOp::create(b, loc, h.lt(chunk, h.idx(chunks)), false);
-    b.setInsertionPoint(inside.thenBlock()->getTerminator());
-    Value row = arith::DivUIOp::create(b, loc, chunk, h.idx(chunksPerRow));
-    Value chunkInRow =
-        arith::RemUIOp::create(b, loc, chunk, h.idx(chunksPerRow));
-    Value k = h.mul(chunkInRow, kDecodeChunk);
-    // Element e at k + e: the reads of one stored byte or scale by several
-    // elements have one address.
-    SmallVector<Value> elems =
-        mlir::comfyquant::detail::emitAlignedProducerChunk(
-            b, loc, producer, row, chunkInRow, kDecodeChunk, kDecodeChunk,
-            &tables);
-    Value packed = vector::FromElementsOp::create(
-        b, loc, VectorType::get({kDecodeChunk}, bType.getElementType()),
-        elems);
-    vector::StoreOp::create(b, loc, packed, decoded, ValueRange{row, k},
-                            /*nontemporal=*/false,
-                            llvm::MaybeAlign(kDecodeChunk));
+  if (form == Predecode::FP8ToF16) {
+    // Misaligned operands keep the fused kernel.
+    enabled = arith::AndIOp::create(b, loc, enabled,
+                                    firstElementAligned(b, loc, a, 16));
+    enabled = arith::AndIOp::create(b, loc, enabled,
+                                    firstElementAligned(b, loc, bOperand, 16));
   }
-  // The copy: its own C, zero-filled, the GEMM on the decoded operand, the
-  // epilogue reading the copy's C.
+  b.setInsertionPointAfter(fusion.epilogue);
+  // The copy: its own C, zero-filled, the GEMM on the decoded operands,
+  // the epilogue reading the copy's C.
   Value c = op.getDpsInitOperand(0)->get();
-  Operation *newC = b.clone(*c.getDefiningOp());
   IRMapping map;
-  map.map(c, newC->getResult(0));
-  b.clone(*fusion.zeroFill, map);
-  map.map(bOperand, decoded);
-  auto copy = cast<linalg::GenericOp>(b.clone(*op, map));
+  linalg::GenericOp copy;
+  auto clonedC = [&] {
+    Operation *newC = b.clone(*c.getDefiningOp());
+    map.map(c, newC->getResult(0));
+    b.clone(*fusion.zeroFill, map);
+    return newC->getResult(0);
+  };
+  if (form == Predecode::Producer) {
+    auto func = op->getParentOfType<func::FuncOp>();
+    OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
+    Value decoded = memref::AllocOp::create(
+        entry, loc, MemRefType::get(bType.getShape(), bType.getElementType()),
+        entry.getI64IntegerAttr(64));
+    decodeProducerOnce(b, loc,
+                       mlir::comfyquant::detail::operandProducer(bOperand, op),
+                       decoded, enabled);
+    clonedC();
+    map.map(bOperand, decoded);
+    copy = cast<linalg::GenericOp>(b.clone(*op, map));
+  } else {
+    int64_t depth = bType.getDimSize(1);
+    Type f16 = b.getF16Type();
+    auto alignment = b.getI64IntegerAttr(64);
+    Value wideA = memref::AllocOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic, depth}, f16),
+        ValueRange{rows}, alignment);
+    Value wideB = memref::AllocOp::create(
+        b, loc, MemRefType::get(bType.getShape(), f16), alignment);
+    Value cols = h.idx(bType.getDimSize(0));
+    if (form == Predecode::FP8ToF16) {
+      widenFP8Once(b, loc, a, wideA, rows, family.match.aElt, enabled);
+      widenFP8Once(b, loc, bOperand, wideB, cols, family.match.bElt,
+                   enabled);
+    } else {
+      widenFP4Once(b, loc, op, 0, wideA, rows, enabled);
+      widenFP4Once(b, loc, op, 1, wideB, cols, enabled);
+    }
+    copy = f16Gemm(b, loc, op, wideA, wideB, clonedC());
+  }
   b.clone(*fusion.epilogue, map);
-  // The same operands but B: a family covers it as it covers op.
+  // The same operands but the decoded ones: a family covers it as it
+  // covers op.
   Family f = *tensorCoreFamily(copy);
   int64_t stages = stagesFor(copy, f);
   TileShape shape = tileFor(copy, f, stages, true);
@@ -2043,12 +2319,14 @@ struct TensorCoreGemmPass
         return signalPassFailure();
       }
       if (config.getDecodeRows() &&
-          decodeRowsFor(op, *f, *shape) == 0) {
+          predecodeFor(op, *f) == Predecode::None) {
         op.emitOpError("its config ")
             << config
-            << " decodes B once per call, which needs B read through an "
-               "integer producer over a static N x K (K a multiple of 16 "
-               "bytes), A read as stored, and the fill and epilogue fused";
+            << " decodes once per call, which needs a static N x K B read "
+               "through an integer producer (K a multiple of 16 bytes) or "
+               "plain FP8 B read as stored in 16-byte chunks, A read as "
+               "stored in 16-byte chunks, or NVFP4 with a static B and K a "
+               "multiple of 16; and the fill and epilogue fused";
         return signalPassFailure();
       }
       gemms.push_back({op, *f, config, *shape, Value()});
@@ -2060,7 +2338,7 @@ struct TensorCoreGemmPass
       if (!config.getDecodeRows())
         continue;
       PredecodedCopy copy =
-          predecodedCopy(op, fusionFor(op), config.getDecodeRows());
+          predecodedCopy(op, family, fusionFor(op), config.getDecodeRows());
       OpBuilder b(op);
       Value small = arith::XOrIOp::create(
           b, op.getLoc(), copy.enabled,

@@ -5,6 +5,7 @@
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_80,sm_90a}))' | FileCheck %s --check-prefix=WGMMA
 // RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_90a}))' | FileCheck %s --check-prefix=WGMMA
 // RUN: not comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_90a,sm_77}))' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: comfyquant-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(comfyquant-tag-gemms,comfyquant-gpu-select-strategy{archs=sm_80,sm_86}))' | FileCheck %s --check-prefix=NOFP8MMA
 // UNKNOWN: error: 'func.func' op archs: unknown CUDA arch 'sm_77'
 
 #map_a = affine_map<(m, n, k) -> (m, k)>
@@ -287,7 +288,7 @@ func.func @decoded_weight_into_argument(%a: memref<?x64xi8>, %packed: memref<256
 #map_b = affine_map<(m, n, k) -> (n, k)>
 #map_c = affine_map<(m, n, k) -> (m, n)>
 func.func @decode_rows_without_decoder(%a: memref<?x64xi8>, %b: memref<256x64xi8>, %c: memref<?x256xi32>) {
-  // expected-error @below {{decodes B once per call, which needs B read through an integer producer over a static N x K (K a multiple of 16 bytes), A read as stored, and the fill and epilogue fused}}
+  // expected-error @below {{decodes once per call, which needs a static N x K B read through an integer producer (K a multiple of 16 bytes) or plain FP8 B read as stored in 16-byte chunks, A read as stored in 16-byte chunks, or NVFP4 with a static B and K a multiple of 16; and the fill and epilogue fused}}
   linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x64xi8>, memref<256x64xi8>) outs(%c : memref<?x256xi32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<s8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, decode_rows = 128>} {
   ^bb0(%x: i8, %w: i8, %acc: i32):
     %0 = arith.extsi %x : i8 to i32
@@ -295,6 +296,140 @@ func.func @decode_rows_without_decoder(%a: memref<?x64xi8>, %b: memref<256x64xi8
     %2 = arith.muli %0, %1 : i32
     %3 = arith.addi %acc, %2 : i32
     linalg.yield %3 : i32
+  }
+  return
+}
+
+// -----
+
+// Plain FP8 with both operands read as stored in 16-byte chunks and the
+// fill and epilogue fused: where no arch has an FP8 MMA (sm_80, sm_86),
+// from two row tiles on both operands are widened to f16 once per call
+// (decode_rows); with an FP8 MMA among the archs, or none named, the
+// operands are decoded per tile (no decode_rows).
+// NOFP8MMA-LABEL: func.func @fp8_widened_once
+// NOFP8MMA:         comfyquant.gemm = #comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2, decode_rows = 128>
+// NOWGMMA-LABEL: func.func @fp8_widened_once
+// NOWGMMA-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
+// CHECK-LABEL: func.func @fp8_widened_once
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>
+// FORMED-LABEL: func.func @fp8_widened_once
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @fp8_widened_once(%a: memref<?x64xi8>, %b: memref<96x64xi8>, %out: memref<?x96xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %c = memref.alloc(%m) : memref<?x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x96xf32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x64xi8>, memref<96x64xi8>) outs(%c : memref<?x96xf32>) {
+  ^bb0(%x: i8, %w: i8, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.extf %0 : f8E4M3FN to f32
+    %2 = arith.bitcast %w : i8 to f8E4M3FN
+    %3 = arith.extf %2 : f8E4M3FN to f32
+    %4 = arith.mulf %1, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x96xf32>) outs(%out : memref<?x96xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.mulf %x, %x : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// NVFP4 (whole blocks of 16 along K, B static) with the fill and epilogue
+// fused: where no arch has an FP4 MMA (sm_80/86/89/90a), from two row
+// tiles on both operands are widened with their block scales to f16 once
+// per call; with sm_120a among the archs, or none named, not.
+// NOFP8MMA-LABEL: func.func @nvfp4_widened_once
+// NOFP8MMA:         comfyquant.gemm = #comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, decode_rows = 128>
+// WGMMA-LABEL: func.func @nvfp4_widened_once
+// WGMMA:         comfyquant.gemm = #comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, decode_rows = 128>
+// NOWGMMA-LABEL: func.func @nvfp4_widened_once
+// NOWGMMA-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>]
+// CHECK-LABEL: func.func @nvfp4_widened_once
+// CHECK:         comfyquant.gemm = #comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1>
+// FORMED-LABEL: func.func @nvfp4_widened_once
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 16)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 16)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @nvfp4_widened_once(%a: memref<?x64xi8>, %b: memref<96x64xi8>, %sa: memref<?x4xi8>, %sb: memref<96x4xi8>, %out: memref<?x96xf32>) {
+  %nan = arith.constant 0x7FC00000 : f32
+  %c256 = arith.constant 2.560000e+02 : f32
+  %c128_i16 = arith.constant 128 : i16
+  %c127_i16 = arith.constant 127 : i16
+  %c2e14 = arith.constant 1.638400e+04 : f32
+  %c12_i16 = arith.constant 12 : i16
+  %c8_i16 = arith.constant 8 : i16
+  %c9_i16 = arith.constant 9 : i16
+  %c7_i16 = arith.constant 7 : i16
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %c = memref.alloc(%m) : memref<?x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x96xf32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x64xi8>, memref<96x64xi8>, memref<?x4xi8>, memref<96x4xi8>) outs(%c : memref<?x96xf32>) {
+  ^bb0(%x: i8, %w: i8, %xs: i8, %ws: i8, %acc: f32):
+    %0 = arith.extui %x : i8 to i16
+    %1 = arith.andi %0, %c7_i16 : i16
+    %2 = arith.shli %1, %c9_i16 : i16
+    %3 = arith.andi %0, %c8_i16 : i16
+    %4 = arith.shli %3, %c12_i16 : i16
+    %5 = arith.ori %4, %2 : i16
+    %6 = arith.bitcast %5 : i16 to f16
+    %7 = arith.extf %6 : f16 to f32
+    %8 = arith.mulf %7, %c2e14 : f32
+    %10 = arith.extui %w : i8 to i16
+    %11 = arith.andi %10, %c7_i16 : i16
+    %12 = arith.shli %11, %c9_i16 : i16
+    %13 = arith.andi %10, %c8_i16 : i16
+    %14 = arith.shli %13, %c12_i16 : i16
+    %15 = arith.ori %14, %12 : i16
+    %16 = arith.bitcast %15 : i16 to f16
+    %17 = arith.extf %16 : f16 to f32
+    %18 = arith.mulf %17, %c2e14 : f32
+    %19 = arith.mulf %8, %18 : f32
+    %20 = arith.extui %xs : i8 to i16
+    %21 = arith.andi %20, %c127_i16 : i16
+    %22 = arith.andi %20, %c128_i16 : i16
+    %23 = arith.shli %22, %c8_i16 : i16
+    %24 = arith.shli %21, %c7_i16 : i16
+    %25 = arith.ori %23, %24 : i16
+    %26 = arith.bitcast %25 : i16 to f16
+    %27 = arith.extf %26 : f16 to f32
+    %28 = arith.mulf %27, %c256 : f32
+    %29 = arith.cmpi eq, %21, %c127_i16 : i16
+    %30 = arith.select %29, %nan, %28 : f32
+    %31 = arith.extui %ws : i8 to i16
+    %32 = arith.andi %31, %c127_i16 : i16
+    %33 = arith.andi %31, %c128_i16 : i16
+    %34 = arith.shli %33, %c8_i16 : i16
+    %35 = arith.shli %32, %c7_i16 : i16
+    %36 = arith.ori %34, %35 : i16
+    %37 = arith.bitcast %36 : i16 to f16
+    %38 = arith.extf %37 : f16 to f32
+    %39 = arith.mulf %38, %c256 : f32
+    %40 = arith.cmpi eq, %32, %c127_i16 : i16
+    %41 = arith.select %40, %nan, %39 : f32
+    %42 = arith.mulf %30, %41 : f32
+    %43 = arith.mulf %19, %42 : f32
+    %44 = arith.addf %acc, %43 : f32
+    linalg.yield %44 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x96xf32>) outs(%out : memref<?x96xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.mulf %x, %x : f32
+    linalg.yield %0 : f32
   }
   return
 }

@@ -1453,6 +1453,190 @@ func.func @int8_gemm_wide(%a: memref<?x96xi8>, %b: memref<300x96xi8>, %c: memref
 
 // -----
 
+// Plain FP8 asking for decode_rows (what the selection chooses where no
+// arch has an FP8 MMA): from 128 rows of A on, and both operands 16-byte
+// aligned, two decode_operand kernels widen A (grid from M) and B to f16
+// once (16 codes per thread: one 16-byte load, the word decoder, e4m3's
+// with its NaN flag and e5m2's byte permutes, one 32-byte store) and an
+// f16 copy of the GEMM reads them with the wide tile and cp.async.
+// CHECK-LABEL: func.func @fp8_widened_once_per_call
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2, decode_rows = 128>, #comfyquant.gpu_gemm<f16, block = [128, 256], warp = [16, 256], k_bytes = 32, stages = 2>]
+// CHECK:         %[[LARGE:.*]] = arith.cmpi uge, %[[M:[a-z0-9_]+]], %c128 : index
+// CHECK:         memref.extract_aligned_pointer_as_index %arg0
+// CHECK:         %[[ALIGNEDA:.*]] = arith.andi %[[LARGE]], %{{.*}} : i1
+// CHECK:         memref.extract_aligned_pointer_as_index %arg1
+// CHECK:         %[[ENABLED:.*]] = arith.andi %[[ALIGNEDA]], %{{.*}} : i1
+// CHECK:         %[[SMALL:.*]] = arith.xori %[[ENABLED]], %true : i1
+// CHECK:         gpu.launch
+// CHECK:           comfyquant.warpgroup_mma {{.*}} : f8E4M3FN x f8E5M2
+// CHECK:         %[[WA:.*]] = memref.alloc(%[[M]]) {alignment = 64 : i64} : memref<?x64xf16>
+// CHECK:         %[[WB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256x64xf16>
+// CHECK:         %[[CHUNKSA:.*]] = arith.muli %[[M]], %c4
+// CHECK:         %[[BLOCKSA:.*]] = arith.ceildivui %[[CHUNKSA]], %c256
+// CHECK:         %[[GRIDA:.*]] = arith.select %[[ENABLED]], %[[BLOCKSA]], %c0
+// CHECK:         gpu.launch blocks({{.*}}) in (%{{.*}} = %[[GRIDA]], {{.*}}) threads({{.*}}) in (%{{.*}} = %c256{{.*}}, {{.*}}) function(@decode_operand)
+// CHECK:           %[[CODES:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xi8>, vector<16xi8>
+// CHECK:           vector.bitcast %[[CODES]] : vector<16xi8> to vector<4xi32>
+// CHECK-COUNT-8:   nvvm.prmt
+// CHECK:           vector.store %{{.*}}, %[[WA]][%{{.*}}, %{{.*}}] {alignment = 32 : i64} : memref<?x64xf16>, vector<16xf16>
+// CHECK:         %[[GRIDB:.*]] = arith.select %[[ENABLED]], %c4{{.*}}, %c0
+// CHECK:         gpu.launch blocks({{.*}}) in (%{{.*}} = %[[GRIDB]], {{.*}}) threads({{.*}}) in (%{{.*}} = %c256{{.*}}, {{.*}}) function(@decode_operand)
+// CHECK:           vector.load %arg1[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x64xi8>, vector<16xi8>
+// CHECK-COUNT-8:   nvvm.prmt <default> %{{.*}}, %c0_i32
+// CHECK:           vector.store %{{.*}}, %[[WB]][%{{.*}}, %{{.*}}] {alignment = 32 : i64} : memref<256x64xf16>, vector<16xf16>
+// CHECK:         gpu.launch
+// CHECK:           vector.load %[[WA]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x64xf16>, vector<8xf16>
+// CHECK:           vector.load %[[WB]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x64xf16>, vector<8xf16>
+// CHECK:           comfyquant.warpgroup_mma {{.*}} : f16 x f16
+// PTX80:   .target sm_80
+// PTX80:   .entry fp8_widened_once_per_call_kernel(
+// PTX80-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// PTX80:   .entry decode_operand(
+// PTX80:   ld.global.v4.b32
+// PTX80-COUNT-8: prmt.b32
+// PTX80:   st.global.v4.b32
+// PTX80:   st.global.v4.b32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @fp8_widened_once_per_call(%a: memref<?x64xi8>, %b: memref<256x64xi8>, %out: memref<?x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %c = memref.alloc(%m) : memref<?x256xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x256xf32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<?x64xi8>, memref<256x64xi8>) outs(%c : memref<?x256xf32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<fp8, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2, decode_rows = 128>} {
+  ^bb0(%x: i8, %w: i8, %acc: f32):
+    %0 = arith.bitcast %x : i8 to f8E4M3FN
+    %1 = arith.extf %0 : f8E4M3FN to f32
+    %2 = arith.bitcast %w : i8 to f8E5M2
+    %3 = arith.extf %2 : f8E5M2 to f32
+    %4 = arith.mulf %1, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x256xf32>) outs(%out : memref<?x256xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.mulf %x, %x : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// NVFP4 asking for decode_rows (what the selection chooses where no arch
+// has an FP4 MMA): from 128 rows of A on, two decode_operand kernels
+// write each operand's E2M1 codes times their E4M3 block scale as f16 (one
+// block of 16 per thread: the codes packed as nibbles into two words, the
+// signs flipped for a negative scale, the word decoder with the scale's
+// magnitude), A's grid from M, and an f16 copy of the GEMM reads them.
+// CHECK-LABEL: func.func @nvfp4_widened_once_per_call
+// CHECK-SAME:    comfyquant.gemms = [#comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, decode_rows = 128>, #comfyquant.gpu_gemm<f16, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 2>]
+// CHECK:         %[[ENABLED:.*]] = arith.cmpi uge, %[[M:[a-z0-9_]+]], %c128 : index
+// CHECK:         gpu.launch
+// CHECK:           comfyquant.warpgroup_mma {{.*}} scales({{.*}}) : f4E2M1FN x f4E2M1FN
+// CHECK:         %[[WA:.*]] = memref.alloc(%[[M]]) {alignment = 64 : i64} : memref<?x64xf16>
+// CHECK:         %[[WB:.*]] = memref.alloc() {alignment = 64 : i64} : memref<96x64xf16>
+// CHECK:         %[[GRIDA:.*]] = arith.select %[[ENABLED]], %{{.*}}, %c0
+// CHECK:         gpu.launch blocks({{.*}}) in (%{{.*}} = %[[GRIDA]], {{.*}}) function(@decode_operand)
+// CHECK-COUNT-16:  memref.load %arg0
+// CHECK:           %[[SCALE:.*]] = memref.load %arg2[%{{.*}}, %{{.*}}] : memref<?x4xi8>
+// CHECK:           %[[FLIP:.*]] = arith.select %{{.*}}, %c-2004318072_i32, %c0_i32{{.*}} : i32
+// CHECK:           arith.xori %{{.*}}, %[[FLIP]] : i32
+// CHECK:           nvvm.prmt
+// CHECK:           arith.xori %{{.*}}, %[[FLIP]] : i32
+// CHECK:           vector.store %{{.*}}, %[[WA]][%{{.*}}, %{{.*}}] {alignment = 32 : i64} : memref<?x64xf16>, vector<16xf16>
+// CHECK:         gpu.launch {{.*}} function(@decode_operand)
+// CHECK:           memref.load %arg3[%{{.*}}, %{{.*}}] : memref<96x4xi8>
+// CHECK:           vector.store %{{.*}}, %[[WB]][%{{.*}}, %{{.*}}] {alignment = 32 : i64} : memref<96x64xf16>, vector<16xf16>
+// CHECK:         gpu.launch
+// CHECK:           comfyquant.warpgroup_mma {{.*}} : f16 x f16
+// PTX80:   .target sm_80
+// PTX80:   .entry decode_operand(
+// PTX80:   prmt.b32
+// PTX80:   st.global.v4.b32
+// PTX80:   st.global.v4.b32
+#map_a = affine_map<(m, n, k) -> (m, k)>
+#map_b = affine_map<(m, n, k) -> (n, k)>
+#map_sa = affine_map<(m, n, k) -> (m, k floordiv 16)>
+#map_sb = affine_map<(m, n, k) -> (n, k floordiv 16)>
+#map_c = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(n, k) -> (n, k)>
+func.func @nvfp4_widened_once_per_call(%a: memref<?x64xi8>, %b: memref<96x64xi8>, %sa: memref<?x4xi8>, %sb: memref<96x4xi8>, %out: memref<?x96xf32>) {
+  %nan = arith.constant 0x7FC00000 : f32
+  %c256 = arith.constant 2.560000e+02 : f32
+  %c128_i16 = arith.constant 128 : i16
+  %c127_i16 = arith.constant 127 : i16
+  %c2e14 = arith.constant 1.638400e+04 : f32
+  %c12_i16 = arith.constant 12 : i16
+  %c8_i16 = arith.constant 8 : i16
+  %c9_i16 = arith.constant 9 : i16
+  %c7_i16 = arith.constant 7 : i16
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.dim %a, %c0 : memref<?x64xi8>
+  %c = memref.alloc(%m) : memref<?x96xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<?x96xf32>)
+  linalg.generic {indexing_maps = [#map_a, #map_b, #map_sa, #map_sb, #map_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b, %sa, %sb : memref<?x64xi8>, memref<96x64xi8>, memref<?x4xi8>, memref<96x4xi8>) outs(%c : memref<?x96xf32>) attrs = {comfyquant.gemm = #comfyquant.gpu_gemm<fp4_ue4m3_scaled, block = [64, 128], warp = [16, 128], k_bytes = 32, stages = 1, decode_rows = 128>} {
+  ^bb0(%x: i8, %w: i8, %xs: i8, %ws: i8, %acc: f32):
+    %0 = arith.extui %x : i8 to i16
+    %1 = arith.andi %0, %c7_i16 : i16
+    %2 = arith.shli %1, %c9_i16 : i16
+    %3 = arith.andi %0, %c8_i16 : i16
+    %4 = arith.shli %3, %c12_i16 : i16
+    %5 = arith.ori %4, %2 : i16
+    %6 = arith.bitcast %5 : i16 to f16
+    %7 = arith.extf %6 : f16 to f32
+    %8 = arith.mulf %7, %c2e14 : f32
+    %10 = arith.extui %w : i8 to i16
+    %11 = arith.andi %10, %c7_i16 : i16
+    %12 = arith.shli %11, %c9_i16 : i16
+    %13 = arith.andi %10, %c8_i16 : i16
+    %14 = arith.shli %13, %c12_i16 : i16
+    %15 = arith.ori %14, %12 : i16
+    %16 = arith.bitcast %15 : i16 to f16
+    %17 = arith.extf %16 : f16 to f32
+    %18 = arith.mulf %17, %c2e14 : f32
+    %19 = arith.mulf %8, %18 : f32
+    %20 = arith.extui %xs : i8 to i16
+    %21 = arith.andi %20, %c127_i16 : i16
+    %22 = arith.andi %20, %c128_i16 : i16
+    %23 = arith.shli %22, %c8_i16 : i16
+    %24 = arith.shli %21, %c7_i16 : i16
+    %25 = arith.ori %23, %24 : i16
+    %26 = arith.bitcast %25 : i16 to f16
+    %27 = arith.extf %26 : f16 to f32
+    %28 = arith.mulf %27, %c256 : f32
+    %29 = arith.cmpi eq, %21, %c127_i16 : i16
+    %30 = arith.select %29, %nan, %28 : f32
+    %31 = arith.extui %ws : i8 to i16
+    %32 = arith.andi %31, %c127_i16 : i16
+    %33 = arith.andi %31, %c128_i16 : i16
+    %34 = arith.shli %33, %c8_i16 : i16
+    %35 = arith.shli %32, %c7_i16 : i16
+    %36 = arith.ori %34, %35 : i16
+    %37 = arith.bitcast %36 : i16 to f16
+    %38 = arith.extf %37 : f16 to f32
+    %39 = arith.mulf %38, %c256 : f32
+    %40 = arith.cmpi eq, %32, %c127_i16 : i16
+    %41 = arith.select %40, %nan, %39 : f32
+    %42 = arith.mulf %30, %41 : f32
+    %43 = arith.mulf %19, %42 : f32
+    %44 = arith.addf %acc, %43 : f32
+    linalg.yield %44 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%c : memref<?x96xf32>) outs(%out : memref<?x96xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %0 = arith.mulf %x, %x : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
 // A weight decoded by its producer into a GEMM whose fill and epilogue
 // fuse, B static: from decode_rows (128) rows of A on, a decode_operand
 // kernel writes the decoded weight once (16 elements per thread, each

@@ -37,9 +37,15 @@ const CUDAArch *lookupCUDAArch(llvm::StringRef name);
 /// as stored takes 128 x 256 only where this holds for every arch.
 bool accumulatesFp8Steps(const CUDAArch &arch);
 
+/// Whether the arch multiplies E2M1 codes with block scales in one MMA
+/// (sm_120a's block-scaled mma.sync, tcgen05).
+bool hasFP4Mma(const CUDAArch &arch);
+
 /// Whether comfyquant-gpu-select-strategy chooses the same GEMM configs for
-/// both archs: the one arch fact it reads, accumulatesFp8Steps, is the
-/// same. The CUDA back end forms kernels once per group of such archs.
+/// both archs: the arch facts it reads, accumulatesFp8Steps and whether an
+/// FP8 MMA and an FP4 MMA exist (without one, FP8 or NVFP4 operands are
+/// widened to f16 once per call from decode_rows on), are the same. The CUDA back end forms kernels
+/// once per group of such archs.
 bool formsKernelsAlike(const CUDAArch &a, const CUDAArch &b);
 
 /// The LLVM IR translations the device pipeline serializes with.

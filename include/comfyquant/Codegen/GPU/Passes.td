@@ -146,12 +146,19 @@ def ComfyQuantGPUSelectStrategy
     `block = [128, 256], warp = [16, 256]` (half the global bytes per MAC
     of the one-warpgroup `block = [64, 128], warp = [16, 128]`, which every
     other GEMM takes), or for FP8 `block = [128, 128], warp = [16, 128]`
-    (sm_90a adds every step's wgmma product to f32 accumulators, and a
-    256-column product beside 256 accumulator columns spills; sm_80/86
-    widen the codes to f16 in registers, which spills there too) where
-    `archs` holds an arch with wgmma or without FP8 MMA; FP8 takes
-    `block = [128, 256]` where every arch has FP8 `mma.sync` or tcgen05. `archs` names the CUDA archs the kernels will be lowered for
-    (empty: any arch); the CUDA back end forms each GEMM once per group of
+    where `archs` holds an arch with wgmma or names none (sm_90a adds
+    every step's wgmma product to f32 accumulators, and a 256-column
+    product beside 256 accumulator columns spills); FP8 takes
+    `block = [128, 256]` where every arch adds its steps into the
+    accumulators (`mma.sync`, tcgen05, or sm_80/86's f16 tiles).
+    `decode_rows` (from two row tiles on): where B is read through an
+    integer producer (W4A4, W4A8, W6A8), for plain FP8 read as stored
+    where no arch in `archs` has an FP8 MMA (sm_80, sm_86), or for NVFP4
+    where none has an FP4 MMA (sm_80/86/89/90a), the operands are decoded
+    once per call by their own kernels.
+
+    `archs` names the CUDA archs the kernels will be lowered for (empty:
+    any arch); the CUDA back end forms each GEMM once per group of
     archs that select alike (`formsKernelsAlike`) and gives each group its
     own host entry where the kernels differ.
 

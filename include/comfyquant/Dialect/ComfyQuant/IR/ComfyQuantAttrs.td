@@ -475,8 +475,11 @@ def ComfyQuant_GpuGemmAttr : ComfyQuant_Attr<"GpuGemm", "gpu_gemm", [
     on, the fused decoder of B (W4A8's codes through its grid, W4A4's
     nibbles) runs once per call, a kernel writing the decoded operand into
     a workspace, and the GEMM reads that as stored with the tile a stored
-    operand gets (two warpgroups, cp.async stages where they fit); below
-    it, the GEMM decodes B in its copies as configured. A fused decoder
+    operand gets (two warpgroups, cp.async stages where they fit); for
+    plain FP8 and NVFP4 both operands (NVFP4's times their block scales)
+    are widened to f16 once per call and an f16 GEMM reads them (for archs
+    without the format's MMA); below it, the GEMM
+    decodes B in its copies as configured. A fused decoder
     decodes every weight once per row tile of C, so from two row tiles on
     decoding once costs less.
 
