@@ -389,12 +389,10 @@ def main():
 # not listed here says so rather than borrowing another's cause.
 CAUSES = {
     ("float8_e4m3fn", "f16"):
-        "no FP8 MMA (sm_80/86): every K step the block decodes its A and B "
-        "tiles to f16 in shared memory, A once per column tile and B once per "
-        "row tile; e4m3's decoder (sign, rebias, NaN: 14 instructions per 4 "
-        "codes, plus the word's shared-memory load and two stores) against e5m2's two byte permutes is the whole gap "
-        "between the two rows (same kernel). Decoding B once per call (as "
-        "W4A8 does) needs per-arch formation, not built",
+        "no FP8 MMA (sm_80/86): both operands widened to f16 once per call "
+        "(e4m3's decoder: 14 instructions per 4 codes, against e5m2's two "
+        "byte permutes), then an f16 GEMM; the widening's instructions and "
+        "its f16 traffic are in the figures",
     ("mxfp8", "f16"):
         "no FP8 or block-scaled MMA: 64 x 128 tile, the FP8 tiles decoded to "
         "f16 per K step (as e4m3's above) and each 32-wide step's partial "
@@ -409,10 +407,9 @@ CAUSES = {
         "and step (the factors decoded once per step into shared memory); "
         "B's 2.1x global bytes are the small tile's",
     ("nvfp4", "f16"):
-        "no FP4 MMA (sm_80/86/89): 64 x 128 tile, the E2M1 tiles decoded "
-        "with their UE4M3 block scales to f16 in shared memory by the block "
-        "every K step (A once per column tile, B once per row tile), copied "
-        "4 bytes at a time; no decode-once form for FP4 yet",
+        "no FP4 MMA (sm_80/86/89): both operands times their block scales "
+        "widened to f16 once per call (A's codes loaded a byte at a time, "
+        "packed into nibble words, decoded with the scale), then an f16 GEMM",
 }
 
 
@@ -609,9 +606,11 @@ def write_report(args, formats, archs, index, ckdir, resources, peers, results):
       "kernels with different K steps compare.")
     w("- CTAs/SM: resident blocks per SM from ptxas's registers and shared memory and "
       "the arch's limits.")
-    w("- operand decode: the kernel that decodes the weights once per call from "
-      "the config's decode_rows on (W4A8/W6A8 to their int8 grid, W4A4's nibbles "
-      "to int8), part of the GEMM's figures (instructions and bytes), shown on its "
+    w("- operand decode: the kernels that decode operands once per call from "
+      "the config's decode_rows on (W4A8/W6A8's weights to their int8 grid, W4A4's "
+      "nibbles to int8; on archs without the format's MMA both FP8 operands, and "
+      "both NVFP4 operands times their block scales, to f16, the GEMM then an f16 "
+      "one), part of the GEMM's figures (instructions and bytes), shown on their "
       "own too.")
     w("- prologue: every other kernel of the module (activation rotation and "
       "quantization), per MAC of the GEMM.")
