@@ -395,7 +395,9 @@ CAUSES = {
         "its f16 traffic are in the figures",
     ("mxfp8", "f16"):
         "no FP8 or block-scaled MMA: 64 x 128 tile, the FP8 tiles decoded to "
-        "f16 per K step (as e4m3's above) and each 32-wide step's partial "
+        "f16 in shared memory by the block every K step (A once per column "
+        "tile, B once per row tile; no decode-once form: UE8M0 factors times "
+        "codes are not exact in f16) and each 32-wide step's partial "
         "sums rescaled into the f32 accumulators: three instructions per "
         "accumulator element and step (row factor times column factor, "
         "times the sum, plus the accumulator; the factors decoded once per "
