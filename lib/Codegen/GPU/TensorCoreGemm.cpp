@@ -2194,10 +2194,11 @@ struct PredecodedCopy {
 /// rest follows the epilogue: between the producer and the GEMM a launch
 /// would hide the producer (operandProducer).
 PredecodedCopy predecodedCopy(linalg::GenericOp op, const Family &family,
-                              const Fusion &fusion, int64_t decodeRows) {
+                              Predecode form, const Fusion &fusion,
+                              int64_t decodeRows) {
+  assert(form != Predecode::None && "a GEMM that decodes once per call");
   Location loc = op.getLoc();
   MLIRContext *ctx = op.getContext();
-  Predecode form = predecodeFor(op, family);
   Value a = op.getDpsInputs()[0];
   Value bOperand = op.getDpsInputs()[1];
   auto bType = cast<MemRefType>(bOperand.getType());
@@ -2241,9 +2242,20 @@ PredecodedCopy predecodedCopy(linalg::GenericOp op, const Family &family,
     int64_t depth = bType.getDimSize(1);
     Type f16 = b.getF16Type();
     auto alignment = b.getI64IntegerAttr(64);
-    Value wideA = memref::AllocOp::create(
-        b, loc, MemRefType::get({ShapedType::kDynamic, depth}, f16),
-        ValueRange{rows}, alignment);
+    // A's rows as C's temporary counts them (the workspace sizes a dynamic
+    // temporary by the rows of x, which C's size is known to be).
+    auto aType = cast<MemRefType>(a.getType());
+    auto cAlloc = c.getDefiningOp<memref::AllocOp>();
+    Value wideA =
+        !aType.isDynamicDim(0)
+            ? memref::AllocOp::create(
+                  b, loc, MemRefType::get(aType.getShape(), f16), alignment)
+            : memref::AllocOp::create(
+                  b, loc, MemRefType::get({ShapedType::kDynamic, depth}, f16),
+                  ValueRange{cAlloc && cAlloc.getDynamicSizes().size() == 1
+                                 ? cAlloc.getDynamicSizes()[0]
+                                 : rows},
+                  alignment);
     Value wideB = memref::AllocOp::create(
         b, loc, MemRefType::get(bType.getShape(), f16), alignment);
     Value cols = h.idx(bType.getDimSize(0));
@@ -2280,6 +2292,8 @@ struct TensorCoreGemmPass
     SmallVector<
         std::tuple<linalg::GenericOp, Family, GpuGemmAttr, TileShape, Value>>
         gemms;
+    // Each selected GEMM's Predecode, found before any copy changes the IR.
+    SmallVector<Predecode> forms;
     // (The family is held by value: the builder keeps a reference.)
     for (auto op : func.getBody().front().getOps<linalg::GenericOp>()) {
       auto config = op->getAttrOfType<GpuGemmAttr>(
@@ -2318,8 +2332,9 @@ struct TensorCoreGemmPass
                "bytes)";
         return signalPassFailure();
       }
-      if (config.getDecodeRows() &&
-          predecodeFor(op, *f) == Predecode::None) {
+      Predecode form =
+          config.getDecodeRows() ? predecodeFor(op, *f) : Predecode::None;
+      if (config.getDecodeRows() && form == Predecode::None) {
         op.emitOpError("its config ")
             << config
             << " decodes once per call, which needs a static N x K B read "
@@ -2330,15 +2345,18 @@ struct TensorCoreGemmPass
         return signalPassFailure();
       }
       gemms.push_back({op, *f, config, *shape, Value()});
+      forms.push_back(form);
     }
     // decode_rows: the copy reading the decoded operand, then the original
-    // for fewer rows.
-    for (size_t i = 0, e = gemms.size(); i < e; ++i) {
+    // for fewer rows. Last GEMM first: a copy's launches follow its
+    // epilogue, so they never stand between an earlier GEMM and the
+    // producers its decode reads (operandProducer).
+    for (size_t i = gemms.size(); i-- > 0;) {
       auto [op, family, config, shape, enabled] = gemms[i];
       if (!config.getDecodeRows())
         continue;
-      PredecodedCopy copy =
-          predecodedCopy(op, family, fusionFor(op), config.getDecodeRows());
+      PredecodedCopy copy = predecodedCopy(op, family, forms[i], fusionFor(op),
+                                           config.getDecodeRows());
       OpBuilder b(op);
       Value small = arith::XOrIOp::create(
           b, op.getLoc(), copy.enabled,
