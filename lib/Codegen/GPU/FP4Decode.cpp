@@ -72,3 +72,19 @@ Value mlir::comfyquant::ue4m3ToF16(OpBuilder &b, Location loc, Value byte) {
       b, loc, b.getFloatAttr(f16, APFloat::getQNaN(APFloat::IEEEhalf())));
   return arith::SelectOp::create(b, loc, isNaN, nan, value);
 }
+
+Value mlir::comfyquant::packE2M1Word(OpBuilder &b, Location loc,
+                                     ArrayRef<Value> codes) {
+  Type i32 = b.getI32Type();
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  Value word = c32(0);
+  for (auto [e, code] : llvm::enumerate(codes)) {
+    Value wide = arith::ExtUIOp::create(b, loc, i32, code);
+    Value nibble = arith::AndIOp::create(b, loc, wide, c32(0xF));
+    Value placed = arith::ShLIOp::create(b, loc, nibble, c32(4 * e));
+    word = arith::OrIOp::create(b, loc, word, placed);
+  }
+  return word;
+}

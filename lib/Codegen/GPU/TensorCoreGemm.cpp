@@ -1314,16 +1314,8 @@ private:
           vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), word);
       return vector::ExtractOp::create(b, loc, bits, 0);
     }
-    // E2M1 codes, one per byte: element e is nibble e (the low nibble
-    // first, the order of the FP4 MMA registers).
-    Value word = i32Constant(0);
-    for (int64_t e = 0; e < p; ++e) {
-      Value wide = arith::ExtUIOp::create(b, loc, i32, elems[e]);
-      Value nibble = arith::AndIOp::create(b, loc, wide, i32Constant(0xF));
-      Value placed = arith::ShLIOp::create(b, loc, nibble, i32Constant(4 * e));
-      word = arith::OrIOp::create(b, loc, word, placed);
-    }
-    return word;
+    // E2M1 codes, one per byte.
+    return packE2M1Word(b, loc, elems);
   }
 
   /// A scale of 1: E4M3 0x38, UE8M0 127.
@@ -2017,13 +2009,15 @@ void decodeProducerOnce(OpBuilder &b, Location loc, linalg::GenericOp producer,
                           llvm::MaybeAlign(kDecodeChunk));
 }
 
-/// Writes the exact f16 of the FP8 codes of type `fp8` in `from` (rows x
-/// K of i8, rows of 16-byte chunks at 16-byte aligned addresses) into
-/// `to` (rows x K of f16), 16 codes per thread: one 16-byte load, four
-/// word decodes (decodeFP8Word), two 16-byte stores. No blocks unless
-/// `enabled`.
-void widenFP8Once(OpBuilder &b, Location loc, Value from, Value to,
-                  Value rows, Type fp8, Value enabled) {
+/// A decode launch writing `to` (rows x K of f16), one chunk of 16 values
+/// per thread: `stage` first (the block's tables), then `decode` gives
+/// the 16 values of the chunk at (row, chunk in the row, its first K),
+/// stored with one 32-byte store. No blocks unless `enabled`.
+void widenOnce(
+    OpBuilder &b, Location loc, Value to, Value rows, Value enabled,
+    function_ref<void(gpu::LaunchOp)> stage,
+    function_ref<SmallVector<Value>(Value row, Value chunkInRow, Value k)>
+        decode) {
   OpBuilder::InsertionGuard guard(b);
   Builder h{b, loc};
   int64_t chunksPerRow =
@@ -2031,27 +2025,44 @@ void widenFP8Once(OpBuilder &b, Location loc, Value from, Value to,
   Value chunks =
       b.createOrFold<arith::MulIOp>(loc, rows, h.idx(chunksPerRow));
   gpu::LaunchOp launch = createDecodeLaunch(b, loc, chunks, enabled);
+  stage(launch);
   auto [row, chunkInRow] =
       decodeChunkAt(b, loc, launch, chunks, chunksPerRow);
   Value k = h.mul(chunkInRow, kDecodeChunk);
-  Value codes = vector::LoadOp::create(
-      b, loc, VectorType::get({kDecodeChunk}, b.getI8Type()), from,
-      ValueRange{row, k}, /*nontemporal=*/false,
-      llvm::MaybeAlign(kDecodeChunk));
-  Value words = vector::BitCastOp::create(
-      b, loc, VectorType::get({kDecodeChunk / 4}, b.getI32Type()), codes);
-  SmallVector<Value> halves;
-  for (int64_t w = 0; w < kDecodeChunk / 4; ++w) {
-    Value word = vector::ExtractOp::create(b, loc, words, w);
-    Value four = decodeFP8Word(b, loc, word, fp8);
-    for (int64_t e = 0; e < 4; ++e)
-      halves.push_back(vector::ExtractOp::create(b, loc, four, e));
-  }
   Value packed = vector::FromElementsOp::create(
-      b, loc, VectorType::get({kDecodeChunk}, b.getF16Type()), halves);
+      b, loc, VectorType::get({kDecodeChunk}, b.getF16Type()),
+      decode(row, chunkInRow, k));
   vector::StoreOp::create(b, loc, packed, to, ValueRange{row, k},
                           /*nontemporal=*/false,
                           llvm::MaybeAlign(2 * kDecodeChunk));
+}
+
+/// Writes the exact f16 of the FP8 codes of type `fp8` in `from` (rows x
+/// K of i8, rows of 16-byte chunks at 16-byte aligned addresses) into
+/// `to` (rows x K of f16), 16 codes per thread: one 16-byte load, four
+/// word decodes (decodeFP8Word), two 16-byte stores. No blocks unless
+/// `enabled`.
+void widenFP8Once(OpBuilder &b, Location loc, Value from, Value to,
+                  Value rows, Type fp8, Value enabled) {
+  widenOnce(
+      b, loc, to, rows, enabled, [](gpu::LaunchOp) {},
+      [&](Value row, Value, Value k) {
+        Value codes = vector::LoadOp::create(
+            b, loc, VectorType::get({kDecodeChunk}, b.getI8Type()), from,
+            ValueRange{row, k}, /*nontemporal=*/false,
+            llvm::MaybeAlign(kDecodeChunk));
+        Value words = vector::BitCastOp::create(
+            b, loc, VectorType::get({kDecodeChunk / 4}, b.getI32Type()),
+            codes);
+        SmallVector<Value> halves;
+        for (int64_t w = 0; w < kDecodeChunk / 4; ++w) {
+          Value word = vector::ExtractOp::create(b, loc, words, w);
+          Value four = decodeFP8Word(b, loc, word, fp8);
+          for (int64_t e = 0; e < 4; ++e)
+            halves.push_back(vector::ExtractOp::create(b, loc, four, e));
+        }
+        return halves;
+      });
 }
 
 /// The i8 elements of `operand` at (row, x * 16 + e), e < 16: through its
@@ -2081,71 +2092,55 @@ SmallVector<Value> chunkOf(OpBuilder &b, Location loc, Value operand,
 /// `enabled`.
 void widenFP4Once(OpBuilder &b, Location loc, linalg::GenericOp op,
                   unsigned codesIndex, Value to, Value rows, Value enabled) {
-  OpBuilder::InsertionGuard guard(b);
-  Builder h{b, loc};
   Value codes = op.getDpsInputs()[codesIndex];
   Value scales = op.getDpsInputs()[codesIndex + 2];
   linalg::GenericOp codesProducer =
       mlir::comfyquant::detail::operandProducer(codes, op);
   linalg::GenericOp scalesProducer =
       mlir::comfyquant::detail::operandProducer(scales, op);
-  int64_t chunksPerRow =
-      cast<MemRefType>(to.getType()).getDimSize(1) / kDecodeChunk;
-  Value chunks =
-      b.createOrFold<arith::MulIOp>(loc, rows, h.idx(chunksPerRow));
-  gpu::LaunchOp launch = createDecodeLaunch(b, loc, chunks, enabled);
   SmallVector<linalg::GenericOp> producers;
   for (linalg::GenericOp p : {codesProducer, scalesProducer})
     if (p)
       producers.push_back(p);
   IRMapping tables;
-  stageProducerTables(b, loc, launch, producers, launch.getThreadIds().x,
-                      kDecodeThreads, tables);
-  auto [row, chunkInRow] =
-      decodeChunkAt(b, loc, launch, chunks, chunksPerRow);
-  SmallVector<Value> elems =
-      chunkOf(b, loc, codes, codesProducer, row, chunkInRow, tables);
-  Value scale =
-      scalesProducer
-          ? mlir::comfyquant::detail::emitProducerAt(
-                b, loc, scalesProducer, row, chunkInRow, &tables)
-          : memref::LoadOp::create(b, loc, scales, ValueRange{row, chunkInRow})
-                .getResult();
-  Type i32 = b.getI32Type();
-  auto c32 = [&](int64_t v) {
-    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  auto stage = [&](gpu::LaunchOp launch) {
+    stageProducerTables(b, loc, launch, producers, launch.getThreadIds().x,
+                        kDecodeThreads, tables);
   };
-  // A negative scale flips every code's sign (bit 3 of its nibble).
-  Value scale32 = arith::ExtUIOp::create(b, loc, i32, scale);
-  Value negative = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ne,
-      arith::AndIOp::create(b, loc, scale32, c32(0x80)), c32(0));
-  Value flip = arith::SelectOp::create(
-      b, loc, negative, c32(static_cast<int32_t>(0x88888888u)), c32(0));
-  Value magnitude = ue4m3ToF16(b, loc, scale);
-  SmallVector<Value> halves;
-  for (int64_t w = 0; w < kDecodeChunk / 8; ++w) {
-    Value word = c32(0);
-    for (int64_t e = 0; e < 8; ++e) {
-      Value code = arith::AndIOp::create(
-          b, loc, arith::ExtUIOp::create(b, loc, i32, elems[8 * w + e]),
-          c32(15));
-      Value placed = e ? arith::ShLIOp::create(b, loc, code, c32(4 * e))
-                             .getResult()
-                       : code;
-      word = arith::OrIOp::create(b, loc, word, placed);
+  auto decode = [&](Value row, Value chunkInRow, Value) {
+    SmallVector<Value> elems =
+        chunkOf(b, loc, codes, codesProducer, row, chunkInRow, tables);
+    Value scale =
+        scalesProducer
+            ? mlir::comfyquant::detail::emitProducerAt(
+                  b, loc, scalesProducer, row, chunkInRow, &tables)
+            : memref::LoadOp::create(b, loc, scales,
+                                     ValueRange{row, chunkInRow})
+                  .getResult();
+    Type i32 = b.getI32Type();
+    auto c32 = [&](int64_t v) {
+      return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+    };
+    // A negative scale flips every code's sign (bit 3 of its nibble).
+    Value scale32 = arith::ExtUIOp::create(b, loc, i32, scale);
+    Value negative = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, scale32, c32(0x80)), c32(0));
+    Value flip = arith::SelectOp::create(
+        b, loc, negative, c32(static_cast<int32_t>(0x88888888u)), c32(0));
+    Value magnitude = ue4m3ToF16(b, loc, scale);
+    SmallVector<Value> halves;
+    for (int64_t w = 0; w < kDecodeChunk / 8; ++w) {
+      Value word =
+          packE2M1Word(b, loc, ArrayRef<Value>(elems).slice(8 * w, 8));
+      word = arith::XOrIOp::create(b, loc, word, flip);
+      Value eight = decodeFP4Word(b, loc, word, magnitude);
+      for (int64_t e = 0; e < 8; ++e)
+        halves.push_back(vector::ExtractOp::create(b, loc, eight, e));
     }
-    word = arith::XOrIOp::create(b, loc, word, flip);
-    Value eight = decodeFP4Word(b, loc, word, magnitude);
-    for (int64_t e = 0; e < 8; ++e)
-      halves.push_back(vector::ExtractOp::create(b, loc, eight, e));
-  }
-  Value packed = vector::FromElementsOp::create(
-      b, loc, VectorType::get({kDecodeChunk}, b.getF16Type()), halves);
-  vector::StoreOp::create(b, loc, packed, to,
-                          ValueRange{row, h.mul(chunkInRow, kDecodeChunk)},
-                          /*nontemporal=*/false,
-                          llvm::MaybeAlign(2 * kDecodeChunk));
+    return halves;
+  };
+  widenOnce(b, loc, to, rows, enabled, stage, decode);
 }
 
 /// The tagged f16 GEMM `c[m, n] += a[m, k] * b[n, k]` (f32 C, `op`'s maps

@@ -20,6 +20,10 @@ namespace mlir::comfyquant {
 /// result).
 Value decodeFP4Word(OpBuilder &b, Location loc, Value word, Value scale);
 
+/// The word of 8 E2M1 codes `codes` (i8 each, the code in its low
+/// nibble): code e in nibble e, the low nibble first, the order of the FP4
+/// MMA registers and of decodeFP4Word.
+Value packE2M1Word(OpBuilder &b, Location loc, ArrayRef<Value> codes);
 /// The f16 value of a UE4M3 byte (i8; bit 7 ignored), exact and normal:
 /// the normal codes' bits rebiased in place, the subnormal ones m * 2^-9;
 /// 0x7F is NaN.
