@@ -181,6 +181,22 @@ void AtomicFile::write(const void *data, size_t size) {
   }
 }
 
+void AtomicFile::writeAt(uint64_t offset, const void *data, size_t size) {
+  if (fd_ < 0)
+    throw Error(path_, "", "write after commit");
+  const auto *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t w = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0)
+      throw Error(temp_, "", "write failed: " + errnoText(errno));
+    p += w;
+    offset += static_cast<uint64_t>(w);
+    size -= static_cast<size_t>(w);
+  }
+}
+
 void AtomicFile::commit() {
   if (fd_ < 0)
     throw Error(path_, "", "committed twice");

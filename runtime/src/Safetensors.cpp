@@ -789,10 +789,10 @@ uint64_t Checkpoint::headerHash() const {
 // writeSafetensors
 //===----------------------------------------------------------------------===//
 
-void writeSafetensors(const std::string &path,
-                      const std::vector<OutputTensor> &tensors,
-                      const std::map<std::string, std::string> &metadata) {
-  // Validate everything before touching the file system.
+std::string safetensorsHeader(const std::string &path,
+                              const std::vector<TensorLayout> &tensors,
+                              const std::map<std::string, std::string> &metadata,
+                              std::vector<uint64_t> *offsets) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) {
     nlohmann::ordered_json md = nlohmann::ordered_json::object();
@@ -808,7 +808,9 @@ void writeSafetensors(const std::string &path,
   }
   std::set<std::string> names;
   uint64_t offset = 0;
-  for (const OutputTensor &t : tensors) {
+  if (offsets)
+    offsets->clear();
+  for (const TensorLayout &t : tensors) {
     const std::string subject = subjectFor(t.name);
     if (t.name == "__metadata__")
       throw Error(path, subject, "\"__metadata__\" is not a tensor name");
@@ -832,9 +834,9 @@ void writeSafetensors(const std::string &path,
       throw Error(path, subject,
                   "shape " + shapeString(t.shape) + " x " + dtypeName(t.dtype) +
                       " needs more than 2^64-1 bytes");
-    if (need != t.bytes.size())
+    if (need != t.nbytes)
       throw Error(path, subject,
-                  "has " + std::to_string(t.bytes.size()) +
+                  "has " + std::to_string(t.nbytes) +
                       " bytes but shape " + shapeString(t.shape) + " x " +
                       dtypeName(t.dtype) + " needs " + std::to_string(need));
     nlohmann::ordered_json e = nlohmann::ordered_json::object();
@@ -842,6 +844,8 @@ void writeSafetensors(const std::string &path,
     e["shape"] = t.shape;
     e["data_offsets"] = {offset, offset + need};
     header[t.name] = std::move(e);
+    if (offsets)
+      offsets->push_back(offset);
     offset += need;
   }
   std::string text;
@@ -857,14 +861,24 @@ void writeSafetensors(const std::string &path,
                 "header would be " + std::to_string(text.size()) +
                     " bytes, more than the limit of " +
                     std::to_string(kMaxHeaderBytes));
-
-  AtomicFile out(path);
-  uint8_t len[8];
+  std::string out(8, '\0');
   uint64_t n = text.size();
   for (int i = 0; i < 8; ++i)
-    len[i] = static_cast<uint8_t>(n >> (8 * i));
-  out.write(len, 8);
-  out.write(text);
+    out[i] = static_cast<char>(n >> (8 * i));
+  return out + text;
+}
+
+void writeSafetensors(const std::string &path,
+                      const std::vector<OutputTensor> &tensors,
+                      const std::map<std::string, std::string> &metadata) {
+  // Validate everything before touching the file system.
+  std::vector<TensorLayout> layout;
+  layout.reserve(tensors.size());
+  for (const OutputTensor &t : tensors)
+    layout.push_back({t.name, t.dtype, t.shape, t.bytes.size()});
+  const std::string header = safetensorsHeader(path, layout, metadata);
+  AtomicFile out(path);
+  out.write(header);
   for (const OutputTensor &t : tensors)
     out.write(t.bytes.data(), t.bytes.size());
   out.commit();

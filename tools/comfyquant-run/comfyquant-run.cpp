@@ -40,6 +40,7 @@
 #include "comfyquant/runtime/Session.h"
 #include "comfyquant/runtime/Targets.h"
 #include "comfyquant/version.h"
+#include "ToolCommandLine.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -56,6 +57,10 @@
 #include <string>
 
 namespace rt = comfyquant::rt;
+using comfyquant::tools::CommandLine;
+using comfyquant::tools::OptionSpec;
+using comfyquant::tools::parseCommandLine;
+using comfyquant::tools::parseCount;
 
 namespace {
 
@@ -68,12 +73,7 @@ int fail(const std::string &msg) {
 // Command line
 //===----------------------------------------------------------------------===//
 
-struct OptionSpec {
-  const char *name;
-  const char *meta; ///< the value's placeholder; null for a flag
-  bool repeatable;
-  const char *help;
-};
+
 
 const OptionSpec kOptions[] = {
     {"--module", "NAME", false, "The quantized module"},
@@ -151,84 +151,6 @@ void printHelp() {
   std::fputs("\nFILE is a .safetensors file or a *.safetensors.index.json. "
              "Options take\ntheir value as --opt=value or --opt value.\n",
              stdout);
-}
-
-/// The parsed command line: the positional FILE and each option's values.
-struct CommandLine {
-  std::string file;
-  std::map<std::string, std::vector<std::string>> values;
-
-  bool has(const std::string &name) const { return values.count(name) != 0; }
-  std::string get(const std::string &name, const std::string &def = "") const {
-    auto it = values.find(name);
-    return it == values.end() ? def : it->second.back();
-  }
-};
-
-/// Parses argv strictly: known options only, values where they are due and
-/// nowhere else, single-valued options at most once. Returns the error, or
-/// "" on success.
-std::string parseCommandLine(int argc, char **argv, CommandLine &cl) {
-  bool optionsEnded = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (!optionsEnded && arg == "--") {
-      optionsEnded = true;
-      continue;
-    }
-    if (optionsEnded || arg.size() < 2 || arg[0] != '-') {
-      if (!cl.file.empty())
-        return "unexpected argument '" + arg + "' (one checkpoint FILE)";
-      cl.file = arg;
-      continue;
-    }
-    std::string name = arg, value;
-    size_t eq = arg.find('=');
-    bool inlineValue = eq != std::string::npos;
-    if (inlineValue) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    if (name == "-h")
-      name = "--help";
-    const OptionSpec *spec = nullptr;
-    for (const OptionSpec &o : kOptions)
-      if (name == o.name)
-        spec = &o;
-    if (!spec)
-      return "unknown option '" + name + "' (see --help)";
-    if (!spec->meta && inlineValue)
-      return name + " takes no value";
-    if (spec->meta && !inlineValue) {
-      if (i + 1 >= argc)
-        return name + " needs a value (" + name + " " + spec->meta + ")";
-      value = argv[++i];
-    }
-    if (spec->meta && value.empty())
-      return name + " needs a non-empty value (" + name + " " + spec->meta +
-             ")";
-    std::vector<std::string> &values = cl.values[name];
-    if (!values.empty() && !spec->repeatable)
-      return name + " may be given only once";
-    values.push_back(value);
-  }
-  return "";
-}
-
-/// A decimal integer in [0, max]: digits only, no sign, no overflow.
-bool parseCount(const std::string &text, int64_t max, int64_t &out) {
-  if (text.empty() || text.size() > 18)
-    return false;
-  int64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9')
-      return false;
-    v = v * 10 + (c - '0');
-  }
-  if (v > max)
-    return false;
-  out = v;
-  return true;
 }
 
 /// The artifact's module `d` names. The kernels were compiled for the
@@ -772,7 +694,7 @@ int runPlanned(const CommandLine &cl, const RunPlan &p) {
 
 int main(int argc, char **argv) {
   CommandLine cl;
-  if (std::string err = parseCommandLine(argc, argv, cl); !err.empty())
+  if (std::string err = parseCommandLine(argc, argv, kOptions, cl); !err.empty())
     return fail(err);
   if (std::optional<int> code = answerQuery(cl))
     return *code;

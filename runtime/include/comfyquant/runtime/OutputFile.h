@@ -22,6 +22,7 @@
 #define COMFYQUANT_RUNTIME_OUTPUTFILE_H
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,9 @@ public:
   /// Appends bytes. Throws Error.
   void write(const void *data, size_t size);
   void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+  /// Writes bytes at an absolute offset of the temporary file (pwrite; safe
+  /// from several threads for disjoint ranges). Throws Error.
+  void writeAt(uint64_t offset, const void *data, size_t size);
   /// fsync + rename over the target (+ fsync of the directory, best effort).
   /// Throws Error.
   void commit();

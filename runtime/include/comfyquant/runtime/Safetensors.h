@@ -142,6 +142,24 @@ struct OutputTensor {
   std::vector<uint8_t> bytes;
 };
 
+/// Where a tensor goes in a file being written: its header entry and size.
+struct TensorLayout {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t nbytes = 0;
+};
+
+/// The bytes that start a safetensors file holding `tensors` back to back in
+/// the given order: the 8-byte length and the JSON header, padded to a
+/// multiple of 8. Checks names (unique, UTF-8), shapes and sizes; `offsets`
+/// receives each tensor's offset in the data section. `path` labels errors.
+/// Throws Error.
+std::string safetensorsHeader(const std::string &path,
+                              const std::vector<TensorLayout> &tensors,
+                              const std::map<std::string, std::string> &metadata,
+                              std::vector<uint64_t> *offsets = nullptr);
+
 /// Writes a safetensors file atomically (temp file in the same directory +
 /// rename). Tensors are laid out in the given order. Throws Error.
 void writeSafetensors(const std::string &path,
