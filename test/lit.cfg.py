@@ -20,6 +20,7 @@ tool_dirs = [os.path.join(config.comfyquant_obj_root, "bin"),
              config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(
     ["comfyquant-opt", "comfyquant-translate", "comfyquant-run", "comfyquant-compile",
+     "comfyquant-quantize",
      "ptxemu-layouts"], tool_dirs)
 
 src = config.comfyquant_src_root
