@@ -292,7 +292,7 @@ QuantizePlan planFor(const Checkpoint &ckpt, const QuantizeOptions &o,
   if (!policy)
     throw Error("", "policy", "the generic policy is missing (a build defect)");
   if (!o.component.empty() && policy->component != o.component)
-    throw Error(ckpt.path(), "--component",
+    throw Error(ckpt.path(), "--components",
                 "the checkpoint is a " + policy->component + " (policy " +
                     policy->name + "), not a " + o.component);
   plan.policy = policy->name;
