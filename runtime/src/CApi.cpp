@@ -3,6 +3,8 @@
 
 #include "comfyquant/runtime/CpuFeatures.h"
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/OutputFile.h"
+#include "comfyquant/runtime/quantize/Quantizer.h"
 #include "comfyquant/runtime/Forward.h"
 #include "comfyquant/runtime/Reference.h"
 #include "comfyquant/runtime/Session.h"
@@ -647,6 +649,46 @@ cq_status cq_cuda_device_count(int *count) {
     require(count, "count");
     std::shared_ptr<const CudaDriver> driver = CudaDriver::load();
     *count = static_cast<int>(driver->devices().size());
+  });
+}
+
+cq_status cq_quantize(const char *input, const char *output,
+                      const cq_quantize_options *options, int *quantized) {
+  if (quantized)
+    *quantized = 0;
+  return guarded("cq_quantize", [&] {
+    require(input, "input");
+    require(output, "output");
+    require(options, "options");
+    requireStruct(options, "options");
+    require(options->format, "options->format");
+    if (options->threads < 0)
+      fail(CQ_ERROR_INVALID_ARGUMENT,
+           "options->threads is " + std::to_string(options->threads) +
+               " (0: default, else a thread count)");
+    QuantizeOptions o;
+    o.input = input;
+    o.output = output;
+    o.format = options->format;
+    if (options->architecture)
+      o.architecture = options->architecture;
+    if (options->policy_file)
+      o.policyFiles.push_back(options->policy_file);
+    o.maxMemory = options->max_memory;
+    o.validate = options->validate != 0;
+    o.strict = options->strict != 0;
+    o.overwrite = options->overwrite != 0;
+    o.threads = options->threads;
+    if (options->optimizer)
+      o.optimizer = options->optimizer;
+    QuantizeReport rep = quantizeCheckpoint(o);
+    if (options->report_json) {
+      checkNotAnInput(options->report_json, {o.input, o.output});
+      checkOverwrite(options->report_json, o.overwrite);
+      writeFileAtomically(options->report_json, rep.toJson().dump(2) + "\n");
+    }
+    if (quantized)
+      *quantized = rep.quantized;
   });
 }
 

@@ -22,6 +22,8 @@
 #include <fstream>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -470,3 +472,42 @@ TEST_F(SessionTest, ThreadsFromTheEnvironment) {
 }
 
 } // namespace
+
+// cq_quantize: the tool's job as one call; the result opens as a Comfy quant
+// checkpoint, and bad arguments get a status and a message.
+TEST(CApi, QuantizeWritesACheckpointTheRuntimeOpens) {
+  const std::string src =
+      std::string(COMFYQUANT_FIXTURES_DIR) + "/architectures/wan.safetensors";
+  char dir[] = "/tmp/cq-capi-quantize-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string out = std::string(dir) + "/wan-int8.safetensors";
+  cq_quantize_options o = CQ_QUANTIZE_OPTIONS_INIT;
+  o.format = "int8-convrot";
+  o.validate = 1;
+  int quantized = -1;
+  ASSERT_EQ(cq_quantize(src.c_str(), out.c_str(), &o, &quantized), CQ_OK)
+      << cq_last_error();
+  EXPECT_GT(quantized, 0);
+  cq_checkpoint *ck = nullptr;
+  ASSERT_EQ(cq_checkpoint_open(out.c_str(), &ck), CQ_OK) << cq_last_error();
+  size_t count = 0;
+  EXPECT_EQ(cq_module_count(ck, &count), CQ_OK);
+  EXPECT_EQ(count, size_t(quantized));
+  cq_checkpoint_close(ck);
+
+  // The output exists: refused without overwrite, and nothing changes.
+  EXPECT_NE(cq_quantize(src.c_str(), out.c_str(), &o, nullptr), CQ_OK);
+  EXPECT_NE(std::string(cq_last_error()).find("overwrite"), std::string::npos);
+  o.format = "int3";
+  EXPECT_EQ(cq_quantize(src.c_str(), (out + "2").c_str(), &o, nullptr),
+            CQ_ERROR_INVALID_INPUT);
+  EXPECT_NE(std::string(cq_last_error()).find("unknown format"),
+            std::string::npos);
+  o.format = nullptr;
+  EXPECT_EQ(cq_quantize(src.c_str(), (out + "2").c_str(), &o, nullptr),
+            CQ_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(cq_quantize(src.c_str(), (out + "2").c_str(), nullptr, nullptr),
+            CQ_ERROR_INVALID_ARGUMENT);
+  std::remove(out.c_str());
+  rmdir(dir);
+}

@@ -316,6 +316,35 @@ CQ_API cq_status cq_session_lookup_device(const cq_session *session,
  * CPU. A kernel's failure on the device is reported here. */
 CQ_API cq_status cq_session_synchronize(const cq_session *session);
 
+/* ---- Quantizer: make a Comfy quant checkpoint --------------------------- */
+
+/* What cq_quantize does (docs/Quantize.md): `format` is a comfyquant-quantize
+ * --format name ("int8", "int8-convrot", "w4a4", "w4a8", "fp8-e4m3",
+ * "nvfp4", "mixed", ...). NULL strings and 0 numbers take the tool's
+ * defaults. The input is never modified; the output is written atomically
+ * and an existing one is replaced only with `overwrite`. */
+typedef struct cq_quantize_options {
+  size_t struct_size;        /* set by the caller: sizeof(cq_quantize_options) */
+  const char *format;        /* required */
+  const char *architecture;  /* NULL: detected from tensor names */
+  const char *policy_file;   /* NULL, or an extra policy JSON file */
+  uint64_t max_memory;       /* bytes of working memory; 0: unbounded */
+  int validate;              /* measure each layer; over its bound: kept */
+  int strict;                /* over bound / non-finite: an error */
+  int overwrite;
+  int threads;               /* 0: every available core */
+  const char *optimizer;     /* NULL or "none" | "mse" */
+  const char *report_json;   /* NULL, or a file for the JSON report */
+} cq_quantize_options;
+#define CQ_QUANTIZE_OPTIONS_INIT \
+  {sizeof(cq_quantize_options), NULL, NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL}
+
+/* Quantizes `input` (.safetensors, *.index.json or a directory) to
+ * `output`; *quantized (if not NULL) = the number of layers quantized. */
+CQ_API cq_status cq_quantize(const char *input, const char *output,
+                             const cq_quantize_options *options,
+                             int *quantized);
+
 /* ---- This machine ----------------------------------------------------- */
 
 /* This CPU's features (space-separated). */
