@@ -72,6 +72,8 @@ const OptionSpec kOptions[] = {
     {"--w4a4-linear-dtype", "int4|int8", false,
      "convrot_w4a4 linear_dtype marker"},
     {"--codebook", "auto|fixed|fit|none", false, "W4A8 codebook choice"},
+    {"--s-rel-dtype", "e4m3|f32", false,
+     "W4A8 / W6A8: element type of weight_s_rel (default e4m3)"},
     {"--mixed-profile", "size|balanced|quality", false,
      "Candidates and bounds of --format mixed"},
     {"--max-memory", "SIZE", false,
@@ -250,6 +252,7 @@ int run(int argc, char **argv) {
   }
   o.w4a4LinearDtype = cl.get("--w4a4-linear-dtype");
   o.codebook = cl.get("--codebook", "auto");
+  o.sRelDtype = cl.get("--s-rel-dtype");
   o.mixedProfile = cl.get("--mixed-profile", "balanced");
   if (cl.has("--max-memory") && !parseSize(cl.get("--max-memory"), o.maxMemory))
     return fail("--max-memory must be a size such as 256M or 2G");

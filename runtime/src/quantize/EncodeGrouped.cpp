@@ -17,12 +17,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "Encoders.h"
+#include "TorchSum.h"
 
 #include "comfyquant/runtime/Numerics.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <random>
 
 namespace comfyquant::rt {
 namespace {
@@ -37,9 +39,9 @@ constexpr int kAlsIterations = 2;
 constexpr int kW6Levels = 31;
 constexpr int64_t kCodebookSampleElems = int64_t(1) << 22;
 
-/// Nearest entry of sorted `lv[0..count)` to t, as kitchen: searchsorted
-/// (first index with lv[i] >= t), then the upper neighbour only when
-/// strictly nearer.
+/// Nearest entry of `lv[0..count)` to t, as kitchen: searchsorted's binary
+/// search (std::lower_bound takes the same steps, also on a fitted codebook
+/// that is not sorted), then the upper neighbour only when strictly nearer.
 inline int nearestSorted(const float *lv, int count, float t) {
   int pos = int(std::lower_bound(lv, lv + count, t) - lv);
   int lo = std::clamp(pos - 1, 0, count - 1), hi = std::clamp(pos, 0, count - 1);
@@ -54,18 +56,21 @@ public:
     six_ = o.format == Format::W6A8Int8;
     g_ = o.groupSize;
     addOutput("weight", DType::I8, {n, six_ ? k / 2 + k / 4 : k / 2});
-    addOutput("weight_s_rel", DType::F8_E4M3, {n, k / g_});
+    addOutput("weight_s_rel", o.sRelF32 ? DType::F32 : DType::F8_E4M3,
+              {n, k / g_});
     addOutput("weight_s_channel", DType::F32, {n});
     if (!six_ && o.codebook != CodebookChoice::None)
       addOutput("weight_codebook", DType::F32, {16});
     if (needsObserve()) {
       int64_t maxRows = std::max<int64_t>(1, kCodebookSampleElems / k);
       if (n > maxRows) {
-        // torch.linspace(0, n-1, maxRows) in f32, truncated.
-        float step = float(n - 1) / float(maxRows - 1);
+        // torch.linspace(0, n-1, maxRows) in f32 (its FMA form), truncated.
+        const float end = float(n - 1);
+        const float step = end / float(maxRows - 1);
         for (int64_t i = 0; i < maxRows; ++i) {
-          float v = i < maxRows / 2 ? float(i) * step
-                                    : float(n - 1) - float(maxRows - 1 - i) * step;
+          float v = i < maxRows / 2
+                        ? std::fma(step, float(i), 0.0f)
+                        : std::fma(-step, float(maxRows - 1 - i), end);
           sampleRows_.push_back(int64_t(v));
         }
       }
@@ -120,23 +125,27 @@ public:
       return;
     bool fit = opts_.codebook == CodebookChoice::Fit;
     if (!fit) {
-      // Excess kurtosis of the normalized values (kitchen samples 2^19 of
-      // them with torch's generator when there are more; all are used here).
-      double mean = 0;
-      for (float v : normalized_)
-        mean += v;
-      const double count = double(normalized_.size());
-      mean /= count;
+      // Excess kurtosis of the normalized values, as kitchen: 2^19 draws of
+      // mt19937(0) % count when there are more; f32 mean in torch's order;
+      // the standard deviation (unbiased) in double around that mean.
+      std::vector<float> x = sampled(normalized_, int64_t(1) << 19);
+      const int64_t count = int64_t(x.size());
+      const float mean =
+          torchSumF32(count, [&](int64_t i) { return x[size_t(i)]; }) /
+          float(count);
       double var = 0;
-      for (float v : normalized_)
-        var += (v - mean) * (v - mean);
-      double sd = std::sqrt(var / std::max(1.0, count - 1));
-      double m4 = 0;
-      for (float v : normalized_) {
-        double z = (v - mean) / (sd + 1e-9);
-        m4 += z * z * z * z;
-      }
-      fit = m4 / count - 3.0 > kKurtosisGate;
+      for (float v : x)
+        var += (double(v) - mean) * (double(v) - mean);
+      const float sd = float(std::sqrt(var / double(std::max<int64_t>(1, count - 1))));
+      const float denom = sd + 1e-9f;
+      const float m4 =
+          torchSumF32(count,
+                      [&](int64_t i) {
+                        float z = (x[size_t(i)] - mean) / denom;
+                        return float(std::pow(double(z), 4.0));
+                      }) /
+          float(count);
+      fit = !(m4 - 3.0f <= float(kKurtosisGate));
     }
     if (fit)
       table_ = fitCodebook(normalized_);
@@ -181,12 +190,13 @@ public:
                   : std::max(amax, 1e-8f);
         assign(x, gs, qi);
         for (int it = 0; it < kAlsIterations; ++it) {
-          float num = 0.f, den = 0.f;
-          for (int64_t j = 0; j < g_; ++j) {
+          float num = torchSumF32(g_, [&](int64_t j) {
+            return x[j] * table_[size_t(qi[j])];
+          });
+          float den = torchSumF32(g_, [&](int64_t j) {
             float l = table_[size_t(qi[j])];
-            num += x[j] * l;
-            den += l * l;
-          }
+            return l * l;
+          });
           gs = std::max(num / std::max(den, 1e-8f), 1e-8f);
           assign(x, gs, qi);
         }
@@ -197,34 +207,51 @@ public:
       }
       const float sChannel = std::max(sChannelMax / 127.0f, 1e-8f);
       storeF32(out[2], uint64_t(row), sChannel);
-      uint8_t *sRel = out[1].data() + row * groups;
       for (int64_t gi = 0; gi < groups; ++gi) {
-        uint8_t code = encodeE4M3(scale[size_t(gi)] / sChannel);
-        if (table_.empty()) {
-          sRel[gi] = code;
-          continue;
-        }
-        const float *x = w.data() + gi * g_;
-        int *qi = q.data() + gi * g_;
-        for (int64_t j = 0; j < g_; ++j)
-          target[size_t(j)] = x[j] / sChannel;
-        double bestErr = gridAssign(code, target.data(), qi, levels);
-        if (six_) {
-          // The ALS scale's two e4m3 neighbours (code ±1, kept finite and
-          // positive); a neighbour wins only when strictly better.
-          std::vector<int> cand(static_cast<size_t>(g_));
-          for (int d : {-1, +1}) {
-            int c = std::clamp(int(code) + d, 1, 0x7E);
-            double err = gridAssign(uint8_t(c), target.data(), cand.data(),
-                                    levels);
-            if (err < bestErr) {
-              bestErr = err;
-              code = uint8_t(c);
-              std::copy(cand.begin(), cand.end(), qi);
+        // s_rel as stored: an E4M3 code, or the f32 quotient itself.
+        const float quotient = scale[size_t(gi)] / sChannel;
+        uint8_t code = opts_.sRelF32 ? 0 : encodeE4M3(quotient);
+        float value = opts_.sRelF32 ? quotient : decodeE4M3(code);
+        if (!table_.empty()) {
+          const float *x = w.data() + gi * g_;
+          int *qi = q.data() + gi * g_;
+          for (int64_t j = 0; j < g_; ++j)
+            target[size_t(j)] = x[j] / sChannel;
+          double bestErr = gridAssign(value, target.data(), qi, levels);
+          if (six_) {
+            // The ALS scale's two stored-dtype neighbours (E4M3 code ±1, kept
+            // finite and positive; f32: x0.97 and x1.03); a neighbour wins
+            // only when strictly better.
+            std::vector<int> cand(static_cast<size_t>(g_));
+            const uint8_t als = code;
+            const float alsValue = value;
+            for (int d : {-1, +1}) {
+              float v;
+              int c = 0;
+              if (opts_.sRelF32) {
+                v = alsValue * (d < 0 ? 0.97f : 1.03f);
+              } else {
+                // kitchen's uint8 code - 1 wraps to 255 (NaN) for code 0:
+                // no candidate then.
+                if (d < 0 && als == 0)
+                  continue;
+                c = std::clamp(int(als) + d, 1, 0x7E);
+                v = decodeE4M3(uint8_t(c));
+              }
+              double err = gridAssign(v, target.data(), cand.data(), levels);
+              if (err < bestErr) {
+                bestErr = err;
+                code = uint8_t(c);
+                value = v;
+                std::copy(cand.begin(), cand.end(), qi);
+              }
             }
           }
         }
-        sRel[gi] = code;
+        if (opts_.sRelF32)
+          storeF32(out[1], uint64_t(row * groups + gi), value);
+        else
+          out[1][size_t(row * groups + gi)] = code;
       }
       pack(out[0].data() + row * (six_ ? k_ / 2 + k_ / 4 : k_ / 2), q);
       (void)nl;
@@ -250,20 +277,18 @@ private:
     }
   }
 
-  /// Codes nearest on the int8 grid of s_rel `code`; returns the squared
+  /// Codes nearest on the int8 grid of s_rel value `s`; returns the squared
   /// error of the chosen grid values (f32 sum, as kitchen scores it).
-  double gridAssign(uint8_t code, const float *target, int *qi,
+  double gridAssign(float s, const float *target, int *qi,
                     std::vector<float> &levels) const {
-    const float s = decodeE4M3(code);
     for (size_t i = 0; i < table_.size(); ++i)
       levels[i] = std::clamp(std::nearbyint(table_[i] * s), -127.f, 127.f);
-    float err = 0.f;
-    for (int64_t j = 0; j < g_; ++j) {
+    for (int64_t j = 0; j < g_; ++j)
       qi[j] = nearestSorted(levels.data(), int(levels.size()), target[j]);
+    return torchSumF32(g_, [&](int64_t j) {
       float d = levels[size_t(qi[j])] - target[j];
-      err += d * d;
-    }
-    return err;
+      return d * d;
+    });
   }
 
   void pack(uint8_t *dst, const std::vector<int> &idx) const {
@@ -283,43 +308,71 @@ private:
     }
   }
 
-  /// Lloyd-Max: 16 quantiles (linear interpolation), 25 iterations of
-  /// nearest assignment (first minimum) and means.
-  static std::vector<float> fitCodebook(std::vector<float> samples) {
+  /// `values`, or `draws` of them picked by mt19937(0) % size (torch.randint
+  /// with a generator seeded 0) when there are more.
+  static std::vector<float> sampled(const std::vector<float> &values,
+                                    int64_t draws) {
+    if (int64_t(values.size()) <= draws)
+      return values;
+    std::mt19937 gen(0);
+    std::vector<float> out(static_cast<size_t>(draws));
+    for (auto &v : out)
+      v = values[size_t(gen() % values.size())];
+    return out;
+  }
+
+  /// kitchen's Lloyd-Max fit: 16 quantiles at torch.linspace(0, 1, 16)
+  /// (torch.quantile: linear interpolation with one FMA), then 25 rounds of
+  /// nearest assignment (first minimum) and f32 means in torch's order; a
+  /// cell without samples keeps its value. The result is not sorted again:
+  /// kitchen searches it as it is.
+  static std::vector<float> fitCodebook(const std::vector<float> &all) {
     const int levels = 16;
+    std::vector<float> samples = sampled(all, 300000);
     std::vector<float> sorted = samples;
     std::sort(sorted.begin(), sorted.end());
     std::vector<float> cb(levels, 0.f);
-    const size_t n = sorted.size();
+    const int64_t n = int64_t(sorted.size());
+    const float step = 1.0f / float(levels - 1);
     for (int i = 0; i < levels && n; ++i) {
-      double pos = double(i) / (levels - 1) * double(n - 1);
-      size_t lo = size_t(std::floor(pos));
-      size_t hi = std::min(lo + 1, n - 1);
-      float frac = float(pos - double(lo));
-      cb[size_t(i)] = sorted[lo] + frac * (sorted[hi] - sorted[lo]);
+      float q = i < levels / 2 ? std::fma(step, float(i), 0.0f)
+                               : std::fma(-step, float(levels - 1 - i), 1.0f);
+      double rank = double(q) * double(n - 1);
+      int64_t lo = int64_t(std::floor(rank)), hi = int64_t(std::ceil(rank));
+      float w = float(rank - double(lo));
+      float a = sorted[size_t(lo)], b = sorted[size_t(hi)], d = b - a;
+      cb[size_t(i)] = w < 0.5f ? std::fma(w, d, a) : std::fma(w - 1.0f, d, b);
     }
+    std::vector<int> assign(samples.size());
+    std::vector<float> selected;
     for (int it = 0; it < 25; ++it) {
-      std::vector<double> sum(levels, 0.0);
-      std::vector<int64_t> count(levels, 0);
-      for (float s : samples) {
+      for (size_t t = 0; t < samples.size(); ++t) {
         int best = 0;
-        float bd = std::fabs(s - cb[0]);
+        float bd = std::fabs(samples[t] - cb[0]);
         for (int l = 1; l < levels; ++l) {
-          float d = std::fabs(s - cb[size_t(l)]);
+          float d = std::fabs(samples[t] - cb[size_t(l)]);
           if (d < bd) {
             bd = d;
             best = l;
           }
         }
-        sum[size_t(best)] += s;
-        ++count[size_t(best)];
+        assign[t] = best;
       }
-      for (int l = 0; l < levels; ++l)
-        if (count[size_t(l)])
-          cb[size_t(l)] = float(sum[size_t(l)] / double(count[size_t(l)]));
+      std::vector<float> next = cb;
+      for (int l = 0; l < levels; ++l) {
+        selected.clear();
+        for (size_t t = 0; t < samples.size(); ++t)
+          if (assign[t] == l)
+            selected.push_back(samples[t]);
+        if (selected.empty())
+          continue;
+        next[size_t(l)] =
+            torchSumF32(int64_t(selected.size()),
+                        [&](int64_t i) { return selected[size_t(i)]; }) /
+            float(selected.size());
+      }
+      cb = next;
     }
-    // Nearest-level search needs ascending order (Lloyd keeps it).
-    std::sort(cb.begin(), cb.end());
     return cb;
   }
 

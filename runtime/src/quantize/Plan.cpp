@@ -6,6 +6,7 @@
 
 #include "comfyquant/runtime/Error.h"
 #include "comfyquant/runtime/Json.h"
+#include "comfyquant/runtime/Numerics.h"
 #include "comfyquant/runtime/quantize/Policy.h"
 
 #include <fnmatch.h>
@@ -78,6 +79,10 @@ FormatChoice parseFormatChoice(const QuantizeOptions &o) {
       throw Error("", "--codebook", "must be auto, fixed, fit or none");
     if (f == "w6a8")
       e.codebook = CodebookChoice::None;
+    if (o.sRelDtype == "f32")
+      e.sRelF32 = true;
+    else if (!o.sRelDtype.empty() && o.sRelDtype != "e4m3")
+      throw Error("", "--s-rel-dtype", "must be e4m3 or f32");
   } else if (f == "fp8-e4m3") {
     e.format = Format::Float8E4M3FN;
   } else if (f == "fp8-e5m2") {
@@ -100,9 +105,29 @@ FormatChoice parseFormatChoice(const QuantizeOptions &o) {
                                   : "unknown format " + quotedStr(o.format)) +
                     " (one of: " + names + ")");
   }
-  if (o.groupSize && e.format != Format::AsymW4A8Int8 &&
-      e.format != Format::W6A8Int8)
+  const bool grouped = c.kind == FormatChoice::Kind::Quantize &&
+                       (e.format == Format::AsymW4A8Int8 ||
+                        e.format == Format::W6A8Int8);
+  if (o.groupSize && !grouped)
     throw Error("", "--group-size", "applies only to w4a8 and w6a8");
+  if (!o.sRelDtype.empty() && !grouped)
+    throw Error("", "--s-rel-dtype", "applies only to w4a8 and w6a8");
+  if (o.codebook != "auto" && !(grouped && e.format == Format::AsymW4A8Int8))
+    throw Error("", "--codebook", "applies only to w4a8");
+  if (!o.w4a4LinearDtype.empty() &&
+      !(c.kind == FormatChoice::Kind::Quantize &&
+        e.format == Format::ConvRotW4A4))
+    throw Error("", "--w4a4-linear-dtype", "applies only to w4a4 and int4-convrot");
+  if (o.convrotGroup && c.kind == FormatChoice::Kind::Quantize &&
+      !e.rotationGroup && e.format != Format::ConvRotW4A4)
+    throw Error("", "--convrot-group",
+                std::string("does not apply to ") + o.format +
+                    " (no rotation)");
+  if (o.convrotGroup && !isPowerOf4(o.convrotGroup))
+    throw Error("", "--convrot-group",
+                std::to_string(o.convrotGroup) + " is not a power of 4 >= 4");
+  if (o.mixedProfile != "balanced" && c.kind != FormatChoice::Kind::Mixed)
+    throw Error("", "--mixed-profile", "applies only to --format mixed");
   return c;
 }
 
@@ -312,36 +337,43 @@ QuantizePlan planFor(const Checkpoint &ckpt, const QuantizeOptions &o,
       tp.action = TensorPlan::Action::Keep;
       tp.reason = std::move(why);
     };
+    // Policies match the prefix-stripped name; the checkpoint's own module
+    // name (prefix kept) names the output tensors, beside the module's bias.
     auto module = policyModuleName(*policy, t->name);
+    const std::string fullModule =
+        module ? t->name.substr(0, t->name.size() - 7) : std::string();
+    auto globbed = [&](const std::vector<std::string> &globs) {
+      return globMatch(globs, *module) || globMatch(globs, fullModule);
+    };
     const bool floatWeight = t->dtype == DType::BF16 ||
                              t->dtype == DType::F16 || t->dtype == DType::F32;
     if (!module) {
       keep("not a weight");
     } else if (t->rank() != 2) {
-      tp.module = *module;
+      tp.module = fullModule;
       keep(t->rank() == 1 ? "1-D (norm or bias-like) weight"
                           : "not a 2-D linear weight (rank " +
                                 std::to_string(t->rank()) + ")");
     } else if (!floatWeight) {
-      tp.module = *module;
+      tp.module = fullModule;
       keep(std::string("source dtype ") + dtypeName(t->dtype) +
            " is not a float weight");
     } else {
-      tp.module = *module;
+      tp.module = fullModule;
       PolicyDecision d = policies.classify(*policy, t->name);
       bool selected = d.quantize;
       std::string why = d.reason;
-      if (!o.include.empty() && globMatch(o.include, *module) && !selected &&
+      if (!o.include.empty() && globbed(o.include) && !selected &&
           !d.reason.empty() && d.reason.find("policy's quantize list") !=
                                    std::string::npos) {
         selected = true;
         why = "selected by --include";
       }
-      if (!o.exclude.empty() && globMatch(o.exclude, *module)) {
+      if (!o.exclude.empty() && globbed(o.exclude)) {
         selected = false;
         why = "excluded by --exclude";
       }
-      if (!o.include.empty() && !globMatch(o.include, *module) && selected) {
+      if (!o.include.empty() && !globbed(o.include) && selected) {
         selected = false;
         why = "not matched by --include";
       }
@@ -396,7 +428,7 @@ QuantizePlan planFor(const Checkpoint &ckpt, const QuantizeOptions &o,
           tp.format = choice.kind == FormatChoice::Kind::Mixed
                           ? "mixed:" + std::string(formatName(tp.encode.format))
                           : formatName(tp.encode.format);
-          auto enc = WeightEncoder::create(tp.encode, n, k, t->dtype, *module);
+          auto enc = WeightEncoder::create(tp.encode, n, k, t->dtype, fullModule);
           tp.bytesAfter = bytesOf(enc->outputs(), enc->marker());
         }
       }

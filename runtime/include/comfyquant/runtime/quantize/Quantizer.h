@@ -44,6 +44,7 @@ struct QuantizeOptions {
   int64_t groupSize = 0;    ///< W4A8 / W6A8 G (0: default)
   std::string w4a4LinearDtype; ///< "" : int8 for w4a4, int4 for int4-convrot
   std::string codebook = "auto"; ///< W4A8: auto | fixed | fit | none
+  std::string sRelDtype;    ///< W4A8 / W6A8: "" or "e4m3" (default) | "f32"
   std::string mixedProfile = "balanced"; ///< size | balanced | quality
   uint64_t maxMemory = 0;   ///< bytes of working memory; 0 = no bound
   bool validate = false;    ///< measure every layer, keep those over bound

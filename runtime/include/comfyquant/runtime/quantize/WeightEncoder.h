@@ -50,6 +50,7 @@ struct EncodeOptions {
   int64_t groupSize = 0;      ///< W4A8 / W6A8 group G
   CodebookChoice codebook = CodebookChoice::Auto;
   std::string linearDtype;    ///< convrot_w4a4: "int4" | "int8" (marker only)
+  bool sRelF32 = false;       ///< W4A8 / W6A8: s_rel stored as F32, not E4M3
   /// Scale multiplier tried by the MSE search (1 = kitchen's scale).
   float scaleMultiplier = 1.0f;
 };
