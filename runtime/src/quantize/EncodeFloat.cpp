@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Encoders.h"
+#include "FastRound.h"
 
 #include "comfyquant/runtime/Numerics.h"
 
@@ -25,17 +26,7 @@ namespace {
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /// amax of |x| over a band, as torch's amax: exact, NaN propagates.
-float bandAmax(const SourceBand &b) {
-  float m = 0.f;
-  bool nan = false;
-  const int64_t count = b.rows * b.cols;
-  for (int64_t i = 0; i < count; ++i) {
-    float a = std::fabs(b.data[i]);
-    nan |= a != a;
-    m = a > m ? a : m;
-  }
-  return nan ? NAN : m;
-}
+float bandAmax(const SourceBand &b) { return amaxOf(b.data, b.rows * b.cols); }
 
 //===----------------------------------------------------------------------===//
 // FP8 (per-tensor scale)
@@ -101,7 +92,10 @@ public:
 private:
   uint8_t code(float x) const {
     float t = roundToDType(source_, x * recip_);
-    return e5m2_ ? encodeE5M2(t) : encodeE4M3(t);
+    if (e5m2_)
+      return encodeE5M2(t);
+    // Saturating: kitchen clamps to ±448 before its (saturating) cast.
+    return std::isfinite(t) ? fast::encodeE4M3(t) : encodeE4M3(t);
   }
   bool e5m2_ = false;
   float amax_ = 0.f, scale_ = 1.f, recip_ = 1.f;
@@ -157,10 +151,11 @@ public:
         float total = global_ * decodeE4M3(d8);
         out[1][swizzledScaleOffset(r, blk, blocks)] = d8;
         uint8_t codes[16];
+        const float safe = total == 0.f ? 1.f : total;
         for (int j = 0; j < 16; ++j) {
-          float v = total == 0.f ? 0.f : x[j] / total;
-          v = std::clamp(v, -float(kE2M1Max), float(kE2M1Max));
-          codes[j] = encodeE2M1(v);
+          float v = total == 0.f ? 0.f : x[j] / safe;
+          v = std::min(std::max(v, -float(kE2M1Max)), float(kE2M1Max));
+          codes[j] = fast::encodeE2M1(v);
         }
         for (int j = 0; j < 8; ++j)
           q[blk * 8 + j] = uint8_t(codes[2 * j] << 4 | codes[2 * j + 1]);
@@ -217,14 +212,24 @@ public:
         float scale = e == 0 ? 0.f : bitsFloat(uint32_t(e) << 23);
         out[1][swizzledScaleOffset(r, blk, blocks)] =
             amax == 0.f ? 0 : uint8_t(e);
+        if (amax == 0.f) {
+          // A zero block: e = 0 and every code +0 (also for -0).
+          std::fill_n(q + blk * 32, 32, uint8_t(0));
+          continue;
+        }
+        if (scale == 0.f) {
+          // e == 0 decodes to 0.0 in kitchen: x / 0 saturates to ±448, and
+          // 0/0 (kitchen's NaN) stays zero here.
+          for (int j = 0; j < 32; ++j)
+            q[blk * 32 + j] =
+                x[j] == 0.f ? (std::signbit(x[j]) ? 0x80 : 0)
+                            : encodeE4M3(x[j] / 0.f);
+          continue;
+        }
         for (int j = 0; j < 32; ++j) {
           float v = amax == 0.f ? 0.f : x[j] / scale;
-          // 0/0 in a block too small for any E8M0 (|x| < 2^-118): kitchen
-          // writes NaN; the zero stays zero here.
-          if (v != v && x[j] == 0.f)
-            v = 0.f;
-          q[blk * 32 + j] = encodeE4M3(
-              std::clamp(v, -float(kE4M3Max), float(kE4M3Max)));
+          q[blk * 32 + j] = fast::encodeE4M3(
+              std::min(std::max(v, -float(kE4M3Max)), float(kE4M3Max)));
         }
       }
     }

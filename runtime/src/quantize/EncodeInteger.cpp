@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Encoders.h"
+#include "FastRound.h"
 
 #include "comfyquant/runtime/Numerics.h"
 
@@ -32,8 +33,65 @@ float smallestNormal(DType t) {
   }
 }
 
-/// RNE to an integer, as torch.round.
-inline float roundHalfEven(float v) { return std::nearbyint(v); }
+/// x rounded to the source dtype as torch holds an f32 result.
+template <DType T> inline float toSource(float v) {
+  if constexpr (T == DType::BF16)
+    return fast::roundBF16(v);
+  else if constexpr (T == DType::F16)
+    return fast::roundF16(v);
+  else
+    return v;
+}
+
+template <DType T>
+inline void int8CodesIn(const float *row, int64_t k, float sm, int8_t *q) {
+  for (int64_t c = 0; c < k; ++c) {
+    // clamp(RNE(dtype(x / sm)), -128, 127); clamping to [-129, 128] first
+    // keeps RNE's argument small and changes no result.
+    float v = std::min(std::max(toSource<T>(row[c] / sm), -129.f), 128.f);
+    v = fast::rintSmall(v);
+    q[c] = int8_t(std::min(std::max(v, -128.f), 127.f));
+  }
+}
+
+/// INT8 codes of one row (docs/Quantize.md §3.4).
+CQ_VECTOR_CLONES
+void int8Codes(const float *row, int64_t k, float sm, DType t, int8_t *q) {
+  if (t == DType::BF16)
+    int8CodesIn<DType::BF16>(row, k, sm, q);
+  else if (t == DType::F16)
+    int8CodesIn<DType::F16>(row, k, sm, q);
+  else
+    int8CodesIn<DType::F32>(row, k, sm, q);
+}
+
+template <DType T>
+inline void int4CodesIn(const float *row, int64_t k, float s, uint8_t *q) {
+  for (int64_t c = 0; c < k; c += 2) {
+    float lo = std::min(std::max(toSource<T>(row[c] / s), -8.f), 8.f);
+    float hi = std::min(std::max(toSource<T>(row[c + 1] / s), -8.f), 8.f);
+    int l = int(std::min(std::max(fast::rintSmall(lo), -7.f), 7.f));
+    int h = int(std::min(std::max(fast::rintSmall(hi), -7.f), 7.f));
+    q[c / 2] = uint8_t((l & 0xF) | ((h & 0xF) << 4));
+  }
+}
+
+/// Signed int4 codes of one ConvRot W4A4 row, low nibble first (§3.5). An
+/// f16 row of zeros has s == 0 (1e-10 underflows): kitchen's 0/0; the codes
+/// stay 0 here.
+CQ_VECTOR_CLONES
+void int4Codes(const float *row, int64_t k, float s, DType t, uint8_t *q) {
+  if (s == 0.f) {
+    std::fill_n(q, k / 2, uint8_t(0));
+    return;
+  }
+  if (t == DType::BF16)
+    int4CodesIn<DType::BF16>(row, k, s, q);
+  else if (t == DType::F16)
+    int4CodesIn<DType::F16>(row, k, s, q);
+  else
+    int4CodesIn<DType::F32>(row, k, s, q);
+}
 
 class Int8Encoder final : public WeightEncoder {
 public:
@@ -54,10 +112,8 @@ public:
   }
   bool needsObserve() const override { return !perRow(); }
   void observe(const SourceBand &b) override {
-    for (int64_t i = 0; i < b.rows * b.cols; ++i) {
-      float a = std::fabs(b.data[i]);
-      amax_ = (a != a || amax_ != amax_) ? NAN : std::max(amax_, a);
-    }
+    float a = amaxOf(b.data, b.rows * b.cols);
+    amax_ = (a != a || amax_ != amax_) ? NAN : std::max(amax_, a);
   }
   void finishObserve() override { scale_ = scaleFor(amax_); }
   void encode(const SourceBand &b,
@@ -69,21 +125,15 @@ public:
         rotateRowInDType(row.data(), k_, opts_.rotationGroup, source_);
       float s = scale_;
       if (perRow()) {
-        float amax = 0.f;
-        for (float v : row)
-          amax = std::max(amax, std::fabs(v));
-        s = scaleFor(amax);
+        s = scaleFor(amaxOf(row.data(), k_));
         storeF32(out[1], b.rowBegin + r, s);
       }
       float sm = roundToDType(source_, s);
       if (sm == 0.f)
         sm = smallestNormal(source_);
-      auto *q = reinterpret_cast<int8_t *>(out[0].data()) +
-                (b.rowBegin + r) * k_;
-      for (int64_t c = 0; c < k_; ++c) {
-        float v = roundHalfEven(roundToDType(source_, row[c] / sm));
-        q[c] = int8_t(std::clamp(v, -128.f, 127.f));
-      }
+      int8Codes(row.data(), k_, sm, source_,
+                reinterpret_cast<int8_t *>(out[0].data()) +
+                    (b.rowBegin + r) * k_);
     }
   }
   void finish(std::vector<std::vector<uint8_t>> &out) const override {
@@ -120,38 +170,61 @@ public:
     for (int64_t r = 0; r < b.rows; ++r) {
       std::copy_n(b.data + r * b.cols, k_, row.data());
       rotateRowInDType(row.data(), k_, opts_.rotationGroup, source_);
-      float amax = 0.f;
-      for (float v : row)
-        amax = std::max(amax, std::fabs(v));
+      float amax = amaxOf(row.data(), k_);
       float a = roundToDType(source_, std::max(amax, 1e-10f));
       float s = roundToDType(source_, a / 7.0f * opts_.scaleMultiplier);
       storeF32(out[1], b.rowBegin + r, s);
-      uint8_t *q = out[0].data() + (b.rowBegin + r) * (k_ / 2);
-      for (int64_t c = 0; c < k_; c += 2) {
-        int lo = code(row[c], s), hi = code(row[c + 1], s);
-        q[c / 2] = uint8_t((lo & 0xF) | ((hi & 0xF) << 4));
-      }
+      int4Codes(row.data(), k_, s, source_,
+                out[0].data() + (b.rowBegin + r) * (k_ / 2));
     }
   }
 
-private:
-  int code(float x, float s) const {
-    // An f16 row of zeros has s == 0 (1e-10 underflows): kitchen's 0/0; the
-    // codes stay 0 here.
-    if (s == 0.f)
-      return 0;
-    float v = roundHalfEven(roundToDType(source_, x / s));
-    return int(std::clamp(v, -7.f, 7.f));
-  }
 };
-
 } // namespace
 
+CQ_VECTOR_CLONES
+float amaxOf(const float *x, int64_t n) {
+  float m = 0.f;
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    float a = fast::absf(x[i]);
+    nan |= a != a;
+    m = a > m ? a : m;
+  }
+  return nan ? NAN : m;
+}
+
+CQ_VECTOR_CLONES
 void rotateRowInDType(float *row, int64_t k, int64_t group, DType dtype) {
-  rotateRowF32(row, k, group);
-  if (dtype != DType::F32)
+  thread_local std::vector<double> buf;
+  buf.resize(size_t(group));
+  double *x = buf.data();
+  int log4 = 0;
+  for (int64_t g = group; g > 1; g /= 4)
+    ++log4;
+  const double norm = std::ldexp(1.0, -log4); // 1/sqrt(group), exact
+  for (int64_t g0 = 0; g0 < k; g0 += group) {
+    for (int64_t i = 0; i < group; ++i)
+      x[i] = row[g0 + i];
+    // One H4 stage per base-4 digit (H4 is symmetric: x·H4 = H4·x).
+    for (int64_t s = 1; s < group; s *= 4)
+      for (int64_t base = 0; base < group; base += 4 * s)
+        for (int64_t i = base; i < base + s; ++i) {
+          double a = x[i], b = x[i + s], c = x[i + 2 * s], d = x[i + 3 * s];
+          x[i] = ((a + b) + c) - d;
+          x[i + s] = ((a + b) - c) + d;
+          x[i + 2 * s] = ((a - b) + c) + d;
+          x[i + 3 * s] = ((b - a) + c) + d;
+        }
+    for (int64_t i = 0; i < group; ++i)
+      row[g0 + i] = float(x[i] * norm);
+  }
+  if (dtype == DType::BF16)
     for (int64_t i = 0; i < k; ++i)
-      row[i] = roundToDType(dtype, row[i]);
+      row[i] = fast::roundBF16(row[i]);
+  else if (dtype == DType::F16)
+    for (int64_t i = 0; i < k; ++i)
+      row[i] = fast::roundF16(row[i]);
 }
 
 std::unique_ptr<WeightEncoder> createInt8Encoder(const EncodeOptions &opts,

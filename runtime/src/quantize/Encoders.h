@@ -10,6 +10,15 @@
 
 #include <cstring>
 
+/// Builds of a hot loop for AVX-512, AVX2 and the baseline, picked at load
+/// time (ifunc): the runtime itself is built for the baseline x86-64.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CQ_VECTOR_CLONES                                                       \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CQ_VECTOR_CLONES
+#endif
+
 namespace comfyquant::rt {
 
 std::unique_ptr<WeightEncoder> createFP8Encoder(const EncodeOptions &opts,
@@ -32,11 +41,13 @@ std::unique_ptr<WeightEncoder> createGroupedEncoder(const EncodeOptions &opts,
                                                     DType source);
 
 /// Kitchen rotates a weight as torch.matmul(W_group, Hᵀ) in W's dtype: each
-/// output the f32 sum of K products (exact: H's entries are powers of two),
-/// rounded to W's dtype. Here the sum is formed once in double and rounded
-/// (docs/Quantize.md §3: the f32 sum order of torch's GEMM is not
-/// reproducible, so ConvRot codes may differ from kitchen's in rare ties).
-void rotateRowInDType(float *row, int64_t k, int64_t group, DType dtype);
+/// output the sum of G products (exact: H's entries are powers of two),
+/// rounded to W's dtype. Here a radix-4 butterfly in double forms the sums
+/// (exactly, unless a group spans more than about 2^29 in magnitude) and
+/// rounds once: the correctly rounded rotation, which kitchen's bf16/f16
+/// GEMM also gives; its f32 sgemm does not always (docs/Quantize.md §3).
+CQ_VECTOR_CLONES void rotateRowInDType(float *row, int64_t k, int64_t group,
+                                       DType dtype);
 
 inline uint32_t floatBits(float f) {
   uint32_t u;
@@ -48,6 +59,9 @@ inline float bitsFloat(uint32_t u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+
+/// Largest |x| of n values (torch's amax: exact); NaN when one is NaN.
+CQ_VECTOR_CLONES float amaxOf(const float *x, int64_t n);
 
 /// Little-endian stores into an output buffer.
 inline void storeF32(std::vector<uint8_t> &buf, uint64_t index, float v) {
