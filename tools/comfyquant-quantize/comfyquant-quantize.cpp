@@ -93,6 +93,9 @@ const OptionSpec kOptions[] = {
     {"--calibration-source", "FILE", false,
      "Safetensors with activation rows [M, K] named by module"},
     {"--mse-steps", "N", false, "Scale candidates tried (default 8)"},
+    {"--awq", nullptr, false,
+     "NVFP4: search an AWQ pre_quant_scale from --calibration-source"},
+    {"--awq-steps", "N", false, "AWQ exponents tried after 0 (default 10)"},
     {"--threads", "T", false, "Threads (default: every available core)"},
     {"--report", "FILE", false, "Write the JSON report to FILE"},
     {"--quiet", nullptr, false, "No progress"},
@@ -274,6 +277,12 @@ int run(int argc, char **argv) {
   o.optimizer = cl.get("--optimizer", "none");
   o.mseObjective = cl.get("--mse-objective", "auto");
   o.calibrationSource = cl.get("--calibration-source");
+  o.awq = cl.has("--awq");
+  if (cl.has("--awq-steps")) {
+    if (!parseCount(cl.get("--awq-steps"), 100, v) || v < 1)
+      return fail("--awq-steps must be 1..100");
+    o.awqSteps = int(v);
+  }
   if (cl.has("--mse-steps")) {
     if (!parseCount(cl.get("--mse-steps"), 64, v) || v < 1)
       return fail("--mse-steps must be 1..64");

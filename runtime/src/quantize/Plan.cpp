@@ -441,7 +441,11 @@ QuantizePlan planFor(const Checkpoint &ckpt, const QuantizeOptions &o,
 }
 
 nlohmann::json ErrorStats::toJson() const {
-  return {{"rel_rmse", relRmse}, {"max_abs", maxAbs}, {"cosine", cosine}};
+  nlohmann::json j = {
+      {"rel_rmse", relRmse}, {"max_abs", maxAbs}, {"cosine", cosine}};
+  if (outputRelRmse >= 0)
+    j["output_rel_rmse"] = outputRelRmse;
+  return j;
 }
 
 nlohmann::json QuantizePlan::toJson() const {

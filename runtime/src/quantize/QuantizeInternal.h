@@ -43,6 +43,9 @@ ResolvedModule inMemoryModule(const std::string &name,
 /// Error statistics accumulated over bands.
 struct ErrorAccumulator {
   double sumSq = 0, errSq = 0, dot = 0, qSq = 0, maxAbs = 0;
+  /// With calibration rows x: Σ|x Wᵀ|² and Σ|x (Ŵ − W)ᵀ|².
+  double outSq = 0, outErrSq = 0;
+  bool measuredOutput = false;
   void add(const float *ref, const float *q, int64_t count);
   void merge(const ErrorAccumulator &o);
   ErrorStats stats() const;

@@ -128,6 +128,8 @@ void ErrorAccumulator::add(const float *ref, const float *q, int64_t count) {
   }
 }
 void ErrorAccumulator::merge(const ErrorAccumulator &o) {
+  outSq += o.outSq;
+  outErrSq += o.outErrSq;
   sumSq += o.sumSq;
   errSq += o.errSq;
   dot += o.dot;
@@ -138,6 +140,8 @@ ErrorStats ErrorAccumulator::stats() const {
   ErrorStats s;
   s.relRmse = sumSq > 0 ? std::sqrt(errSq / sumSq) : (errSq > 0 ? INFINITY : 0);
   s.maxAbs = maxAbs;
+  if (measuredOutput)
+    s.outputRelRmse = outSq > 0 ? std::sqrt(outErrSq / outSq) : 0.0;
   s.cosine = (sumSq > 0 && qSq > 0) ? dot / std::sqrt(sumSq * qSq)
              : (sumSq == 0 && qSq == 0) ? 1.0
                                         : 0.0;
@@ -175,10 +179,17 @@ private:
   Bands bandsFor(const std::string &module, int64_t n, int64_t k,
                  int64_t align, uint64_t fixed, int perRowCopies) const;
   Encoded encode(const TensorInfo &t, const std::string &module,
-                 const EncodeOptions &e, const Bands &b) const;
+                 const EncodeOptions &e, const Bands &b,
+                 const std::vector<float> *columnScale = nullptr) const;
   ErrorAccumulator measure(const TensorInfo &t, const std::string &module,
                            const Encoded &enc, const Bands &b,
-                           const TensorInfo *calib, double *actErr) const;
+                           const TensorInfo *calib, double *actErr,
+                           const std::vector<float> *preQuantScale = nullptr) const;
+  const TensorInfo *calibrationFor(const TensorPlan &tp, int64_t k) const;
+  std::vector<float> awqScales(const TensorPlan &tp, const TensorInfo &t,
+                               const TensorInfo &calib, const Bands &b,
+                               Encoded &best, ErrorStats &bestStats,
+                               double &bestAct, std::string &note) const;
   void quantizeTensor(TensorPlan &tp, const TensorInfo &t, AtomicFile &out);
   void copyTensor(const TensorInfo &t, AtomicFile &out);
   void castTensor(const TensorInfo &t, DType to, AtomicFile &out);
@@ -235,8 +246,25 @@ Bands Writer::bandsFor(const std::string &module, int64_t n, int64_t k,
   return b;
 }
 
+/// Rows of `t` widened to f32; with `columnScale`, each value times its
+/// column's factor, rounded to t's dtype (the scaled weight W·diag(s) as a
+/// tensor of the source dtype).
+static bool sourceRows(const TensorInfo &t, int64_t r0, int64_t rows,
+                       float *out, const std::vector<float> *columnScale) {
+  bool finite = widenRows(t, r0, rows, out);
+  if (columnScale) {
+    const int64_t k = t.shape[1];
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < k; ++c)
+        out[r * k + c] =
+            roundToDType(t.dtype, out[r * k + c] * (*columnScale)[size_t(c)]);
+  }
+  return finite;
+}
+
 Encoded Writer::encode(const TensorInfo &t, const std::string &module,
-                       const EncodeOptions &e, const Bands &b) const {
+                       const EncodeOptions &e, const Bands &b,
+                       const std::vector<float> *columnScale) const {
   Encoded r;
   const int64_t n = t.shape[0], k = t.shape[1];
   r.encoder = WeightEncoder::create(e, n, k, t.dtype, module);
@@ -246,7 +274,7 @@ Encoded Writer::encode(const TensorInfo &t, const std::string &module,
     buf.resize(size_t(b.rows * k));
     for (int64_t r0 = 0; r0 < n; r0 += b.rows) {
       int64_t rows = std::min(b.rows, n - r0);
-      if (!widenRows(t, r0, rows, buf.data())) {
+      if (!sourceRows(t, r0, rows, buf.data(), columnScale)) {
         r.finite = false;
         return r;
       }
@@ -262,10 +290,10 @@ Encoded Writer::encode(const TensorInfo &t, const std::string &module,
   std::atomic<int64_t> next{0};
   std::atomic<bool> finite{true};
   pool_.parallelFor(std::min<int64_t>(b.threads, bands), [&](int) {
-    std::vector<float> rowsBuf(size_t(b.rows * k));
+    std::vector<float> rowsBuf(static_cast<size_t>(b.rows * k));
     for (int64_t i; (i = next++) < bands;) {
       int64_t r0 = i * b.rows, rows = std::min(b.rows, n - r0);
-      if (!widenRows(t, r0, rows, rowsBuf.data()))
+      if (!sourceRows(t, r0, rows, rowsBuf.data(), columnScale))
         finite = false;
       enc.encode({rowsBuf.data(), r0, rows, k}, r.bytes);
     }
@@ -277,8 +305,8 @@ Encoded Writer::encode(const TensorInfo &t, const std::string &module,
 
 ErrorAccumulator Writer::measure(const TensorInfo &t, const std::string &module,
                                  const Encoded &enc, const Bands &b,
-                                 const TensorInfo *calib,
-                                 double *actErr) const {
+                                 const TensorInfo *calib, double *actErr,
+                                 const std::vector<float> *preQuantScale) const {
   std::vector<TensorInfo> storage;
   ResolvedModule m = inMemoryModule(module, *enc.encoder, enc.bytes, storage);
   const int64_t n = t.shape[0], k = t.shape[1];
@@ -294,31 +322,117 @@ ErrorAccumulator Writer::measure(const TensorInfo &t, const std::string &module,
   }
   std::atomic<int64_t> next{0};
   pool_.parallelFor(std::min<int64_t>(b.threads, bands), [&](int w) {
-    std::vector<float> ref(size_t(b.rows * k)), q(size_t(b.rows * k));
+    std::vector<float> ref(static_cast<size_t>(b.rows * k)), q(size_t(b.rows * k));
     for (int64_t i; (i = next++) < bands;) {
       int64_t r0 = i * b.rows, rows = std::min(b.rows, n - r0);
       widenRows(t, r0, rows, ref.data());
       dequantizeRows(m, 0, r0, r0 + rows, q.data(), /*unrotate=*/true);
+      if (preQuantScale) // the weight the forward applies: W'·diag(pqs)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < k; ++c)
+            q[size_t(r * k + c)] *= (*preQuantScale)[size_t(c)];
       acc[size_t(w)].add(ref.data(), q.data(), rows * k);
       for (int64_t c = 0; calib && c < calibRows; ++c)
         for (int64_t r = 0; r < rows; ++r) {
-          double y = 0;
+          double y = 0, y0 = 0;
           const float *xr = x.data() + c * k;
-          for (int64_t j = 0; j < k; ++j)
+          for (int64_t j = 0; j < k; ++j) {
             y += double(xr[j]) * (q[size_t(r * k + j)] - ref[size_t(r * k + j)]);
+            y0 += double(xr[j]) * ref[size_t(r * k + j)];
+          }
           act[size_t(w)] += y * y;
+          acc[size_t(w)].outSq += y0 * y0;
         }
     }
   });
   ErrorAccumulator total;
   for (const auto &a : acc)
     total.merge(a);
-  if (actErr) {
-    *actErr = 0;
-    for (double v : act)
-      *actErr += v;
-  }
+  for (double v : act)
+    total.outErrSq += v;
+  total.measuredOutput = calib != nullptr;
+  if (actErr)
+    *actErr = total.outErrSq;
   return total;
+}
+
+const TensorInfo *Writer::calibrationFor(const TensorPlan &tp,
+                                         int64_t k) const {
+  if (!calib_)
+    return nullptr;
+  for (const char *suffix : {"", ".input", ".x"}) {
+    const TensorInfo *c = calib_->find(tp.module + suffix);
+    if (c && c->rank() == 2 && c->shape[0] > 0 && c->shape[1] == k &&
+        (c->dtype == DType::F32 || c->dtype == DType::BF16 ||
+         c->dtype == DType::F16))
+      return c;
+  }
+  return nullptr;
+}
+
+/// AWQ for NVFP4 (docs/Quantize.md §7.2): per column k, a_k = mean |x_k| over
+/// the calibration rows; for α on a grid of --awq-steps + 1 points in
+/// [0, 1], s = a^α normalised by sqrt(max s · min s), the weight W·diag(s)
+/// (in the source dtype) is encoded and the forward's weight
+/// Ŵ'·diag(1/s) scored by Σ_rows |x (Ŵ'·diag(1/s) − W)ᵀ|². α = 0 is kitchen's
+/// plain encoding and is kept unless another α is strictly better; then no
+/// pre_quant_scale is written. Returns the pre_quant_scale (1/s) or {}.
+std::vector<float> Writer::awqScales(const TensorPlan &tp, const TensorInfo &t,
+                                     const TensorInfo &calib, const Bands &b,
+                                     Encoded &best, ErrorStats &bestStats,
+                                     double &bestAct, std::string &note) const {
+  const int64_t k = t.shape[1], m = calib.shape[0];
+  std::vector<float> x(static_cast<size_t>(m * k));
+  widenRows(calib, 0, m, x.data());
+  std::vector<double> a(size_t(k), 0.0);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < k; ++c)
+      a[size_t(c)] += std::fabs(double(x[size_t(r * k + c)]));
+  double smallest = 0;
+  for (auto &v : a) {
+    v /= double(m);
+    if (v > 0 && (smallest == 0 || v < smallest))
+      smallest = v;
+  }
+  for (auto &v : a)
+    if (v <= 0)
+      v = smallest > 0 ? smallest : 1.0;
+  best = encode(t, tp.module, tp.encode, b);
+  if (!best.finite)
+    return {};
+  bestStats = measure(t, tp.module, best, b, &calib, &bestAct).stats();
+  std::vector<float> chosen;
+  const int steps = o_.awqSteps;
+  for (int i = 1; i <= steps; ++i) {
+    const double alpha = double(i) / steps;
+    std::vector<double> sd(static_cast<size_t>(k));
+    double mx = 0, mn = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      sd[size_t(c)] = std::pow(a[size_t(c)], alpha);
+      mx = c == 0 ? sd[0] : std::max(mx, sd[size_t(c)]);
+      mn = c == 0 ? sd[0] : std::min(mn, sd[size_t(c)]);
+    }
+    const double normal = std::sqrt(mx * mn);
+    std::vector<float> s(static_cast<size_t>(k)),
+        pqs(static_cast<size_t>(k));
+    for (int64_t c = 0; c < k; ++c) {
+      s[size_t(c)] = float(sd[size_t(c)] / normal);
+      pqs[size_t(c)] = 1.0f / s[size_t(c)];
+    }
+    Encoded cand = encode(t, tp.module, tp.encode, b, &s);
+    double act = 0;
+    ErrorStats st = measure(t, tp.module, cand, b, &calib, &act, &pqs).stats();
+    if (act < bestAct) {
+      bestAct = act;
+      bestStats = st;
+      best = std::move(cand);
+      chosen = pqs;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "awq: alpha %.2f", alpha);
+      note = buf;
+    }
+  }
+  return chosen;
 }
 
 void Writer::put(const std::string &name, DType dtype,
@@ -371,22 +485,20 @@ void Writer::quantizeTensor(TensorPlan &tp, const TensorInfo &t,
   const bool mse = o_.optimizer == "mse";
   const bool measureAll = o_.validate || mixed || mse;
   const TensorInfo *calib = nullptr;
-  if (calib_ && mse && o_.mseObjective != "weight") {
-    for (const char *suffix : {"", ".input", ".x"}) {
-      const TensorInfo *c = calib_->find(tp.module + suffix);
-      if (c && c->rank() == 2 && c->shape[1] == k &&
-          (c->dtype == DType::F32 || c->dtype == DType::BF16 ||
-           c->dtype == DType::F16)) {
-        calib = c;
-        break;
-      }
-    }
+  if (mse && o_.mseObjective != "weight") {
+    calib = calibrationFor(tp, k);
     if (!calib && o_.mseObjective == "activation")
       throw Error(o_.calibrationSource, moduleSubject(tp.module),
                   "--mse-objective activation: no calibration rows [M, " +
                       std::to_string(k) + "] named '" + tp.module +
                       "' (or '.input', '.x')");
   }
+  const bool awq = o_.awq && tp.encode.format == Format::NVFP4;
+  const TensorInfo *awqCalib = awq ? calibrationFor(tp, k) : nullptr;
+  if (awq && !awqCalib)
+    throw Error(o_.calibrationSource, moduleSubject(tp.module),
+                "--awq: no calibration rows [M, " + std::to_string(k) +
+                    "] named '" + tp.module + "' (or '.input', '.x')");
 
   auto keepSource = [&](const std::string &why) {
     if (o_.strict)
@@ -397,7 +509,35 @@ void Writer::quantizeTensor(TensorPlan &tp, const TensorInfo &t,
 
   Encoded best;
   std::string chosenNote;
-  for (size_t ci = 0; ci < tp.candidates.size(); ++ci) {
+  std::vector<float> preQuantScale;
+  if (awq) {
+    auto probe = WeightEncoder::create(tp.encode, n, k, t.dtype, tp.module);
+    uint64_t fixed = 0;
+    for (const auto &s : probe->outputs())
+      fixed += 2 * s.nbytes;
+    Bands b = bandsFor(tp.module, n, k, probe->bandAlign(), fixed, 3);
+    note(b.working + uint64_t(awqCalib->numel()) * 4);
+    ErrorStats st;
+    double act = 0;
+    preQuantScale = awqScales(tp, t, *awqCalib, b, best, st, act, chosenNote);
+    if (!best.finite) {
+      keepSource("source values are not all finite");
+      return;
+    }
+    tp.measured = true;
+    tp.error = st;
+    double bound = o_.errorBound >= 0 ? o_.errorBound
+                                      : defaultErrorBound(tp.encode);
+    if (o_.validate && !(st.relRmse <= bound)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "relative RMSE %.4g over the bound %.4g of nvfp4",
+                    st.relRmse, bound);
+      keepSource(buf);
+      return;
+    }
+  }
+  for (size_t ci = 0; !awq && ci < tp.candidates.size(); ++ci) {
     EncodeOptions e = tp.candidates[ci];
     auto probe = WeightEncoder::create(e, n, k, t.dtype, tp.module);
     uint64_t fixed = 0;
@@ -447,7 +587,9 @@ void Writer::quantizeTensor(TensorPlan &tp, const TensorInfo &t,
                                         : defaultErrorBound(e);
     tp.measured = true;
     tp.error = st;
-    if (st.relRmse <= bound) {
+    // Bounds apply with --validate and to mixed candidates; the MSE search
+    // alone measures without gating.
+    if (st.relRmse <= bound || (!o_.validate && !mixed)) {
       best = std::move(enc);
       if (mixed)
         tp.format = formatName(e.format);
@@ -476,6 +618,9 @@ void Writer::quantizeTensor(TensorPlan &tp, const TensorInfo &t,
     put(tp.module + "." + s.key, s.dtype, s.shape, best.bytes[i].data(),
         s.nbytes, out);
   }
+  if (!preQuantScale.empty())
+    put(tp.module + ".pre_quant_scale", DType::F32, {k},
+        preQuantScale.data(), preQuantScale.size() * 4, out);
   tp.outcome = chosenNote.empty() ? "quantized" : "quantized (" + chosenNote + ")";
 }
 
@@ -501,6 +646,10 @@ std::string Writer::metadataJson() const {
   if (o_.errorBound >= 0)
     opt["error_bound"] = o_.errorBound;
   opt["optimizer"] = o_.optimizer;
+  if (o_.awq) {
+    opt["awq"] = true;
+    opt["awq_steps"] = o_.awqSteps;
+  }
   if (o_.optimizer == "mse") {
     opt["mse_objective"] = o_.mseObjective;
     opt["mse_steps"] = o_.mseSteps;
@@ -533,7 +682,8 @@ QuantizeReport Writer::run(const std::string &outputPath) {
   // Room for the largest header any outcome could need.
   uint64_t maxTotal = 0;
   for (const auto &tp : plan_.tensors)
-    maxTotal += std::max<uint64_t>(tp.bytesBefore, tp.bytesAfter) + 4096;
+    maxTotal += std::max<uint64_t>(tp.bytesBefore, tp.bytesAfter) + 4096 +
+                (o_.awq && tp.shape.size() == 2 ? uint64_t(tp.shape[1]) * 4 : 0);
   uint64_t bound = 64;
   {
     nlohmann::ordered_json md;
@@ -555,6 +705,9 @@ QuantizeReport Writer::run(const std::string &outputPath) {
                                  {int64_t(enc->marker().size())}, maxTotal);
       for (const auto &s : enc->outputs())
         len += entryLength(tp.module + "." + s.key, s.dtype, s.shape, maxTotal);
+      if (o_.awq && e.format == Format::NVFP4)
+        len += entryLength(tp.module + ".pre_quant_scale", DType::F32,
+                           {tp.shape[1]}, maxTotal);
       best = std::max(best, len);
     }
     bound += best;
@@ -658,6 +811,12 @@ QuantizeReport quantizeCheckpoint(const QuantizeOptions &o) {
                 "activation needs --calibration-source");
   if (o.mseSteps < 1 || o.mseSteps > 64)
     throw Error("", "--mse-steps", "must be 1..64");
+  if (o.awq && o.calibrationSource.empty())
+    throw Error("", "--awq", "needs --calibration-source (activation rows)");
+  if (o.awq && o.format != "nvfp4")
+    throw Error("", "--awq", "applies only to --format nvfp4");
+  if (o.awqSteps < 1 || o.awqSteps > 100)
+    throw Error("", "--awq-steps", "must be 1..100");
   PolicySet policies = loadPolicies(o);
   auto files = sourceFiles(o.input);
   const bool toDirectory = !files.front().relativeOutput.empty();

@@ -105,11 +105,17 @@ VerifyReport verifyQuantizedOutput(const std::string &output,
         std::vector<ErrorAccumulator> acc(static_cast<size_t>(nThreads));
         std::atomic<int64_t> next{0};
         pool.parallelFor(int(std::min<int64_t>(nThreads, bands)), [&](int t) {
-          std::vector<float> ref(size_t(rows * k)), q(size_t(rows * k));
+          std::vector<float> ref(static_cast<size_t>(rows * k)), q(size_t(rows * k));
           for (int64_t i; (i = next++) < bands;) {
             int64_t r0 = i * rows, r = std::min(rows, n - r0);
             widenRows(*w, r0, r, ref.data());
             dequantizeRows(m, 0, r0, r0 + r, q.data(), true);
+            // The forward multiplies x by pre_quant_scale: the weight it
+            // applies is W'·diag(pre_quant_scale).
+            if (const TensorInfo *pqs = m.tensor("pre_quant_scale"))
+              for (int64_t i = 0; i < r; ++i)
+                for (int64_t c = 0; c < k; ++c)
+                  q[size_t(i * k + c)] *= loadF32(*pqs, c);
             acc[size_t(t)].add(ref.data(), q.data(), r * k);
           }
         });

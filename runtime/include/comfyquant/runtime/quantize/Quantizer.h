@@ -56,6 +56,8 @@ struct QuantizeOptions {
   std::string mseObjective = "auto"; ///< weight | activation | auto
   std::string calibrationSource;     ///< safetensors of activation rows
   int mseSteps = 8;
+  bool awq = false;         ///< NVFP4: search an AWQ pre_quant_scale
+  int awqSteps = 10;        ///< α grid points after 0
   bool dryRun = false;
   /// Progress lines (a layer done); null: quiet.
   std::function<void(const std::string &)> progress;
@@ -64,6 +66,9 @@ struct QuantizeOptions {
 /// Error of a quantized weight against its source.
 struct ErrorStats {
   double relRmse = 0, maxAbs = 0, cosine = 1;
+  /// With calibration rows x: |x (Ŵ − W)ᵀ| / |x Wᵀ| over all rows; < 0 when
+  /// not measured.
+  double outputRelRmse = -1;
   nlohmann::json toJson() const;
 };
 
