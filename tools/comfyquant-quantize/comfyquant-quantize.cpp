@@ -157,7 +157,7 @@ int run(int argc, char **argv) {
     return 0;
   }
   if (cl.has("--version")) {
-    std::printf("comfyquant-quantize %s\n", CQ_VERSION_STRING);
+    std::printf("comfyquant %s\n", CQ_VERSION_STRING);
     return 0;
   }
   const bool json = cl.has("--json");
@@ -308,28 +308,32 @@ int run(int argc, char **argv) {
       o.format = "int8";
     if (!o.output.empty())
       return fail("--inspect / --dry-run write nothing: drop --output");
-    rt::QuantizePlan plan = rt::planQuantization(o);
-    if (cl.has("--inspect")) {
-      // What the policy says, format aside.
+    std::vector<rt::QuantizePlan> plans = rt::planQuantization(o);
+    const bool inspect = cl.has("--inspect");
+    nlohmann::json all = nlohmann::json::array();
+    for (const rt::QuantizePlan &plan : plans) {
       nlohmann::json j = plan.toJson();
-      if (json) {
+      if (inspect)
         j["schema"] = "comfyquant-quantize-inspect";
-        std::printf("%s\n", j.dump(2).c_str());
-      } else {
-        std::printf("architecture: %s (%s)\n", plan.policy.c_str(),
-                    plan.detection.c_str());
+      if (json) {
+        all.push_back(std::move(j));
+        continue;
+      }
+      if (inspect) {
+        // What the policy says, format aside.
+        std::printf("%s\narchitecture: %s (%s)\n", plan.input.c_str(),
+                    plan.policy.c_str(), plan.detection.c_str());
         for (const auto &t : plan.tensors)
-          std::printf("%-10s %s: %s\n",
+          std::printf("%-11s %s: %s\n",
                       t.action == rt::TensorPlan::Action::Keep ? "keep"
                                                                : "quantizable",
                       t.name.c_str(), t.reason.c_str());
+      } else {
+        std::fputs(plan.toText().c_str(), stdout);
       }
-      return 0;
     }
     if (json)
-      std::printf("%s\n", plan.toJson().dump(2).c_str());
-    else
-      std::fputs(plan.toText().c_str(), stdout);
+      std::printf("%s\n", (all.size() == 1 ? all[0] : all).dump(2).c_str());
     return 0;
   }
 
@@ -359,8 +363,7 @@ int run(int argc, char **argv) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::fprintf(stderr,
-                 "comfyquant-quantize: %s: %d quantized, %d kept by policy, "
-                 "%d fell back; %llu -> %llu bytes; %.2f s; peak working "
+                 "comfyquant-quantize: %s: %d quantized, %d kept, %d fell back; %llu -> %llu bytes; %.2f s; peak working "
                  "memory %.1f MB (RssAnon +%.1f MB)\n",
                  rep.output.c_str(), rep.quantized, rep.kept, rep.fellBack,
                  (unsigned long long)rep.plan.bytesBefore,

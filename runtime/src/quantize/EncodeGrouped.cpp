@@ -94,6 +94,18 @@ public:
                      opts_.codebook == CodebookChoice::Fit);
   }
 
+  uint64_t observeBytes() const override {
+    if (!needsObserve())
+      return 0;
+    // The normalized sample; the kurtosis draws (at most 2^19); while
+    // fitting, the draws (at most 300000), a sorted copy and assignments.
+    const uint64_t rows =
+        sampleRows_.empty() ? uint64_t(n_) : uint64_t(sampleRows_.size());
+    const uint64_t elems = rows * uint64_t(k_);
+    return elems * 4 + std::min<uint64_t>(elems, 1u << 19) * 4 +
+           std::min<uint64_t>(elems, 300000) * 12;
+  }
+
   void observe(const SourceBand &b) override {
     std::vector<float> row(static_cast<size_t>(k_));
     for (int64_t r = 0; r < b.rows; ++r) {

@@ -525,11 +525,14 @@ std::string QuantizePlan::toText() const {
   return s + tot;
 }
 
-QuantizePlan planQuantization(const QuantizeOptions &o) {
+std::vector<QuantizePlan> planQuantization(const QuantizeOptions &o) {
   PolicySet policies = loadPolicies(o);
-  auto files = sourceFiles(o.input);
-  auto ckpt = Checkpoint::open(files.front().path);
-  return planFor(*ckpt, o, policies);
+  std::vector<QuantizePlan> plans;
+  for (const SourceFile &f : sourceFiles(o.input)) {
+    auto ckpt = Checkpoint::open(f.path);
+    plans.push_back(planFor(*ckpt, o, policies));
+  }
+  return plans;
 }
 
 PolicySet loadPolicies(const QuantizeOptions &o) {

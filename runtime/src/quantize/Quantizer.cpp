@@ -545,6 +545,9 @@ void Writer::quantizeTensor(TensorPlan &tp, const TensorInfo &t,
       fixed += s.nbytes;
     if (mse)
       fixed *= 2; // the best encoding so far and the one being tried
+    fixed += probe->observeBytes();
+    if (calib)
+      fixed += uint64_t(calib->numel()) * 4;
     Bands b = bandsFor(tp.module, n, k, probe->bandAlign(), fixed,
                        measureAll ? 2 : 1);
     note(b.working);
@@ -795,6 +798,14 @@ nlohmann::json QuantizeReport::toJson() const {
   j["quantized"] = quantized;
   j["kept"] = kept;
   j["fell_back"] = fellBack;
+  if (!files.empty()) {
+    nlohmann::json fs = nlohmann::json::array();
+    for (const auto &f : files)
+      fs.push_back(f.toJson());
+    j["files"] = std::move(fs);
+    j.erase("tensors");
+    j["input"] = files.front().plan.input;
+  }
   return j;
 }
 
@@ -849,7 +860,23 @@ QuantizeReport quantizeCheckpoint(const QuantizeOptions &o) {
     checkOverwrite(outPath, o.overwrite);
     QuantizePlan plan = planFor(*ckpts[i], o, policies);
     Writer w(o, *ckpts[i], plan);
-    last = w.run(outPath);
+    QuantizeReport r = w.run(outPath);
+    if (files.size() > 1) {
+      QuantizeReport summary = r;
+      summary.files = last.files;
+      summary.files.push_back(r);
+      summary.quantized = last.quantized + r.quantized;
+      summary.kept = last.kept + r.kept;
+      summary.fellBack = last.fellBack + r.fellBack;
+      summary.outputBytes = last.outputBytes + r.outputBytes;
+      summary.seconds = last.seconds + r.seconds;
+      summary.peakWorkingBytes = std::max(last.peakWorkingBytes, r.peakWorkingBytes);
+      summary.peakRssAnonBytes = std::max(last.peakRssAnonBytes, r.peakRssAnonBytes);
+      summary.output = o.output;
+      last = std::move(summary);
+    } else {
+      last = std::move(r);
+    }
   }
   return last;
 }

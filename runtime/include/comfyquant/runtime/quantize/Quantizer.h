@@ -108,14 +108,19 @@ struct QuantizeReport {
   uint64_t peakRssAnonBytes = 0; ///< sampled /proc/self/status RssAnon
   double seconds = 0;
   int quantized = 0, kept = 0, fellBack = 0;
+  /// A directory of separate files: each file's report (the fields above
+  /// then hold the last file's plan and the sums).
+  std::vector<QuantizeReport> files;
   nlohmann::json toJson() const;
 };
 
 /// Formats --format accepts, with one line each.
 const std::vector<std::pair<std::string, std::string>> &quantizeFormatNames();
 
-/// Plans without writing (also --inspect / --dry-run). Throws Error.
-QuantizePlan planQuantization(const QuantizeOptions &opts);
+/// Plans without writing (also --inspect / --dry-run): one plan per
+/// checkpoint of the input (several for a directory of separate files).
+/// Throws Error.
+std::vector<QuantizePlan> planQuantization(const QuantizeOptions &opts);
 
 /// Plans and writes. Throws Error; on any failure no output is left.
 QuantizeReport quantizeCheckpoint(const QuantizeOptions &opts);

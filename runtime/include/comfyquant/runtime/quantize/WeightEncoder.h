@@ -89,6 +89,8 @@ public:
   virtual int64_t bandAlign() const { return 1; }
   /// Whether encode() needs observe() over every row first.
   virtual bool needsObserve() const { return false; }
+  /// Bytes observe() keeps until finishObserve() (a codebook's samples).
+  virtual uint64_t observeBytes() const { return 0; }
   /// First pass: called with bands covering every row, in order.
   virtual void observe(const SourceBand &band) { (void)band; }
   /// Ends the first pass.
