@@ -98,7 +98,7 @@ const OptionSpec kOptions[] = {
     {"--awq-steps", "N", false, "AWQ exponents tried after 0 (default 10)"},
     {"--threads", "T", false, "Threads (default: every available core)"},
     {"--report", "FILE", false, "Write the JSON report to FILE"},
-    {"--quiet", nullptr, false, "No progress"},
+    {"--quiet", nullptr, false, "No progress and no summary line"},
     {"--version", nullptr, false, "Print the comfyquant version"},
     {"--help", nullptr, false, "Print this help (also -h)"},
 };
@@ -361,7 +361,7 @@ int run(int argc, char **argv) {
     nlohmann::json j = rep.toJson();
     j.erase("tensors");
     std::printf("%s\n", j.dump(2).c_str());
-  } else {
+  } else if (!cl.has("--quiet")) {
     std::fprintf(stderr,
                  "comfyquant-quantize: %s: %d quantized, %d kept, %d fell back; %llu -> %llu bytes; %.2f s; peak working "
                  "memory %.1f MB (RssAnon +%.1f MB)\n",
