@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Encoders.h"
+#include "FastRound.h"
 #include "TorchSum.h"
 
 #include "comfyquant/runtime/Numerics.h"
@@ -42,11 +43,68 @@ constexpr int64_t kCodebookSampleElems = int64_t(1) << 22;
 /// Nearest entry of `lv[0..count)` to t, as kitchen: searchsorted's binary
 /// search (std::lower_bound takes the same steps, also on a fitted codebook
 /// that is not sorted), then the upper neighbour only when strictly nearer.
-inline int nearestSorted(const float *lv, int count, float t) {
-  int pos = int(std::lower_bound(lv, lv + count, t) - lv);
+inline int nearestSorted(const float *lv, int count, float t,
+                         bool sorted = true) {
+  int pos;
+  if (sorted) {
+    // On a sorted table lower_bound is the number of entries below t: a
+    // count the compiler vectorises.
+    pos = 0;
+    for (int i = 0; i < count; ++i)
+      pos += lv[i] < t;
+  } else {
+    // A fitted codebook may be unsorted: std::lower_bound's own steps.
+    int first = 0, len = count;
+    while (len > 0) {
+      const int half = len >> 1;
+      const bool right = lv[first + half] < t;
+      first = right ? first + half + 1 : first;
+      len = right ? len - half - 1 : half;
+    }
+    pos = first;
+  }
   int lo = std::clamp(pos - 1, 0, count - 1), hi = std::clamp(pos, 0, count - 1);
   float dlo = std::fabs(t - lv[lo]), dhi = std::fabs(t - lv[hi]);
   return dhi < dlo ? hi : lo;
+}
+
+/// Nearest level indices of x[j] / gs over `table` (kitchen's assign).
+CQ_VECTOR_CLONES
+void assignLevels(const float *table, int count, bool sorted, bool uniform6,
+                  const float *x, int64_t g, float gs, int *qi) {
+  for (int64_t j = 0; j < g; ++j) {
+    const float v = x[j] / gs;
+    if (uniform6) {
+      // 6-bit: round(v) clamped to ±31, as an index 0..62. Clamping to ±32
+      // first keeps rintSmall's argument small and changes nothing.
+      const float c = std::min(std::max(v, -float(kW6Levels + 1)),
+                               float(kW6Levels + 1));
+      qi[j] = int(std::min(std::max(fast::rintSmall(c), -float(kW6Levels)),
+                           float(kW6Levels))) +
+              kW6Levels;
+    } else {
+      qi[j] = nearestSorted(table, count, v, sorted);
+    }
+  }
+}
+
+/// The int8 grid of s_rel value `s` (clamp(RNE(level·s), ±127)) into
+/// `levels`, the nearest grid level of each target into qi, and the squared
+/// error of the choice summed in torch's order (kitchen's score).
+CQ_VECTOR_CLONES
+float gridNearest(const float *table, int count, bool sorted, float s,
+                  const float *target, int64_t g, int *qi, float *levels) {
+  for (int i = 0; i < count; ++i) {
+    // |level·s| <= 448 · 31: within rintSmall's range.
+    const float v = fast::rintSmall(table[i] * s);
+    levels[i] = std::min(std::max(v, -127.f), 127.f);
+  }
+  for (int64_t j = 0; j < g; ++j)
+    qi[j] = nearestSorted(levels, count, target[j], sorted);
+  return torchSumF32(g, [&](int64_t j) {
+    const float d = levels[qi[j]] - target[j];
+    return d * d;
+  });
 }
 
 class GroupedEncoder final : public WeightEncoder {
@@ -163,6 +221,7 @@ public:
       table_ = fitCodebook(normalized_);
     else
       table_.assign(kFixedCodebook.begin(), kFixedCodebook.end());
+    tableSorted_ = std::is_sorted(table_.begin(), table_.end());
     normalized_.clear();
     normalized_.shrink_to_fit();
   }
@@ -279,28 +338,16 @@ public:
 private:
   /// Nearest level index of x / gs for each element.
   void assign(const float *x, float gs, int *qi) const {
-    for (int64_t j = 0; j < g_; ++j) {
-      float v = x[j] / gs;
-      if (six_)
-        qi[j] = int(std::clamp(std::nearbyint(v), -float(kW6Levels),
-                               float(kW6Levels))) + kW6Levels;
-      else
-        qi[j] = nearestSorted(table_.data(), int(table_.size()), v);
-    }
+    assignLevels(table_.data(), int(table_.size()), tableSorted_, six_, x, g_,
+                 gs, qi);
   }
 
   /// Codes nearest on the int8 grid of s_rel value `s`; returns the squared
   /// error of the chosen grid values (f32 sum, as kitchen scores it).
   double gridAssign(float s, const float *target, int *qi,
                     std::vector<float> &levels) const {
-    for (size_t i = 0; i < table_.size(); ++i)
-      levels[i] = std::clamp(std::nearbyint(table_[i] * s), -127.f, 127.f);
-    for (int64_t j = 0; j < g_; ++j)
-      qi[j] = nearestSorted(levels.data(), int(levels.size()), target[j]);
-    return torchSumF32(g_, [&](int64_t j) {
-      float d = levels[size_t(qi[j])] - target[j];
-      return d * d;
-    });
+    return gridNearest(table_.data(), int(table_.size()), tableSorted_, s,
+                       target, g_, qi, levels.data());
   }
 
   void pack(uint8_t *dst, const std::vector<int> &idx) const {
@@ -393,6 +440,7 @@ private:
   std::vector<int64_t> sampleRows_;
   std::vector<float> normalized_;
   std::vector<float> table_;
+  bool tableSorted_ = true; ///< a fitted codebook may not be
 };
 
 } // namespace
