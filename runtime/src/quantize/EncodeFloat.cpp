@@ -28,11 +28,41 @@ int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 /// amax of |x| over a band, as torch's amax: exact, NaN propagates.
 float bandAmax(const SourceBand &b) { return amaxOf(b.data, b.rows * b.cols); }
 
+/// The same from the stored 16-bit values: |x| orders like its bits with the
+/// sign cleared (both are sign-magnitude); the caller has checked finiteness.
+CQ_VECTOR_CLONES
+uint16_t rawMaxMagnitude16(const uint8_t *raw, int64_t count) {
+  uint16_t m = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, raw + 2 * i, 2);
+    h &= 0x7FFF;
+    m = h > m ? h : m;
+  }
+  return m;
+}
+
+/// table[x] for each stored 16-bit value x.
+CQ_VECTOR_CLONES
+void lookup16(const uint8_t *raw, int64_t count, const uint8_t *table,
+              uint8_t *q) {
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, raw + 2 * i, 2);
+    q[i] = table[h];
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // FP8 (per-tensor scale)
 //===----------------------------------------------------------------------===//
 
 class FP8Encoder final : public WeightEncoder {
+  float rawAmax16(const SourceBand &b) const {
+    uint16_t m = rawMaxMagnitude16(b.raw, b.rows * b.cols);
+    return source_ == DType::BF16 ? bfloat16ToFloat(m) : halfToFloat(m);
+  }
+
 public:
   FP8Encoder(const EncodeOptions &o, int64_t n, int64_t k, DType s)
       : WeightEncoder(o, n, k, s) {
@@ -45,8 +75,9 @@ public:
                  : R"({"format":"float8_e4m3fn"})";
   }
   bool needsObserve() const override { return true; }
+  bool rawOnly() const override { return source_ != DType::F32; }
   void observe(const SourceBand &b) override {
-    float m = bandAmax(b);
+    float m = b.raw && source_ != DType::F32 ? rawAmax16(b) : bandAmax(b);
     amax_ = (m != m || amax_ != amax_) ? NAN : std::max(amax_, m);
   }
   void finishObserve() override {
@@ -73,13 +104,8 @@ public:
     uint8_t *q = out[0].data() + b.rowBegin * k_;
     const int64_t count = b.rows * b.cols;
     if (!table_.empty()) {
-      // The band holds x's values exactly; its 16-bit pattern indexes the table.
-      for (int64_t i = 0; i < count; ++i) {
-        uint32_t u = floatBits(b.data[i]);
-        uint16_t h = source_ == DType::BF16 ? uint16_t(u >> 16)
-                                            : floatToHalf(b.data[i]);
-        q[i] = table_[h];
-      }
+      // A 16-bit source value indexes the table directly.
+      lookup16(b.raw, count, table_.data(), q);
       return;
     }
     for (int64_t i = 0; i < count; ++i)

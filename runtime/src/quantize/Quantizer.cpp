@@ -11,6 +11,7 @@
 
 #include "comfyquant/runtime/quantize/Quantizer.h"
 
+#include "Encoders.h"
 #include "QuantizeInternal.h"
 
 #include "comfyquant/runtime/Error.h"
@@ -262,6 +263,31 @@ static bool sourceRows(const TensorInfo &t, int64_t r0, int64_t rows,
   return finite;
 }
 
+/// Whether rows [r0, r0 + rows) of a 2-D BF16/F16/F32 tensor are finite,
+/// read from the stored bytes (an exponent of all ones is inf or NaN).
+CQ_VECTOR_CLONES
+static bool rawFinite(const TensorInfo &t, int64_t r0, int64_t rows) {
+  const int64_t count = rows * t.shape[1];
+  const size_t es = dtypeSize(t.dtype);
+  const uint8_t *p = t.data + uint64_t(r0 * t.shape[1]) * es;
+  bool bad = false;
+  if (es == 2) {
+    const uint16_t expMask = t.dtype == DType::BF16 ? 0x7F80 : 0x7C00;
+    for (int64_t i = 0; i < count; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      bad |= (h & expMask) == expMask;
+    }
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t u;
+      std::memcpy(&u, p + 4 * i, 4);
+      bad |= (u & 0x7F800000u) == 0x7F800000u;
+    }
+  }
+  return !bad;
+}
+
 Encoded Writer::encode(const TensorInfo &t, const std::string &module,
                        const EncodeOptions &e, const Bands &b,
                        const std::vector<float> *columnScale) const {
@@ -269,16 +295,26 @@ Encoded Writer::encode(const TensorInfo &t, const std::string &module,
   const int64_t n = t.shape[0], k = t.shape[1];
   r.encoder = WeightEncoder::create(e, n, k, t.dtype, module);
   WeightEncoder &enc = *r.encoder;
+  // Encoders that read the stored bytes skip the f32 rows; finiteness is
+  // then checked on the bytes.
+  const bool rawOnly = enc.rawOnly() && !columnScale;
+  const size_t es = dtypeSize(t.dtype);
+  auto rawAt = [&](int64_t r0) {
+    return columnScale ? nullptr : t.data + uint64_t(r0 * k) * es;
+  };
   std::vector<float> buf;
   if (enc.needsObserve()) {
-    buf.resize(size_t(b.rows * k));
+    if (!rawOnly)
+      buf.resize(size_t(b.rows * k));
     for (int64_t r0 = 0; r0 < n; r0 += b.rows) {
       int64_t rows = std::min(b.rows, n - r0);
-      if (!sourceRows(t, r0, rows, buf.data(), columnScale)) {
+      bool finite = rawOnly ? rawFinite(t, r0, rows)
+                            : sourceRows(t, r0, rows, buf.data(), columnScale);
+      if (!finite) {
         r.finite = false;
         return r;
       }
-      enc.observe({buf.data(), r0, rows, k});
+      enc.observe({rawOnly ? nullptr : buf.data(), r0, rows, k, rawAt(r0)});
     }
     buf.clear();
     buf.shrink_to_fit();
@@ -290,12 +326,14 @@ Encoded Writer::encode(const TensorInfo &t, const std::string &module,
   std::atomic<int64_t> next{0};
   std::atomic<bool> finite{true};
   pool_.parallelFor(std::min<int64_t>(b.threads, bands), [&](int) {
-    std::vector<float> rowsBuf(static_cast<size_t>(b.rows * k));
+    std::vector<float> rowsBuf(rawOnly ? 0 : size_t(b.rows * k));
     for (int64_t i; (i = next++) < bands;) {
       int64_t r0 = i * b.rows, rows = std::min(b.rows, n - r0);
-      if (!sourceRows(t, r0, rows, rowsBuf.data(), columnScale))
+      if (rawOnly ? !rawFinite(t, r0, rows)
+                  : !sourceRows(t, r0, rows, rowsBuf.data(), columnScale))
         finite = false;
-      enc.encode({rowsBuf.data(), r0, rows, k}, r.bytes);
+      enc.encode({rawOnly ? nullptr : rowsBuf.data(), r0, rows, k, rawAt(r0)},
+                 r.bytes);
     }
   });
   r.finite = finite;

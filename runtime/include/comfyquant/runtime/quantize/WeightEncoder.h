@@ -66,8 +66,11 @@ struct EncodedTensorSpec {
 /// A band of consecutive logical rows of the source, widened to f32
 /// exactly.
 struct SourceBand {
-  const float *data = nullptr; ///< rows x cols, row-major
+  const float *data = nullptr; ///< rows x cols, row-major (may be null, below)
   int64_t rowBegin = 0, rows = 0, cols = 0;
+  /// The same rows as stored (BF16 / F16 / F32 bytes, unaligned), or null
+  /// when the rows were transformed (AWQ column scales).
+  const uint8_t *raw = nullptr;
 };
 
 class WeightEncoder {
@@ -87,6 +90,8 @@ public:
   virtual std::string marker() const = 0;
   /// Bands start at multiples of this many rows (a swizzled scale tile).
   virtual int64_t bandAlign() const { return 1; }
+  /// Whether observe() / encode() read only `raw` (data may then be null).
+  virtual bool rawOnly() const { return false; }
   /// Whether encode() needs observe() over every row first.
   virtual bool needsObserve() const { return false; }
   /// Bytes observe() keeps until finishObserve() (a codebook's samples).
