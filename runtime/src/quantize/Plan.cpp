@@ -234,10 +234,14 @@ std::vector<SourceFile> sourceFiles(const std::string &input) {
     }
     std::FILE *f = std::fopen(p.c_str(), "rb");
     if (f) {
-      unsigned char m[2] = {0, 0};
-      size_t got = std::fread(m, 1, 2, f);
+      // A safetensors file has its JSON header's '{' at byte 8; its first
+      // bytes (the header length) may look like a pickle header.
+      unsigned char m[9] = {0};
+      size_t got = std::fread(m, 1, 9, f);
       std::fclose(f);
-      if (got == 2 && ((m[0] == 0x80 && m[1] <= 5) || (m[0] == 'P' && m[1] == 'K')))
+      const bool safetensors = got == 9 && m[8] == '{';
+      if (!safetensors && got >= 2 &&
+          ((m[0] == 0x80 && m[1] <= 5) || (m[0] == 'P' && m[1] == 'K')))
         throw Error(p, "input",
                     "this is a pickle or zip (torch.save) file, refused: "
                     "convert it to .safetensors first");
