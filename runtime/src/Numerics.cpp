@@ -11,6 +11,7 @@
 
 #include "comfyquant/runtime/Error.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -114,7 +115,20 @@ const double kBf16Max = std::ldexp(255.0, 120);
 // Decoders
 //===----------------------------------------------------------------------===//
 
-float decodeE4M3(uint8_t bits) {
+namespace {
+/// The 256 values of a byte decoder, computed once from its definition
+/// (decoding is then a load: the reference path decodes every weight).
+template <float (*Decode)(uint8_t)> const float *byteTable() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int b = 0; b < 256; ++b)
+      t[size_t(b)] = Decode(uint8_t(b));
+    return t;
+  }();
+  return table.data();
+}
+
+float decodeE4M3Definition(uint8_t bits) {
   const bool neg = (bits & 0x80) != 0;
   const uint32_t exp = (bits >> 3) & 0xF;
   const uint32_t man = bits & 0x7;
@@ -125,7 +139,7 @@ float decodeE4M3(uint8_t bits) {
   return neg ? -v : v;
 }
 
-float decodeE5M2(uint8_t bits) {
+float decodeE5M2Definition(uint8_t bits) {
   const bool neg = (bits & 0x80) != 0;
   const uint32_t exp = (bits >> 2) & 0x1F;
   const uint32_t man = bits & 0x3;
@@ -140,12 +154,17 @@ float decodeE5M2(uint8_t bits) {
   return neg ? -v : v;
 }
 
-float decodeE8M0(uint8_t bits) {
+float decodeE8M0Definition(uint8_t bits) {
   if (bits == 0xFF)
     return std::numeric_limits<float>::quiet_NaN();
   // e = 0 gives 2^-127, an f32 subnormal; ldexpf produces it exactly.
   return std::ldexp(1.0f, static_cast<int>(bits) - 127);
 }
+} // namespace
+
+float decodeE4M3(uint8_t bits) { return byteTable<decodeE4M3Definition>()[bits]; }
+float decodeE5M2(uint8_t bits) { return byteTable<decodeE5M2Definition>()[bits]; }
+float decodeE8M0(uint8_t bits) { return byteTable<decodeE8M0Definition>()[bits]; }
 
 float decodeE2M1(uint8_t code) {
   static const float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f,
@@ -293,11 +312,17 @@ void rotateRowF32(float *row, int64_t k, int64_t g) {
                 "row length " + std::to_string(k) +
                     " is not a multiple of the group size " +
                     std::to_string(g));
-  // Dense matrix, built once per call.
-  std::vector<float> h(static_cast<size_t>(g * g));
-  for (int64_t i = 0; i < g; ++i)
-    for (int64_t j = 0; j < g; ++j)
-      h[static_cast<size_t>(i * g + j)] = hadamardEntry(g, i, j);
+  // Dense matrix, built once per thread and size (rows are rotated one at a
+  // time).
+  thread_local std::vector<float> h;
+  thread_local int64_t built = 0;
+  if (built != g) {
+    h.assign(static_cast<size_t>(g * g), 0.0f);
+    for (int64_t i = 0; i < g; ++i)
+      for (int64_t j = 0; j < g; ++j)
+        h[static_cast<size_t>(i * g + j)] = hadamardEntry(g, i, j);
+    built = g;
+  }
   std::vector<float> y(static_cast<size_t>(g));
   for (int64_t base = 0; base < k; base += g) {
     const float *x = row + base;

@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Encoders.h"
+
+#include "comfyquant/runtime/Forward.h"
 #include "FastRound.h"
 
 #include "comfyquant/runtime/Numerics.h"
@@ -83,12 +85,12 @@ public:
   void finishObserve() override {
     const float fmax = e5m2_ ? float(kE5M2Max) : float(kE4M3Max);
     // torch: amax (x's dtype) / FMAX, computed in f32, rounded to x's dtype.
-    scale_ = roundToDType(source_, amax_ / fmax) * opts_.scaleMultiplier;
+    scale_ = roundToActivation(amax_ / fmax, source_) * opts_.scaleMultiplier;
     // Kitchen's 1/0 makes every code NaN (all-zero or, in f16, an amax whose
     // quotient underflows); the f32 quotient, else 1, keeps the file finite.
     if (!(scale_ > 0.f) || !std::isfinite(1.0f / scale_))
       scale_ = amax_ > 0.f ? amax_ / fmax : 1.0f;
-    recip_ = roundToDType(source_, 1.0f / scale_);
+    recip_ = roundToActivation(1.0f / scale_, source_);
     if (source_ != DType::F32) {
       // A 16-bit source has 65536 values: one table per tensor.
       table_.resize(65536);
@@ -117,7 +119,7 @@ public:
 
 private:
   uint8_t code(float x) const {
-    float t = roundToDType(source_, x * recip_);
+    float t = roundToActivation(x * recip_, source_);
     if (e5m2_)
       return encodeE5M2(t);
     // Saturating: kitchen clamps to ±448 before its (saturating) cast.
@@ -151,7 +153,7 @@ public:
     amax_ = (m != m || amax_ != amax_) ? NAN : std::max(amax_, m);
   }
   void finishObserve() override {
-    global_ = roundToDType(source_, amax_ / 2688.0f) * opts_.scaleMultiplier;
+    global_ = roundToActivation(amax_ / 2688.0f, source_) * opts_.scaleMultiplier;
     if (!(global_ > 0.f) || !std::isfinite(global_))
       global_ = amax_ > 0.f ? amax_ / 2688.0f : 1.0f;
   }
@@ -235,7 +237,7 @@ public:
         int e = int(std::ceil(std::log2(need))) + kE8M0Bias;
         e = std::clamp(e, 0, kE8M0MaxCode);
         // Kitchen decodes e == 0 as 0.0 here (not 2^-127).
-        float scale = e == 0 ? 0.f : bitsFloat(uint32_t(e) << 23);
+        float scale = e == 0 ? 0.f : fast::fromBits(uint32_t(e) << 23);
         out[1][swizzledScaleOffset(r, blk, blocks)] =
             amax == 0.f ? 0 : uint8_t(e);
         if (amax == 0.f) {

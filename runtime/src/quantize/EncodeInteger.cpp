@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Encoders.h"
+
+#include "comfyquant/runtime/Forward.h"
 #include "FastRound.h"
 
 #include "comfyquant/runtime/Numerics.h"
@@ -25,7 +27,7 @@ namespace {
 float smallestNormal(DType t) {
   switch (t) {
   case DType::BF16:
-    return bitsFloat(0x00800000u); // same exponent range as f32
+    return fast::fromBits(0x00800000u); // same exponent range as f32
   case DType::F16:
     return 0x1p-14f;
   default:
@@ -128,7 +130,7 @@ public:
         s = scaleFor(amaxOf(row.data(), k_));
         storeF32(out[1], b.rowBegin + r, s);
       }
-      float sm = roundToDType(source_, s);
+      float sm = roundToActivation(s, source_);
       if (sm == 0.f)
         sm = smallestNormal(source_);
       int8Codes(row.data(), k_, sm, source_,
@@ -171,8 +173,8 @@ public:
       std::copy_n(b.data + r * b.cols, k_, row.data());
       rotateRowInDType(row.data(), k_, opts_.rotationGroup, source_);
       float amax = amaxOf(row.data(), k_);
-      float a = roundToDType(source_, std::max(amax, 1e-10f));
-      float s = roundToDType(source_, a / 7.0f * opts_.scaleMultiplier);
+      float a = roundToActivation(std::max(amax, 1e-10f), source_);
+      float s = roundToActivation(a / 7.0f * opts_.scaleMultiplier, source_);
       storeF32(out[1], b.rowBegin + r, s);
       int4Codes(row.data(), k_, s, source_,
                 out[0].data() + (b.rowBegin + r) * (k_ / 2));

@@ -49,17 +49,6 @@ std::unique_ptr<WeightEncoder> createGroupedEncoder(const EncodeOptions &opts,
 CQ_VECTOR_CLONES void rotateRowInDType(float *row, int64_t k, int64_t group,
                                        DType dtype);
 
-inline uint32_t floatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float bitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 /// Largest |x| of n values (torch's amax: exact); NaN when one is NaN.
 CQ_VECTOR_CLONES float amaxOf(const float *x, int64_t n);
 

@@ -15,6 +15,7 @@
 #include "QuantizeInternal.h"
 
 #include "comfyquant/runtime/Error.h"
+#include "comfyquant/runtime/Forward.h"
 #include "comfyquant/runtime/Json.h"
 #include "comfyquant/runtime/Numerics.h"
 #include "comfyquant/runtime/OutputFile.h"
@@ -185,7 +186,8 @@ private:
   ErrorAccumulator measure(const TensorInfo &t, const std::string &module,
                            const Encoded &enc, const Bands &b,
                            const TensorInfo *calib, double *actErr,
-                           const std::vector<float> *preQuantScale = nullptr) const;
+                           const std::vector<float> *preQuantScale = nullptr,
+                           bool rotatedBasis = false) const;
   const TensorInfo *calibrationFor(const TensorPlan &tp, int64_t k) const;
   std::vector<float> awqScales(const TensorPlan &tp, const TensorInfo &t,
                                const TensorInfo &calib, const Bands &b,
@@ -258,7 +260,7 @@ static bool sourceRows(const TensorInfo &t, int64_t r0, int64_t rows,
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < k; ++c)
         out[r * k + c] =
-            roundToDType(t.dtype, out[r * k + c] * (*columnScale)[size_t(c)]);
+            roundToActivation(out[r * k + c] * (*columnScale)[size_t(c)], t.dtype);
   }
   return finite;
 }
@@ -344,7 +346,8 @@ Encoded Writer::encode(const TensorInfo &t, const std::string &module,
 ErrorAccumulator Writer::measure(const TensorInfo &t, const std::string &module,
                                  const Encoded &enc, const Bands &b,
                                  const TensorInfo *calib, double *actErr,
-                                 const std::vector<float> *preQuantScale) const {
+                                 const std::vector<float> *preQuantScale,
+                                 bool rotatedBasis) const {
   std::vector<TensorInfo> storage;
   ResolvedModule m = inMemoryModule(module, *enc.encoder, enc.bytes, storage);
   const int64_t n = t.shape[0], k = t.shape[1];
@@ -364,7 +367,11 @@ ErrorAccumulator Writer::measure(const TensorInfo &t, const std::string &module,
     for (int64_t i; (i = next++) < bands;) {
       int64_t r0 = i * b.rows, rows = std::min(b.rows, n - r0);
       widenRows(t, r0, rows, ref.data());
-      dequantizeRows(m, 0, r0, r0 + rows, q.data(), /*unrotate=*/true);
+      if (rotatedBasis)
+        for (int64_t r = 0; r < rows; ++r)
+          rotateRowInDType(ref.data() + r * k, k, m.desc.rotationGroup,
+                           DType::F32);
+      dequantizeRows(m, 0, r0, r0 + rows, q.data(), !rotatedBasis);
       if (preQuantScale) // the weight the forward applies: W'·diag(pqs)
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t c = 0; c < k; ++c)
@@ -598,8 +605,15 @@ void Writer::quantizeTensor(TensorPlan &tp, const TensorInfo &t,
       best = std::move(enc);
       break;
     }
+    // ConvRot layers are measured in the rotated basis: the rotation is
+    // orthogonal, so the relative RMSE and the cosine are the same there,
+    // and the reference un-rotation would cost G products per value
+    // (docs/Quantize.md §6.2). --verify-output measures un-rotated.
+    const bool rankRotated = e.rotationGroup > 0 && !calib;
     double actErr = 0;
-    ErrorStats st = measure(t, tp.module, enc, b, calib, &actErr).stats();
+    ErrorStats st = measure(t, tp.module, enc, b, calib, &actErr, nullptr,
+                            rankRotated)
+                        .stats();
     note(b.working);
     if (mse) {
       // Scale search on the format's real grid: shrink the scale (clip
@@ -613,7 +627,9 @@ void Writer::quantizeTensor(TensorPlan &tp, const TensorInfo &t,
         ex.scaleMultiplier = float(1.0 - 0.25 * s / o_.mseSteps);
         Encoded cand = encode(t, tp.module, ex, b);
         double ae = 0;
-        ErrorStats cs = measure(t, tp.module, cand, b, calib, &ae).stats();
+        ErrorStats cs = measure(t, tp.module, cand, b, calib, &ae, nullptr,
+                                rankRotated)
+                            .stats();
         double obj = calib ? ae : cs.relRmse;
         if (obj < bestObj) {
           bestObj = obj;

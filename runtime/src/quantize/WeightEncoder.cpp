@@ -9,17 +9,6 @@
 
 namespace comfyquant::rt {
 
-float roundToDType(DType t, float v) {
-  switch (t) {
-  case DType::BF16:
-    return bfloat16ToFloat(floatToBFloat16(v));
-  case DType::F16:
-    return halfToFloat(floatToHalf(v));
-  default:
-    return v;
-  }
-}
-
 WeightEncoder::~WeightEncoder() = default;
 
 void WeightEncoder::addOutput(std::string key, DType dtype,

@@ -29,11 +29,6 @@
 
 namespace comfyquant::rt {
 
-/// `v` rounded (RNE) to `t` and widened back: what torch holds after an
-/// operation computed in f32 on a tensor of dtype `t` (BF16, F16; F32 as
-/// is).
-float roundToDType(DType t, float v);
-
 /// How a W4A8 codebook is chosen (kitchen's `codebook` argument).
 enum class CodebookChoice : uint8_t {
   Auto,  ///< kitchen's rule: the frozen Lloyd-Max table or a per-tensor fit
