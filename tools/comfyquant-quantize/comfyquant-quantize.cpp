@@ -92,7 +92,7 @@ const OptionSpec kOptions[] = {
      "What --optimizer mse minimises (default auto)"},
     {"--calibration-source", "FILE", false,
      "Safetensors with activation rows [M, K] named by module"},
-    {"--mse-steps", "N", false, "Scale candidates tried (default 8)"},
+    {"--mse-steps", "N", false, "Scale candidates tried (default 6)"},
     {"--awq", nullptr, false,
      "NVFP4: search an AWQ pre_quant_scale from --calibration-source"},
     {"--awq-steps", "N", false, "AWQ exponents tried after 0 (default 10)"},

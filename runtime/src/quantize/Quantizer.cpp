@@ -211,6 +211,7 @@ private:
   int threads_ = 1;
   uint64_t baseline_ = 0, reserved_ = 0, offset_ = 0;
   uint64_t peakWorking_ = 0, peakRss_ = 0;
+  mutable double encodeSeconds_ = 0; ///< time inside encode(): no I/O
   std::vector<TensorLayout> entries_;
   mutable WorkerPool pool_;
 };
@@ -293,6 +294,16 @@ static bool rawFinite(const TensorInfo &t, int64_t r0, int64_t rows) {
 Encoded Writer::encode(const TensorInfo &t, const std::string &module,
                        const EncodeOptions &e, const Bands &b,
                        const std::vector<float> *columnScale) const {
+  const auto started = std::chrono::steady_clock::now();
+  struct AddTime {
+    std::chrono::steady_clock::time_point from;
+    double &to;
+    ~AddTime() {
+      to += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          from)
+                .count();
+    }
+  } addTime{started, encodeSeconds_};
   Encoded r;
   const int64_t n = t.shape[0], k = t.shape[1];
   r.encoder = WeightEncoder::create(e, n, k, t.dtype, module);
@@ -835,6 +846,7 @@ QuantizeReport Writer::run(const std::string &outputPath) {
   rep.seconds = std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - start)
                     .count();
+  rep.encodeSeconds = encodeSeconds_;
   rep.plan = plan_;
   return rep;
 }
@@ -849,6 +861,7 @@ nlohmann::json QuantizeReport::toJson() const {
   j["peak_working_bytes"] = peakWorkingBytes;
   j["peak_rss_anon_bytes"] = peakRssAnonBytes;
   j["seconds"] = seconds;
+  j["encode_seconds"] = encodeSeconds;
   j["quantized"] = quantized;
   j["kept"] = kept;
   j["fell_back"] = fellBack;
@@ -924,6 +937,7 @@ QuantizeReport quantizeCheckpoint(const QuantizeOptions &o) {
       summary.fellBack = last.fellBack + r.fellBack;
       summary.outputBytes = last.outputBytes + r.outputBytes;
       summary.seconds = last.seconds + r.seconds;
+      summary.encodeSeconds = last.encodeSeconds + r.encodeSeconds;
       summary.peakWorkingBytes = std::max(last.peakWorkingBytes, r.peakWorkingBytes);
       summary.peakRssAnonBytes = std::max(last.peakRssAnonBytes, r.peakRssAnonBytes);
       summary.output = o.output;

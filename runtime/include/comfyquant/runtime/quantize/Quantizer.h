@@ -55,7 +55,7 @@ struct QuantizeOptions {
   std::string optimizer = "none"; ///< none | mse
   std::string mseObjective = "auto"; ///< weight | activation | auto
   std::string calibrationSource;     ///< safetensors of activation rows
-  int mseSteps = 8;
+  int mseSteps = 6;
   bool awq = false;         ///< NVFP4: search an AWQ pre_quant_scale
   int awqSteps = 10;        ///< α grid points after 0
   bool dryRun = false;
@@ -107,6 +107,8 @@ struct QuantizeReport {
   uint64_t peakWorkingBytes = 0; ///< the tool's own accounting
   uint64_t peakRssAnonBytes = 0; ///< sampled /proc/self/status RssAnon
   double seconds = 0;
+  double encodeSeconds = 0; ///< of which encoding (reading the source rows
+                            ///< and computing codes; no output I/O)
   int quantized = 0, kept = 0, fellBack = 0;
   /// A directory of separate files: each file's report (the fields above
   /// then hold the last file's plan and the sums).
