@@ -662,10 +662,10 @@ cq_status cq_quantize(const char *input, const char *output,
     require(options, "options");
     requireStruct(options, "options");
     require(options->format, "options->format");
-    if (options->threads < 0)
+    if (options->threads < 0 || options->threads > 1024)
       fail(CQ_ERROR_INVALID_ARGUMENT,
            "options->threads is " + std::to_string(options->threads) +
-               " (0: default, else a thread count)");
+               " (0: default, else a thread count up to 1024)");
     QuantizeOptions o;
     o.input = input;
     o.output = output;
@@ -681,12 +681,9 @@ cq_status cq_quantize(const char *input, const char *output,
     o.threads = options->threads;
     if (options->optimizer)
       o.optimizer = options->optimizer;
+    if (options->report_json)
+      o.report = options->report_json;
     QuantizeReport rep = quantizeCheckpoint(o);
-    if (options->report_json) {
-      checkNotAnInput(options->report_json, {o.input, o.output});
-      checkOverwrite(options->report_json, o.overwrite);
-      writeFileAtomically(options->report_json, rep.toJson().dump(2) + "\n");
-    }
     if (quantized)
       *quantized = rep.quantized;
   });

@@ -137,7 +137,8 @@ bool parseSize(const std::string &s, uint64_t &out) {
   if (mult != 1)
     digits.pop_back();
   int64_t v = 0;
-  if (!parseCount(digits, int64_t(1) << 50, v) || v == 0)
+  if (!parseCount(digits, int64_t(1) << 50, v) || v == 0 ||
+      uint64_t(v) > (uint64_t(1) << 62) / mult)
     return false;
   out = uint64_t(v) * mult;
   return true;
@@ -199,8 +200,13 @@ int run(int argc, char **argv) {
     if (cl.has("--threads") && !parseCount(cl.get("--threads"), 1024, threads))
       return fail("--threads must be a count");
     double bound = -1;
-    if (cl.has("--error-bound"))
-      bound = std::atof(cl.get("--error-bound").c_str());
+    if (cl.has("--error-bound")) {
+      char *end = nullptr;
+      std::string text = cl.get("--error-bound");
+      bound = std::strtod(text.c_str(), &end);
+      if (!end || *end || !(bound >= 0))
+        return fail("--error-bound must be a number >= 0");
+    }
     rt::VerifyReport rep = rt::verifyQuantizedOutput(
         cl.get("--verify-output"), cl.get("--source"), bound, int(threads));
     if (json) {
@@ -344,15 +350,10 @@ int run(int argc, char **argv) {
     o.progress = [](const std::string &line) {
       std::fprintf(stderr, "\r\033[K%s", line.c_str());
     };
+  o.report = cl.get("--report");
   rt::QuantizeReport rep = rt::quantizeCheckpoint(o);
   if (tty)
     std::fprintf(stderr, "\n");
-  if (cl.has("--report")) {
-    std::string path = cl.get("--report");
-    rt::checkNotAnInput(path, {o.input, o.output});
-    rt::checkOverwrite(path, o.overwrite);
-    writeText(path, rep.toJson().dump(2) + "\n");
-  }
   for (const auto &t : rep.plan.tensors)
     if (t.outcome.rfind("kept", 0) == 0)
       std::fprintf(stderr, "comfyquant-quantize: %s %s\n", t.name.c_str(),

@@ -91,6 +91,11 @@ public:
     if (!(scale_ > 0.f) || !std::isfinite(1.0f / scale_))
       scale_ = amax_ > 0.f ? amax_ / fmax : 1.0f;
     recip_ = roundToActivation(1.0f / scale_, source_);
+    // In F16, 1/s above 65504 rounds to infinity (e5m2: any amax below
+    // 0.875): kitchen's x·inf saturates every code and makes 0 NaN. The f32
+    // reciprocal keeps the codes (docs/Quantize.md §3.7).
+    if (!std::isfinite(recip_))
+      recip_ = 1.0f / scale_;
     if (source_ != DType::F32) {
       // A 16-bit source has 65536 values: one table per tensor.
       table_.resize(65536);

@@ -121,7 +121,9 @@ public:
       addOutput("weight_codebook", DType::F32, {16});
     if (needsObserve()) {
       int64_t maxRows = std::max<int64_t>(1, kCodebookSampleElems / k);
-      if (n > maxRows) {
+      if (n > maxRows && maxRows == 1) {
+        sampleRows_.push_back(0); // torch.linspace(0, n-1, 1) is [0]
+      } else if (n > maxRows) {
         // torch.linspace(0, n-1, maxRows) in f32 (its FMA form), truncated.
         const float end = float(n - 1);
         const float step = end / float(maxRows - 1);
@@ -172,10 +174,12 @@ public:
           !std::binary_search(sampleRows_.begin(), sampleRows_.end(), global))
         continue;
       // A row may be sampled twice (linspace repeats); count it each time.
-      int64_t times = sampleRows_.empty()
-                          ? 1
-                          : std::count(sampleRows_.begin(), sampleRows_.end(),
-                                       global);
+      int64_t times = 1;
+      if (!sampleRows_.empty()) {
+        auto range = std::equal_range(sampleRows_.begin(), sampleRows_.end(),
+                                      global);
+        times = range.second - range.first;
+      }
       std::copy_n(b.data + r * b.cols, k_, row.data());
       rotateRowInDType(row.data(), k_, opts_.rotationGroup, source_);
       for (int64_t t = 0; t < times; ++t)

@@ -249,7 +249,15 @@ std::vector<SourceFile> sourceFiles(const std::string &input) {
   };
   if (fs::is_directory(input, ec)) {
     std::vector<std::string> index, files;
-    for (const auto &e : fs::directory_iterator(input, ec)) {
+    fs::directory_iterator it(input, ec), end;
+    if (ec)
+      throw Error(input, "input", "cannot list the directory: " + ec.message(),
+                  ErrorKind::Io);
+    for (; it != end; it.increment(ec)) {
+      if (ec)
+        throw Error(input, "input",
+                    "cannot list the directory: " + ec.message(), ErrorKind::Io);
+      const auto &e = *it;
       std::string p = e.path().string();
       if (p.size() > 17 && p.compare(p.size() - 17, 17, ".safetensors.json") == 0)
         continue;
@@ -316,7 +324,11 @@ QuantizePlan planFor(const Checkpoint &ckpt, const QuantizeOptions &o,
     }
     plan.detection = "named with --architecture";
   } else {
-    policy = policies.detect(names, plan.detection);
+    try {
+      policy = policies.detect(names, plan.detection);
+    } catch (const Error &e) {
+      throw Error(ckpt.path(), e.subject(), e.rule());
+    }
   }
   if (!policy)
     throw Error("", "policy", "the generic policy is missing (a build defect)");
@@ -434,6 +446,20 @@ QuantizePlan planFor(const Checkpoint &ckpt, const QuantizeOptions &o,
                           : formatName(tp.encode.format);
           auto enc = WeightEncoder::create(tp.encode, n, k, t->dtype, fullModule);
           tp.bytesAfter = bytesOf(enc->outputs(), enc->marker());
+          // The tensors it writes must not exist in the input already.
+          std::vector<std::string> keys{"comfy_quant", "pre_quant_scale"};
+          for (const auto &cand : tp.candidates) {
+            auto ce = WeightEncoder::create(cand, n, k, t->dtype, fullModule);
+            for (const auto &spec : ce->outputs())
+              if (spec.key != "weight")
+                keys.push_back(spec.key);
+          }
+          for (const auto &key : keys)
+            if (ckpt.find(fullModule + "." + key))
+              throw Error(ckpt.path(), tensorSubject(fullModule + "." + key),
+                          "the input already holds this tensor, which "
+                          "quantizing '" + t->name + "' would write (a "
+                          "quantized or partly converted checkpoint?)");
         }
       }
     }

@@ -20,6 +20,9 @@ extern const int kBuiltinPolicyCount;
 namespace {
 
 constexpr int kSchemaVersion = 1;
+/// Names longer than this are not matched: libstdc++'s regex recurses per
+/// character and would exhaust the stack on a hostile header's names.
+constexpr size_t kMaxMatchedName = 1024;
 
 std::vector<PolicyPattern> patterns(const nlohmann::json &v,
                                     const std::string &origin,
@@ -67,6 +70,8 @@ std::vector<PolicyPattern> patterns(const nlohmann::json &v,
 
 const PolicyPattern *firstMatch(const std::vector<PolicyPattern> &ps,
                                 const std::string &s) {
+  if (s.size() > kMaxMatchedName)
+    return nullptr;
   for (const auto &p : ps)
     if (std::regex_search(s, p.re))
       return &p;
@@ -250,7 +255,8 @@ PolicySet::detect(const std::vector<std::string> &names,
     std::vector<std::string> strippedNames;
     strippedNames.reserve(names.size());
     for (const auto &n : names)
-      strippedNames.push_back(stripped(*p, n));
+      if (n.size() <= kMaxMatchedName)
+        strippedNames.push_back(stripped(*p, n));
     bool ok = true;
     std::string because;
     for (const auto &r : p->require) {
@@ -298,6 +304,11 @@ PolicyDecision PolicySet::classify(const ArchitecturePolicy &policy,
   PolicyDecision d;
   auto module = policyModuleName(policy, name);
   d.module = module ? *module : name;
+  if (name.size() > kMaxMatchedName) {
+    d.reason = "name longer than " + std::to_string(kMaxMatchedName) +
+               " characters: not matched by policies";
+    return d;
+  }
   std::vector<const ArchitecturePolicy *> chain{&policy};
   for (const auto &inc : policy.include)
     for (const auto &q : all_)

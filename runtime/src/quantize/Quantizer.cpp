@@ -343,8 +343,11 @@ Encoded Writer::encode(const TensorInfo &t, const std::string &module,
     for (int64_t i; (i = next++) < bands;) {
       int64_t r0 = i * b.rows, rows = std::min(b.rows, n - r0);
       if (rawOnly ? !rawFinite(t, r0, rows)
-                  : !sourceRows(t, r0, rows, rowsBuf.data(), columnScale))
+                  : !sourceRows(t, r0, rows, rowsBuf.data(), columnScale)) {
+        // The layer is kept; encoders are never handed NaN or infinity.
         finite = false;
+        continue;
+      }
       enc.encode({rawOnly ? nullptr : rowsBuf.data(), r0, rows, k, rawAt(r0)},
                  r.bytes);
     }
@@ -420,8 +423,13 @@ const TensorInfo *Writer::calibrationFor(const TensorPlan &tp,
     const TensorInfo *c = calib_->find(tp.module + suffix);
     if (c && c->rank() == 2 && c->shape[0] > 0 && c->shape[1] == k &&
         (c->dtype == DType::F32 || c->dtype == DType::BF16 ||
-         c->dtype == DType::F16))
+         c->dtype == DType::F16)) {
+      std::vector<float> rows(static_cast<size_t>(c->numel()));
+      if (!widenRows(*c, 0, c->shape[0], rows.data()))
+        throw Error(o_.calibrationSource, tensorSubject(c->name),
+                    "calibration rows must be finite");
       return c;
+    }
   }
   return nullptr;
 }
@@ -571,8 +579,10 @@ void Writer::quantizeTensor(TensorPlan &tp, const TensorInfo &t,
     uint64_t fixed = 0;
     for (const auto &s : probe->outputs())
       fixed += 2 * s.nbytes;
+    // The calibration rows, held by the search and by each measurement.
+    fixed += 2 * uint64_t(awqCalib->numel()) * 4;
     Bands b = bandsFor(tp.module, n, k, probe->bandAlign(), fixed, 3);
-    note(b.working + uint64_t(awqCalib->numel()) * 4);
+    note(b.working);
     ErrorStats st;
     double act = 0;
     preQuantScale = awqScales(tp, t, *awqCalib, b, best, st, act, chosenNote);
@@ -895,6 +905,8 @@ QuantizeReport quantizeCheckpoint(const QuantizeOptions &o) {
     throw Error("", "--awq", "applies only to --format nvfp4");
   if (o.awqSteps < 1 || o.awqSteps > 100)
     throw Error("", "--awq-steps", "must be 1..100");
+  if (o.threads < 0 || o.threads > 1024)
+    throw Error("", "--threads", "must be 0 (every core) .. 1024");
   PolicySet policies = loadPolicies(o);
   auto files = sourceFiles(o.input);
   const bool toDirectory = !files.front().relativeOutput.empty();
@@ -918,13 +930,27 @@ QuantizeReport quantizeCheckpoint(const QuantizeOptions &o) {
                   "cannot create the output directory: " + ec.message(),
                   ErrorKind::Io);
   }
-  nlohmann::json parts = nlohmann::json::array();
-  for (size_t i = 0; i < files.size(); ++i) {
-    std::string outPath =
-        toDirectory ? (fs::path(o.output) / files[i].relativeOutput).string()
-                    : o.output;
+  std::vector<std::string> outPaths;
+  for (const auto &f : files)
+    outPaths.push_back(toDirectory
+                           ? (fs::path(o.output) / f.relativeOutput).string()
+                           : o.output);
+  for (const auto &outPath : outPaths) {
     checkNotAnInput(outPath, inputs);
     checkOverwrite(outPath, o.overwrite);
+  }
+  if (!o.report.empty()) {
+    // Before anything is written: the report may not replace an input or
+    // an output, nor an existing file without --overwrite.
+    std::vector<std::string> taken = inputs;
+    taken.insert(taken.end(), outPaths.begin(), outPaths.end());
+    checkNotAnInput(o.report, taken);
+    if (toDirectory)
+      checkNotAnInput(o.report, {o.output}, /*outputIsDirectory=*/false);
+    checkOverwrite(o.report, o.overwrite);
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string &outPath = outPaths[i];
     QuantizePlan plan = planFor(*ckpts[i], o, policies);
     Writer w(o, *ckpts[i], plan);
     QuantizeReport r = w.run(outPath);
@@ -946,6 +972,8 @@ QuantizeReport quantizeCheckpoint(const QuantizeOptions &o) {
       last = std::move(r);
     }
   }
+  if (!o.report.empty())
+    writeFileAtomically(o.report, last.toJson().dump(2) + "\n");
   return last;
 }
 

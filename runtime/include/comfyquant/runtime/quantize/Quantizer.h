@@ -59,6 +59,9 @@ struct QuantizeOptions {
   bool awq = false;         ///< NVFP4: search an AWQ pre_quant_scale
   int awqSteps = 10;        ///< α grid points after 0
   bool dryRun = false;
+  /// A file for the JSON report (written atomically after the output);
+  /// checked before anything is written: never an input or an output.
+  std::string report;
   /// Progress lines (a layer done); null: quiet.
   std::function<void(const std::string &)> progress;
 };
