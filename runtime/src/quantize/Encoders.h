@@ -12,7 +12,7 @@
 
 /// Builds of a hot loop for AVX-512, AVX2 and the baseline, picked at load
 /// time (ifunc): the runtime itself is built for the baseline x86-64.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && !defined(CQ_NO_TARGET_CLONES)
 #define CQ_VECTOR_CLONES                                                       \
   __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
