@@ -11,7 +11,9 @@
 #include <cstring>
 
 /// Builds of a hot loop for AVX-512, AVX2 and the baseline, picked at load
-/// time (ifunc): the runtime itself is built for the baseline x86-64.
+/// time (ifunc): the runtime itself is built for the baseline x86-64. Only
+/// on definitions that precede every use in their file; functions other
+/// files call are in VectorKernels.cpp, declared here without it.
 #if defined(__x86_64__) && !defined(CQ_NO_TARGET_CLONES)
 #define CQ_VECTOR_CLONES                                                       \
   __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -46,11 +48,10 @@ std::unique_ptr<WeightEncoder> createGroupedEncoder(const EncodeOptions &opts,
 /// (exactly, unless a group spans more than about 2^29 in magnitude) and
 /// rounds once: the correctly rounded rotation, which kitchen's bf16/f16
 /// GEMM also gives; its f32 sgemm does not always (docs/Quantize.md §3).
-CQ_VECTOR_CLONES void rotateRowInDType(float *row, int64_t k, int64_t group,
-                                       DType dtype);
+void rotateRowInDType(float *row, int64_t k, int64_t group, DType dtype);
 
 /// Largest |x| of n values (torch's amax: exact); NaN when one is NaN.
-CQ_VECTOR_CLONES float amaxOf(const float *x, int64_t n);
+float amaxOf(const float *x, int64_t n);
 
 /// Little-endian stores into an output buffer.
 inline void storeF32(std::vector<uint8_t> &buf, uint64_t index, float v) {
