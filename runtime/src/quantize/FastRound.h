@@ -73,7 +73,10 @@ inline uint8_t encodeE4M3(float v) {
   const uint32_t r = au + 0x7FFFFu + ((au >> 20) & 1u);
   const int32_t e = int32_t(r >> 23) - 127 + 7;
   const uint32_t normal = (uint32_t(e < 0 ? 0 : e) << 3) | ((r >> 20) & 7u);
-  const uint32_t sub = uint32_t(rintSmall(a * 512.0f));
+  // Both forms are computed; the subnormal one only from values it can
+  // hold (a larger a would make the float-to-integer conversion overflow).
+  const float small = a < 0x1p-6f ? a : 0.0f;
+  const uint32_t sub = uint32_t(rintSmall(small * 512.0f));
   uint32_t code = a < 0x1p-6f ? sub : normal;
   code = code > 0x7Eu ? 0x7Eu : code;
   return uint8_t(code | ((u >> 24) & 0x80u));
