@@ -237,7 +237,6 @@ public:
         target(static_cast<size_t>(k_));
     std::vector<int> q(static_cast<size_t>(k_));
     std::vector<float> levels(table_.size());
-    const int nl = int(table_.size());
     for (int64_t r = 0; r < b.rows; ++r) {
       const int64_t row = b.rowBegin + r;
       std::copy_n(b.data + r * b.cols, k_, w.data());
@@ -329,7 +328,6 @@ public:
           out[1][size_t(row * groups + gi)] = code;
       }
       pack(out[0].data() + row * (six_ ? k_ / 2 + k_ / 4 : k_ / 2), q);
-      (void)nl;
     }
   }
 

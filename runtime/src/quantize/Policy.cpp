@@ -321,12 +321,11 @@ PolicyDecision PolicySet::classify(const ArchitecturePolicy &policy,
                                    : k->reason;
       return d;
     }
-  if (const PolicyPattern *q = firstMatch(policy.quantize, d.module)) {
+  if (firstMatch(policy.quantize, d.module)) {
     d.quantize = true;
     d.reason = "selected by the " + policy.name + " policy";
     if (const PolicyPattern *g = firstMatch(policy.convrotGroups, d.module))
       d.convrotGroup = g->groupsize;
-    (void)q;
     return d;
   }
   d.reason = "not in the " + policy.name + " policy's quantize list";

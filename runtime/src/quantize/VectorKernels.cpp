@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FastRound.h"
+#include "VectorClones.h"
 
 #include "comfyquant/runtime/DType.h"
 
@@ -16,12 +17,6 @@
 #include <cstdint>
 #include <vector>
 
-#if defined(__x86_64__) && !defined(CQ_NO_TARGET_CLONES)
-#define CQ_VECTOR_CLONES                                                       \
-  __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define CQ_VECTOR_CLONES
-#endif
 
 namespace comfyquant::rt {
 

@@ -58,7 +58,6 @@ struct QuantizeOptions {
   int mseSteps = 6;
   bool awq = false;         ///< NVFP4: search an AWQ pre_quant_scale
   int awqSteps = 10;        ///< α grid points after 0
-  bool dryRun = false;
   /// A file for the JSON report (written atomically after the output);
   /// checked before anything is written: never an input or an output.
   std::string report;
