@@ -35,6 +35,7 @@ struct CodegenJob {
   std::string entry;
   std::string error;
   bool columnSplit = false; ///< the entry honours its column range
+  int64_t minRows = 1;      ///< fewest rows its config is meant for
 };
 
 class CPUBackend final : public Backend {
@@ -79,6 +80,8 @@ public:
       e.variant = variant;
       e.symbol = symbol;
       e.columnSplit = columnSplit.count(symbol) != 0;
+      auto floor = minRows.find(symbol);
+      e.minRows = floor == minRows.end() ? 1 : floor->second;
       module.cpuEntries.push_back(std::move(e));
     }
   }
@@ -103,6 +106,7 @@ private:
   /// kernel index -> variant -> symbol.
   std::map<int, std::map<std::string, std::string>> entries;
   std::set<std::string> columnSplit;
+  std::map<std::string, int64_t> minRows; ///< symbol -> floor above 1
   size_t entryTotal = 0;
 };
 
@@ -151,6 +155,12 @@ bool CPUBackend::run(MLIRContext &ctx, CodegenJob &j, const std::string &dir,
       if (cast<StringAttr>(a).getValue() == j.entry)
         j.columnSplit = true;
     (*km)->removeAttr(ComfyQuantDialect::getColumnSplitAttrName());
+  }
+  if (auto floors = (*km)->getAttrOfType<DictionaryAttr>(
+          ComfyQuantDialect::getMinRowsAttrName())) {
+    if (auto floor = floors.getAs<IntegerAttr>(j.entry))
+      j.minRows = floor.getInt();
+    (*km)->removeAttr(ComfyQuantDialect::getMinRowsAttrName());
   }
   std::string object, text;
   // The variant reaches object emission through the IR: the strategy pass
@@ -228,6 +238,8 @@ bool CPUBackend::compile(MLIRContext &ctx, ArrayRef<BackendKernel> kernels,
     entries[j.kernel->index][j.variant->name] = j.entry;
     if (j.columnSplit)
       columnSplit.insert(j.entry);
+    if (j.minRows > 1)
+      minRows[j.entry] = j.minRows;
     objects.push_back(dir + "/" + j.entry + ".o");
     symbols.push_back(j.entry);
   }

@@ -2,6 +2,7 @@
 #include "comfyquant/runtime/CpuFeatures.h"
 #include "comfyquant/runtime/Targets.h"
 
+#include <algorithm>
 #include <mutex>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -126,7 +127,11 @@ const CpuFeatures &cpuFeatures() {
 }
 
 bool cpuSupportsVariant(const std::string &variant, std::string *why) {
-  const CpuFeatures &f = cpuFeatures();
+  return cpuSupportsVariant(variant, cpuFeatures(), why);
+}
+
+bool cpuSupportsVariant(const std::string &variant, const CpuFeatures &f,
+                        std::string *why) {
   std::string missing;
   auto need = [&](bool ok, const char *name) {
     if (ok)
@@ -198,19 +203,28 @@ bool enableAmx(std::string *why) {
 #endif
 }
 
-std::string bestCpuVariant(const std::vector<std::string> &variants) {
+std::vector<std::string>
+supportedCpuVariants(const std::vector<std::string> &variants,
+                     const CpuFeatures &f,
+                     const std::function<bool()> &amxGranted) {
+  std::vector<std::string> out;
   const std::vector<CpuVariantInfo> &all = cpuVariants();
   for (auto v = all.rbegin(); v != all.rend(); ++v) {
-    bool listed = false;
-    for (const std::string &s : variants)
-      listed |= s == v->name;
-    if (!listed || !cpuSupportsVariant(v->name))
+    if (std::find(variants.begin(), variants.end(), v->name) ==
+            variants.end() ||
+        !cpuSupportsVariant(v->name, f))
       continue;
-    if (v->amxTiles && !enableAmx())
+    if (v->amxTiles && !amxGranted())
       continue;
-    return v->name;
+    out.push_back(v->name);
   }
-  return "";
+  return out;
+}
+
+std::string bestCpuVariant(const std::vector<std::string> &variants) {
+  std::vector<std::string> supported = supportedCpuVariants(
+      variants, cpuFeatures(), [] { return enableAmx(); });
+  return supported.empty() ? "" : supported.front();
 }
 
 } // namespace comfyquant::rt

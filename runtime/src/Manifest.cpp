@@ -340,8 +340,10 @@ std::vector<std::string> readEntryModules(const Reader &r, const json &ej,
   return mods;
 }
 
-Manifest readVersion3(const Reader &r, const json &j) {
+/// Versions 3 and 4 (4 adds a CPU entry's "min_rows").
+Manifest readVersion3(const Reader &r, const json &j, int64_t version) {
   Manifest m;
+  m.version = static_cast<int>(version);
   r.onlyKeys(j,
              {"schema", "version", "producer", "llvm_version", "checkpoint",
               "dtypes", "backends", "modules"},
@@ -430,10 +432,16 @@ Manifest readVersion3(const Reader &r, const json &j) {
         r.fail(at + ": \"dtype\" " + q(dtype) +
                " is not one of the manifest's \"dtypes\"");
       if (backend == "cpu") {
-        r.onlyKeys(ej,
-                   {"backend", "dtype", "variant", "symbol", "column_split",
-                    "modules"},
-                   at);
+        if (version >= 4)
+          r.onlyKeys(ej,
+                     {"backend", "dtype", "variant", "symbol", "column_split",
+                      "min_rows", "modules"},
+                     at);
+        else
+          r.onlyKeys(ej,
+                     {"backend", "dtype", "variant", "symbol", "column_split",
+                      "modules"},
+                     at);
         if (!m.cpu)
           r.fail(at + ": a cpu entry, but \"backends\" has no cpu");
         CpuEntry e;
@@ -445,6 +453,8 @@ Manifest readVersion3(const Reader &r, const json &j) {
                  " is not a variant of backends.cpu");
         e.symbol = r.str(ej, "symbol", at, /*nonEmpty=*/true);
         e.columnSplit = r.boolean(ej, "column_split", at);
+        if (ej.contains("min_rows"))
+          e.minRows = r.integer(ej, "min_rows", at, /*min=*/1);
         e.modules = readEntryModules(r, ej, a.name, moduleNames, at);
         if (e.modules.empty() && a.findCpuEntry(e.dtype, e.variant))
           r.fail(at + ": a second cpu entry for " + e.dtype + " and " +
@@ -493,10 +503,11 @@ Manifest parseManifest(const std::string &text, const std::string &file) {
   const int64_t version = r.integer(j, "version", "manifest");
   if (version == 2)
     return readVersion2(r, j);
-  if (version == Manifest::kVersion)
-    return readVersion3(r, j);
+  if (version == 3 || version == Manifest::kVersion)
+    return readVersion3(r, j, version);
   r.fail("manifest: unsupported manifest version " + std::to_string(version) +
-         " (this runtime reads 2 and 3)");
+         " (this runtime reads 2 to " + std::to_string(Manifest::kVersion) +
+         ")");
 }
 
 std::string writeManifest(const Manifest &m) {
@@ -557,6 +568,7 @@ std::string writeManifest(const Manifest &m) {
       ej["variant"] = e.variant;
       ej["symbol"] = e.symbol;
       ej["column_split"] = e.columnSplit;
+      ej["min_rows"] = e.minRows;
       if (!e.modules.empty())
         ej["modules"] = e.modules;
       entries.push_back(std::move(ej));

@@ -47,7 +47,7 @@ Manifest sampleManifest() {
                  {"blocks.0.attn.to_k.weight_scale", "F32",
                   "model-00002-of-00002.safetensors", 24571, {}}};
   lin.cpuEntries = {{"f32", "x86-64-v3", "cq_0_f32_v3", true, {}},
-                    {"f32", "avx512-vnni", "cq_0_f32_vnni", false, {}},
+                    {"f32", "avx512-vnni", "cq_0_f32_vnni", false, {}, 16},
                     {"bf16", "x86-64-v3", "cq_0_bf16_v3", true, {}}};
   lin.cudaEntries = {{"bf16", "sm_80", "cq_0_bf16_sm_80",
                       {"cq_0_bf16_sm_80_quant", "cq_0_bf16_sm_80_gemm"},
@@ -95,8 +95,10 @@ TEST(Manifest, RoundTripIsByteIdentical) {
   Manifest back = parseManifest(text, kFile);
   EXPECT_EQ(writeManifest(back), text);
 
-  EXPECT_EQ(back.version, 3);
+  EXPECT_EQ(back.version, 4);
   EXPECT_EQ(back.producer, "comfyquant 9.8.7");
+  EXPECT_EQ(back.modules[0].findCpuEntry("f32", "avx512-vnni")->minRows, 16);
+  EXPECT_EQ(back.modules[0].findCpuEntry("f32", "x86-64-v3")->minRows, 1);
   EXPECT_EQ(back.llvmVersion, "22.1.0");
   EXPECT_EQ(back.checkpointPath, m.checkpointPath);
   EXPECT_EQ(back.checkpointRelativePath, m.checkpointRelativePath);
@@ -152,7 +154,7 @@ TEST(Manifest, RoundTripIsByteIdentical) {
 TEST(Manifest, TextLayout) {
   const std::string text = writeManifest(sampleManifest());
   EXPECT_EQ(text.rfind("{\n  \"schema\": \"comfyquant-manifest\",\n"
-                       "  \"version\": 3,\n"
+                       "  \"version\": 4,\n"
                        "  \"producer\": \"comfyquant 9.8.7\",\n"
                        "  \"llvm_version\": \"22.1.0\",\n",
                        0),
@@ -230,11 +232,28 @@ TEST(Manifest, ReadsVersion2) {
   ASSERT_EQ(a.weights.size(), 1u);
   EXPECT_EQ(a.weights[0].shape, (std::vector<int64_t>{48, 128}));
   // Written again (with a producer, which version 3 requires) it is a
-  // version-3 manifest with the same content.
+  // version-4 manifest with the same content.
   m.producer = "comfyquant 9.8.7";
-  Manifest v3 = parseManifest(writeManifest(m), kFile);
-  EXPECT_EQ(v3.version, 3);
-  EXPECT_EQ(writeManifest(v3), writeManifest(m));
+  Manifest v4 = parseManifest(writeManifest(m), kFile);
+  EXPECT_EQ(v4.version, 4);
+  EXPECT_EQ(writeManifest(v4), writeManifest(m));
+}
+
+// Version 3 is version 4 without min_rows: read with floors of 1, and a
+// min_rows there is an unknown field.
+TEST(Manifest, ReadsVersion3) {
+  json j = sampleJson();
+  j["version"] = 3;
+  for (json &mod : j["modules"])
+    for (json &e : mod["entries"])
+      e.erase("min_rows");
+  Manifest m = parseManifest(j.dump(), kFile);
+  EXPECT_EQ(m.version, 3);
+  for (const CpuEntry &e : m.modules[0].cpuEntries)
+    EXPECT_EQ(e.minRows, 1);
+  j["modules"][0]["entries"][0]["min_rows"] = 16;
+  EXPECT_NE(errorOf(j).find("unknown field \"min_rows\""), std::string::npos)
+      << errorOf(j);
 }
 
 TEST(Manifest, Version2Errors) {
@@ -256,6 +275,8 @@ TEST(Manifest, RejectsBadFields) {
   const std::vector<BadCase> cases = {
       {"version", [](json &j) { j["version"] = 7; },
        "manifest: unsupported manifest version 7"},
+      {"min_rows", [](json &j) { j["modules"][0]["entries"][1]["min_rows"] = 0; },
+       "\"min_rows\" must be an integer >= 1"},
       {"unknown top-level field", [](json &j) { j["target"] = "cpu"; },
        "manifest: unknown field \"target\""},
       {"schema", [](json &j) { j["schema"] = "other"; },

@@ -22,6 +22,9 @@ struct GemmConfig {
   CpuGemmForm form = CpuGemmForm::inner;
   /// The micro-kernel of one-row calls.
   CpuRowKernel row = CpuRowKernel::ukernel;
+  /// The fewest rows of A a call should have to run this config (fewer:
+  /// the runtime takes another variant's entry).
+  int64_t minRows = 1;
 
   bool isOuter() const { return form == CpuGemmForm::outer; }
   bool isAmx() const {

@@ -51,13 +51,14 @@ std::optional<GemmConfig> mlir::comfyquant::detail::readGemmConfig(
   c.decode = attr.getDecode();
   c.form = attr.getForm();
   c.row = attr.getRow();
+  c.minRows = attr.getMinRows();
   return c;
 }
 
 CpuGemmAttr mlir::comfyquant::detail::gemmConfigAttr(MLIRContext *ctx,
                                                      const GemmConfig &c) {
   return CpuGemmAttr::get(ctx, c.ukernel, c.mr, c.nr, c.kv, c.mc, c.kc,
-                          c.decode, c.form, c.row);
+                          c.decode, c.form, c.row, c.minRows);
 }
 
 /// The function's #comfyquant.target, else its module's.
@@ -159,10 +160,11 @@ struct SelectStrategyPass
       c.ukernel = CpuMicroKernel::f32_fma;
       c.kv = v.vectorBits / 32;
     } else if (v.amxTiles && amxShape(m)) {
-      // 16 x 16 i32 tiles of C, 64-byte K steps (tdpbssd).
+      // 2 x 2 tiles of 16 x 16 i32 (tdpbssd, 64-byte K steps): four
+      // multiplies per four tile loads, where one tile loads two.
       c.ukernel = CpuMicroKernel::i8_amx;
-      c.mr = 16;
-      c.nr = 16;
+      c.mr = 32;
+      c.nr = 32;
       c.kv = 64;
     } else if (wide) {
       c.ukernel = CpuMicroKernel::i8_vnni;
@@ -207,7 +209,7 @@ struct SelectStrategyPass
     case CpuMicroKernel::i8_amx:
     case CpuMicroKernel::i8_amx_emulated:
       applies = !isFloat && amxShape(m);
-      c.mr = c.nr = 16, c.kv = 64;
+      c.mr = c.nr = 32, c.kv = 64;
       break;
     }
     if (!applies)
@@ -264,14 +266,28 @@ struct SelectStrategyPass
     // A B operand decoded per N tile is worth a larger M block. On 512-bit
     // variants the int8 GEMM on stored weights also gains from it (Zen 5,
     // 3072², M = 256, one core, 4x6: mc = 256 639 GOPS, 128: 488, 64:
-    // 477); AMX keeps its block.
-    c.mc = decoded || (v.vectorBits >= 512 && !c.isAmx()) ? 256 : 64;
+    // 477).
+    c.mc = decoded || v.vectorBits >= 512 ? 256 : 64;
+    // The tile options are the vector kernels' (AMX tiles are fixed).
     if (mr > 0 && !c.isAmx())
       c.mr = mr;
     if (nr > 0 && !c.isAmx())
       c.nr = nr;
+    // AMX: the packed codes of an M block (mc x K bytes) stay in L2 while
+    // every N tile's B rows pass over them once, so B is read from memory
+    // M / mc times, not M / 16 (all of M was one block: at M = 4096 the
+    // 12 MB of packed codes were read from L3 once per 16 columns). 1 MB
+    // of block leaves half of a 2 MB L2 for B and C.
+    if (c.isAmx()) {
+      const int64_t fit = (int64_t(1) << 20) / m.k / c.mr * c.mr;
+      c.mc = std::clamp<int64_t>(fit, c.mr, 512);
+      c.minRows = amxMinRows;
+    }
     if (mc > 0)
       c.mc = mc;
+    if (amxMinRows < 1)
+      return op.emitError("amx-min-rows = ") << amxMinRows
+                                             << " must be at least 1";
     if (c.mc % c.mr)
       c.mc = (c.mc + c.mr - 1) / c.mr * c.mr;
     // K blocks (outer form; the inner one streams K once per tile, so the
@@ -403,6 +419,7 @@ struct SelectStrategyPass
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
+      int64_t minRows = 1;
       WalkResult r = func.walk([&](linalg::GenericOp op) {
         std::optional<GemmMatch> m = taggedGemm(op);
         if (!m)
@@ -419,11 +436,17 @@ struct SelectStrategyPass
         if (failed(choose(*v, *m, op, c)))
           return WalkResult::interrupt();
         op->setAttr(ComfyQuantDialect::getGemmAttrName(), gemmConfigAttr(ctx, c));
+        minRows = std::max(minRows, c.minRows);
         return WalkResult::advance();
       });
       if (r.wasInterrupted())
         return signalPassFailure();
       func->setAttr(ComfyQuantDialect::getTargetAttrName(), target);
+      // The entry's floor on rows, for the manifest (the runtime's
+      // per-call choice among variants).
+      if (minRows > 1)
+        func->setAttr(ComfyQuantDialect::getMinRowsAttrName(),
+                      IntegerAttr::get(IntegerType::get(ctx, 64), minRows));
     }
   }
 };

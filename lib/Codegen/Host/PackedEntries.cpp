@@ -29,11 +29,17 @@ struct EmitPackedEntriesPass
     // Entries that honour their column-range arguments, for the manifest
     // (the one comfyquant.* attribute kept on the module).
     SmallVector<Attribute> columnSplit;
+    // Entries with a floor on their rows, for the manifest.
+    SmallVector<NamedAttribute> minRows;
     if (entries) {
       for (NamedAttribute e : entries) {
-        if (auto fn = symbols.lookup(e.getName()))
+        if (auto fn = symbols.lookup(e.getName())) {
           if (fn->hasAttr("comfyquant.column_range"))
             columnSplit.push_back(e.getValue());
+          if (auto floor = fn->getAttrOfType<IntegerAttr>(
+                  ComfyQuantDialect::getMinRowsAttrName()))
+            minRows.emplace_back(cast<StringAttr>(e.getValue()), floor);
+        }
         std::string ciface = ("_mlir_ciface_" + e.getName().strref()).str();
         auto target = symbols.lookup<LLVM::LLVMFuncOp>(ciface);
         if (!target) {
@@ -114,6 +120,9 @@ struct EmitPackedEntriesPass
     };
     module.walk(strip);
     module->setAttr(ComfyQuantDialect::getColumnSplitAttrName(), ArrayAttr::get(ctx, columnSplit));
+    if (!minRows.empty())
+      module->setAttr(ComfyQuantDialect::getMinRowsAttrName(),
+                      DictionaryAttr::get(ctx, minRows));
     if (target)
       module->setAttr(targetName, target);
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {

@@ -1,14 +1,17 @@
 //===- CpuExecutor.cpp - kernels.so entries of one CPU variant ------------===//
 //
-// Picks the variant (the option, else $COMFYQUANT_CPU_VARIANT, else the best
-// this CPU supports), binds every module's entries of that variant and its
-// weights as memref descriptors into the mapped checkpoint (zero copy), and
-// runs linear/MoE calls split across threads: by columns of y when the
-// kernel computes a given column range (each thread decodes only its share
-// of the weights), else by rows of x when they are independent.
+// Picks the variant (the option or $COMFYQUANT_CPU_VARIANT, which pin it,
+// else the best this CPU supports), binds every module's entries of that
+// variant, and of the variants below it that calls with fewer rows than
+// an entry's min_rows run (CpuDispatch.h), and its weights as memref
+// descriptors into the mapped checkpoint (zero copy), and runs linear/MoE
+// calls split across threads: by columns of y when the kernel computes a
+// given column range (each thread decodes only its share of the weights),
+// else by rows of x when they are independent.
 //===----------------------------------------------------------------------===//
 #include "exec/Executor.h"
 
+#include "exec/CpuDispatch.h"
 #include "MemRefDescriptor.h"
 #include "comfyquant/runtime/CpuFeatures.h"
 #include "comfyquant/runtime/Error.h"
@@ -70,11 +73,17 @@ public:
               void *y) const override;
 
 private:
-  /// An entry of the session's variant for one activation dtype.
-  struct BoundEntry {
-    std::string dtype;
+  /// One variant's entry for one activation dtype.
+  struct Kernel {
     KernelEntry fn;
     bool columns; ///< computes only the column range it is given
+  };
+  /// The entries of one activation dtype calls choose among, best first
+  /// (the session's variant, then those with no floor on rows).
+  struct BoundEntry {
+    std::string dtype;
+    std::vector<Kernel> kernels;
+    std::vector<int64_t> floors; ///< each kernel's min_rows
   };
   struct Bound {
     const ManifestModule *m = nullptr;
@@ -88,6 +97,8 @@ private:
                 const std::function<void(int)> &part) const;
 
   std::string variant_;
+  /// The variants calls may run, best first (variant_ first).
+  std::vector<std::string> variants_;
   std::vector<std::string> warnings_;
   std::atomic<int> threads_{1};
   std::vector<Bound> bound_;
@@ -108,12 +119,14 @@ void CpuExecutor::chooseVariant(const Manifest &mf,
                 ErrorKind::Unsupported);
   const std::vector<std::string> &variants = mf.cpu->variants;
   if (variant.empty()) {
-    variant = bestCpuVariant(variants);
-    if (variant.empty())
+    variants_ = supportedCpuVariants(variants, cpuFeatures(),
+                                     [] { return enableAmx(); });
+    if (variants_.empty())
       throw Error(dir_, "",
                   "this CPU supports none of the artifact's variants (" +
                       cpuFeatures().describe() + ")",
                   ErrorKind::Unsupported);
+    variant = variants_.front();
   } else {
     if (std::find(variants.begin(), variants.end(), variant) ==
         variants.end())
@@ -126,6 +139,7 @@ void CpuExecutor::chooseVariant(const Manifest &mf,
       throw Error(dir_, "", why, ErrorKind::Unsupported);
     if (findCpuVariant(variant)->amxTiles && !enableAmx(&why))
       throw Error(dir_, "", why, ErrorKind::Unsupported);
+    variants_ = {variant}; // pinned: every call runs it
   }
   variant_ = variant;
 }
@@ -155,12 +169,17 @@ CpuExecutor::CpuExecutor(const ExecutorInputs &in)
     b.m = &m;
     const std::string subject = moduleSubject(m.name);
     for (const std::string &dt : m.cpuDTypes()) {
-      const CpuEntry *e = m.findCpuEntry(dt, variant_);
-      if (!e)
+      std::vector<const CpuEntry *> es = dispatchEntries(m, dt, variants_);
+      if (es.empty())
         throw Error(dir_, subject,
                     "no " + dt + " kernel for CPU variant '" + variant_ + "'",
                     ErrorKind::Unsupported);
-      b.entries.push_back({dt, in.artifact.entry(e->symbol), e->columnSplit});
+      BoundEntry be{dt, {}, {}};
+      for (const CpuEntry *e : es) {
+        be.kernels.push_back({in.artifact.entry(e->symbol), e->columnSplit});
+        be.floors.push_back(e->minRows);
+      }
+      b.entries.push_back(std::move(be));
     }
     for (const ManifestWeight &w : m.weights)
       b.weights.push_back(descriptor(
@@ -198,10 +217,12 @@ void CpuExecutor::run(size_t module, DType dtype, const void *x, int64_t m,
   const Bound &b = bound_[module];
   const ManifestModule &am = *b.m;
   const std::string subject = moduleSubject(am.name);
-  const BoundEntry &entry = entryFor(b, dtype);
+  const BoundEntry &bound = entryFor(b, dtype);
   if (m < 0 || (m > 0 && (!x || !y)))
     throw Error(dir_, subject, "bad activation rows or pointers",
                 ErrorKind::InvalidArgument);
+  // The variant by the call's rows (all of them, before any split).
+  const Kernel &entry = bound.kernels[entryForRows(bound.floors, m)];
   const bool moe = am.kind == ModuleKind::MoE;
   if (moe && (expert < 0 || expert >= am.experts))
     throw Error(dir_, subject,
@@ -285,7 +306,7 @@ void CpuExecutor::lookup(size_t module, DType dtype, const int64_t *indices,
   const Bound &b = bound_[module];
   const ManifestModule &am = *b.m;
   const std::string subject = moduleSubject(am.name);
-  const BoundEntry &entry = entryFor(b, dtype);
+  const Kernel &entry = entryFor(b, dtype).kernels.front();
   if (m < 0 || (m > 0 && (!indices || !y)))
     throw Error(dir_, subject, "bad index count or pointers",
                 ErrorKind::InvalidArgument);

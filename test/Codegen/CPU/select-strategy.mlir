@@ -27,8 +27,8 @@
 // VNNI-SAME:    comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">
 // VNNI:         comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = none, form = outer>
 // AMX-LABEL:  func.func @i8
-// AMX-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">
-// AMX:          comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = none>
+// AMX-SAME:     comfyquant.min_rows = 16 : i64, comfyquant.target = #comfyquant.target<cpu, "amx">
+// AMX:          comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 32, nr = 32, kv = 64, mc = 512, decode = none, min_rows = 16>
 // FORCE-LABEL: func.func @i8
 // FORCE:        comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni_emulated, mr = 2, nr = 5, kv = 64, mc = 16, decode = none, form = outer>
 // INNER-LABEL: func.func @i8
@@ -144,7 +144,7 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-vnni">} {
 // VNNI-LABEL:   func.func @decoded_int8
 // VNNI:           #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
 // AMX-LABEL:    func.func @decoded_int8
-// AMX:            #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 256, decode = whole>
+// AMX:            #comfyquant.cpu_gemm<i8_amx, mr = 32, nr = 32, kv = 64, mc = 512, decode = whole, min_rows = 16>
 // DECODE-LABEL: func.func @decoded_int8
 // DECODE:         #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 6, kv = 64, mc = 256, decode = register>
 // DECODE-ERR:   error: decode must be panel, register or adaptive, not 'whole'
@@ -436,4 +436,40 @@ module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16", tu
     } -> tensor<?x32xf32>
     return %r : tensor<?x32xf32>
   }
+}
+
+// -----
+
+// The amx variant: 2 x 2 tiles; the M block is the rows whose codes fill 1 MB
+// (K = 12288: 64 rows; K = 64 above: capped at 512); min_rows, the
+// fewest rows a call runs the tiles with (recorded on the function for the
+// manifest), is the amx-min-rows option: 1 leaves both out.
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=amx amx-min-rows=1" | FileCheck %s --check-prefix=AMX-FLOOR1
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=amx amx-min-rows=0" 2>&1 >/dev/null | FileCheck %s --check-prefix=AMX-FLOOR0
+// AMX-LABEL:   func.func @amx_deep_k
+// AMX-SAME:      comfyquant.min_rows = 16 : i64
+// AMX:           #comfyquant.cpu_gemm<i8_amx, mr = 32, nr = 32, kv = 64, mc = 64, decode = none, min_rows = 16>
+// AMX-FLOOR1-LABEL: func.func @amx_deep_k
+// AMX-FLOOR1-NOT:   comfyquant.min_rows
+// AMX-FLOOR1:       #comfyquant.cpu_gemm<i8_amx, mr = 32, nr = 32, kv = 64, mc = 64, decode = none>
+// AMX-FLOOR1-NOT:   min_rows
+// AMX-FLOOR0:   error: amx-min-rows = 0 must be at least 1
+// VNNI-LABEL:  func.func @amx_deep_k
+// VNNI-NOT:      comfyquant.min_rows
+// VNNI:          #comfyquant.cpu_gemm<i8_vnni
+// VNNI-NOT:      min_rows
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+func.func @amx_deep_k(%a: tensor<?x12288xi8>, %b: tensor<48x12288xi8>, %c: tensor<?x48xi32>) -> tensor<?x48xi32> {
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x12288xi8>, tensor<48x12288xi8>) outs(%c : tensor<?x48xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %xe = arith.extsi %x : i8 to i32
+    %ye = arith.extsi %y : i8 to i32
+    %p = arith.muli %xe, %ye : i32
+    %s = arith.addi %acc, %p : i32
+    linalg.yield %s : i32
+  } -> tensor<?x48xi32>
+  return %r : tensor<?x48xi32>
 }

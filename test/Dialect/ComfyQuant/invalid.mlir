@@ -2660,8 +2660,13 @@ func.func private @f() attributes {comfyquant.gemm_info = 1 : i64}
 
 // -----
 
-// expected-error @+1 {{i8_amx computes 16 x 16 tiles with K steps of 64}}
+// expected-error @+1 {{i8_amx computes one or two 16 x 16 tiles per direction (mr, nr = 16 or 32) with K steps of 64}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 4, nr = 4, kv = 64, mc = 64, decode = none>}
+
+// -----
+
+// expected-error @+1 {{min_rows = 0 must be at least 1}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 32, nr = 32, kv = 64, mc = 64, decode = none, min_rows = 0>}
 
 // -----
 

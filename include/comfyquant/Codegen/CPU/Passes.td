@@ -51,8 +51,12 @@ def ComfyQuantCPUSelectStrategy
     multiplies pairs of them exactly into f32 accumulators, as f32-fma
     does one at a time.
 
-    mc is 64 rows, 256 when B is decoded per N tile or on a 512-bit variant
-    (AMX: 64), rounded up to a multiple of mr. kc (outer form) is 0, all of
+    mc is 64 rows, 256 when B is decoded per N tile or on a 512-bit variant,
+    rounded up to a multiple of mr. AMX: 2 x 2 tiles (mr = nr = 32), mc
+    the rows whose packed codes fill 1 MB of L2 (between mr and 512), and
+    `min_rows` the `amx-min-rows` option (16: the tile height), which the
+    function also records as `comfyquant.min_rows` for the manifest; a call
+    with fewer rows runs another variant's entry. kc (outer form) is 0, all of
     K in one panel (measured: no gain from K blocks on Zen 5 up to
     K = 12288 for int8 and bf16 panels), unless the option asks for K
     blocks or one N tile's whole-K panel would exceed 1 MB (f32 at
@@ -111,6 +115,9 @@ def ComfyQuantCPUSelectStrategy
            "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuGemmForm>()",
            "Accumulator layout of the vector micro-kernels: inner or outer "
            "(empty: the strategy's)">,
+    Option<"amxMinRows", "amx-min-rows", "int64_t", "16",
+           "Fewest rows of A a call runs the AMX kernel with (min_rows of "
+           "its config; fewer: the runtime takes another variant)">,
     Option<"tune", "tune", "std::string", "\"\"",
            "CPU the kernels are tuned for: generic, host (this machine) or "
            "an LLVM x86 CPU name (e.g. znver4, emeraldrapids); empty: the "

@@ -254,9 +254,12 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   CpuMicroKernel ukernel, int64_t mr,
                                   int64_t nr, int64_t kv, int64_t mc,
                                   int64_t kc, CpuDecode decode,
-                                  CpuGemmForm form, CpuRowKernel row) {
+                                  CpuGemmForm form, CpuRowKernel row,
+                                  int64_t minRows) {
   if (mr <= 0 || nr <= 0 || kv <= 0 || mc <= 0)
     return emitError() << "mr, nr, kv and mc must be positive";
+  if (minRows < 1)
+    return emitError() << "min_rows = " << minRows << " must be at least 1";
   if (mc % mr)
     return emitError() << "mc = " << mc << " must be a multiple of mr = " << mr;
   if (kc < 0 || kc % kv)
@@ -277,9 +280,10 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!amx && decode == CpuDecode::whole)
     return emitError() << stringifyCpuMicroKernel(ukernel)
                        << " decodes B per tile or per step, not whole";
-  if (amx && (mr != 16 || nr != 16 || kv != 64))
+  if (amx && ((mr != 16 && mr != 32) || (nr != 16 && nr != 32) || kv != 64))
     return emitError() << stringifyCpuMicroKernel(ukernel)
-                       << " computes 16 x 16 tiles with K steps of 64";
+                       << " computes one or two 16 x 16 tiles per direction "
+                          "(mr, nr = 16 or 32) with K steps of 64";
   bool vnni = ukernel == CpuMicroKernel::i8_vnni ||
               ukernel == CpuMicroKernel::i8_vnni_emulated;
   if (vnni && kv != 64)

@@ -16,6 +16,7 @@
 #ifndef COMFYQUANT_RUNTIME_CPUFEATURES_H
 #define COMFYQUANT_RUNTIME_CPUFEATURES_H
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,21 @@ const CpuFeatures &cpuFeatures();
 /// Whether this CPU and OS can run kernels of `variant`; `why` names what
 /// is missing. AMX permission is not requested here (see enableAmx).
 bool cpuSupportsVariant(const std::string &variant, std::string *why = nullptr);
+/// cpuSupportsVariant for a CPU with features `f` (tests describe CPUs
+/// this machine is not).
+bool cpuSupportsVariant(const std::string &variant, const CpuFeatures &f,
+                        std::string *why = nullptr);
 
 /// Requests permission to use AMX tile data (Linux arch_prctl), once per
 /// process; true when granted (or already granted).
 bool enableAmx(std::string *why = nullptr);
+
+/// The `variants` a CPU with features `f` supports, most specific first;
+/// one with AMX tiles only where `amxGranted()` (asked only then).
+std::vector<std::string>
+supportedCpuVariants(const std::vector<std::string> &variants,
+                     const CpuFeatures &f,
+                     const std::function<bool()> &amxGranted);
 
 /// The most specific of `variants` this CPU supports (AMX permission is
 /// requested for "amx"), or "" when none is.

@@ -1,7 +1,7 @@
 //===- Manifest.h - the artifact's manifest.json ----------------*- C++ -*-===//
 //
 // The one reader and writer of manifest.json, used by comfyquant-compile
-// (writeManifest) and the runtime (parseManifest). Version 3:
+// (writeManifest) and the runtime (parseManifest). Version 4:
 //
 //   { "schema": "comfyquant-manifest", "version": 3,
 //     "producer": "comfyquant 0.5.0", "llvm_version": "22.1.0",
@@ -17,7 +17,8 @@
 //                  "row_independent", "weights": [{"tensor", "offset",
 //                  "dtype", "shape", ["shard"]}],
 //                  "entries": [
-//       {"backend": "cpu", "dtype", "variant", "symbol", "column_split"},
+//       {"backend": "cpu", "dtype", "variant", "symbol", "column_split",
+//        "min_rows"},
 //       {"backend": "cuda", "dtype", "arch", "host", "kernels": [names],
 //        "workspace_per_row", "workspace_fixed"}]}] }
 //
@@ -26,7 +27,9 @@
 // arch), unique per module; each binds the module's `weights` as its weight
 // arguments, in that order. A CPU entry is `void symbol(void **args)` in the
 // CPU library; `column_split` says it computes only the columns [begin, end)
-// it is passed. A CUDA entry is `void host(void **args)` in the host library
+// it is passed; `min_rows` (default 1) is the fewest rows of x the entry's
+// kernel is meant for: a call with fewer rows runs the entry of the best
+// other variant with no such floor, where the CPU has one. A CUDA entry is `void host(void **args)` in the host library
 // that launches `kernels` (indexed by the launcher's kernel argument) from
 // the image of its arch and needs a device workspace of
 // workspace_per_row * M + workspace_fixed bytes.
@@ -41,7 +44,8 @@
 // Version-2 manifests ("target": "cpu", top-level "variants", per module
 // "entry": {dtype: {variant: symbol}} and "column_split": [symbols]) are
 // read into the same structs (library "kernels.so", no producer);
-// writeManifest always writes version 3. Version 3 rejects unknown fields.
+// Version 3 is version 4 without `min_rows`. writeManifest always writes
+// version 4. Versions 3 and 4 reject unknown fields.
 //===----------------------------------------------------------------------===//
 #ifndef COMFYQUANT_RUNTIME_MANIFEST_H
 #define COMFYQUANT_RUNTIME_MANIFEST_H
@@ -80,6 +84,9 @@ struct CpuEntry {
   bool columnSplit = false;
   /// The modules computed in one call; empty: the module listing it.
   std::vector<std::string> modules;
+  /// The fewest rows of x the kernel is meant for (AMX tiles: 16); fewer
+  /// run another variant's entry where one applies.
+  int64_t minRows = 1;
 };
 
 /// A host entry of the CUDA host library and the kernels it launches.
@@ -135,7 +142,7 @@ struct CudaBackend {
 };
 
 struct Manifest {
-  static constexpr int kVersion = 3;
+  static constexpr int kVersion = 4;
   int version = kVersion; ///< as read; writeManifest writes kVersion
   /// "comfyquant X.Y.Z" and the LLVM version of the compiler that wrote it
   /// ("" when read from version 2).

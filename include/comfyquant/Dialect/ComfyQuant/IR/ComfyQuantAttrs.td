@@ -438,7 +438,19 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
     operands of a CPU with a bf16 dot product, where the tuning made the
     GEMM's rows take FMAs).
 
+    `min_rows` (1, the default, then left out) is the fewest rows of A the
+    config is meant for: the runtime runs a call with fewer rows with the
+    entry of another variant of the artifact (the best one whose config
+    has no such floor), so an AMX kernel, which pads every call to 16-row
+    tiles, never computes a one-row call where a VNNI kernel exists.
+
+    AMX (`i8_amx`): `mr` x `nr` is 16 or 32 each, one or two 16 x 16 i32
+    tiles of C per direction (2 x 2: four accumulators, two B and two A
+    tiles, all eight tile registers), and `mc` the rows of A whose packed
+    codes stay in L2 while every N tile of B passes over them.
+
     ```mlir
+    #comfyquant.cpu_gemm<i8_amx, mr = 32, nr = 32, kv = 64, mc = 256, decode = none, min_rows = 16>
     #comfyquant.cpu_gemm<i8_vnni, mr = 4, nr = 4, kv = 64, mc = 64, decode = adaptive>
     #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 128, decode = none, form = outer>
     #comfyquant.cpu_gemm<f32_fma, mr = 6, nr = 4, kv = 16, mc = 258, decode = adaptive, form = outer, row = bf16_dot>
@@ -450,9 +462,10 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
                         DefaultValuedParameter<"int64_t", "0">:$kc,
                         EnumParameter<ComfyQuant_CpuDecode>:$decode,
                         ComfyQuant_CpuGemmFormParameter:$form,
-                        ComfyQuant_CpuRowKernelParameter:$row);
+                        ComfyQuant_CpuRowKernelParameter:$row,
+                        DefaultValuedParameter<"int64_t", "1">:$min_rows);
   let assemblyFormat = "`<` $ukernel `,` struct($mr, $nr, $kv, $mc, $kc, "
-                       "$decode, $form, $row) `>`";
+                       "$decode, $form, $row, $min_rows) `>`";
   let genVerifyDecl = 1;
 }
 

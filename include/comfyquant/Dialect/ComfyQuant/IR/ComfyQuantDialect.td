@@ -65,6 +65,12 @@ def ComfyQuant_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getColumnSplitAttrName() {
       return ::llvm::StringLiteral("comfyquant.column_split");
     }
+    /// On a CPU kernel function: the fewest rows of A its GEMMs' configs
+    /// are meant for (their largest min_rows, when above 1); on its module
+    /// after packed entries: {entry symbol: that floor}.
+    static constexpr ::llvm::StringLiteral getMinRowsAttrName() {
+      return ::llvm::StringLiteral("comfyquant.min_rows");
+    }
     /// On a CUDA host entry: its kernels in launch order and its workspace
     /// rule [bytes per row, fixed bytes].
     static constexpr ::llvm::StringLiteral getKernelsAttrName() {
