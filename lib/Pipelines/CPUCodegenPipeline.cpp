@@ -104,6 +104,9 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   pm.addPass(arith::createArithExpandOpsPass(expand));
   ConvertVectorToLLVMPassOptions vec;
   vec.reassociateFPReductions = true;
+  // The only transposes are the AMX write-back's 16 x 16 i32 tiles: the
+  // unpack/shuffle network of 64 two-source shuffles, not 256 element moves.
+  vec.vectorTransposeLowering = vector::VectorTransposeLowering::Shuffle16x16;
   pm.addPass(createConvertVectorToLLVMPass(vec));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());

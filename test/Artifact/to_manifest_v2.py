@@ -1,4 +1,4 @@
-"""lit helper: rewrites a version-3 CPU manifest.json in place into the
+"""lit helper: rewrites a version-3 or -4 CPU manifest.json in place into the
 version-2 form comfyquant-compile wrote before (top-level "target" and
 "variants", per module "entry": {dtype: {variant: symbol}} and
 "column_split": [symbols]), so tests can check the runtime still reads it.
@@ -9,7 +9,7 @@ import sys
 path = sys.argv[1]
 with open(path) as f:
     m = json.load(f)
-assert m["version"] == 3 and list(m["backends"]) == ["cpu"], "a CPU-only v3 manifest"
+assert m["version"] in (3, 4) and list(m["backends"]) == ["cpu"], "a CPU-only v3/v4 manifest"
 v2 = {
     "schema": m["schema"],
     "version": 2,

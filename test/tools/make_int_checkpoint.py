@@ -5,7 +5,11 @@ asym_w4a8_int8 and w6a8_int8 at the smallest K each format's rules allow
 past a multiple of 64 (docs/Formats.md: int8 any K; W4A8 K % 16; W6A8
 K % 32; convrot_w4a4 needs K % 64 == 0, so it has no tail).
 
-  make_int_checkpoint.py OUT.safetensors
+  make_int_checkpoint.py OUT.safetensors [--amx]
+
+With --amx, the shapes of the AMX tile kernel instead (N % 16 == 0,
+K % 64 == 0): N of one, three and five 16-row tiles (a 2 x 2 block's N
+tail), K of one to four 64-byte steps, with and without bias and ConvRot.
 """
 import json
 import os
@@ -74,6 +78,15 @@ def grouped(name, fmt, n, k, g, gr, bias=False):
     if bias:
         tensors[name + ".bias"] = ("BF16", [n], bf16([(r % 17 - 8) / 16.0 for r in rand(n)]))
 
+
+if "--amx" in sys.argv[2:]:
+    int8("amx.int8_48x192", 48, 192)
+    int8("amx.int8_80x64", 80, 64, bias=True)
+    int8("amx.int8_convrot_16x256", 16, 256, gr=16)
+    grouped("amx.w4a8_48x192", "asym_w4a8_int8", 48, 192, 16, 16, bias=True)
+    grouped("amx.w6a8_80x256", "w6a8_int8", 80, 256, 32, 16)
+    st.write(sys.argv[1], tensors)
+    sys.exit(0)
 
 int8("tails.int8_k72", 48, 72)
 int8("tails.int8_k136", 32, 136, bias=True)

@@ -10,10 +10,17 @@
 // matrix is repacked, once per call:
 //
 //   Ap = pack(A)               [K/4, 4·Mp] bytes, rows m >= M are zero
-//   for n0 in [0, N) step 16
-//     for m0 in [0, Mp) step 16
-//       T = 0; for k0 in [0, K) step 64: T += B[n0:+16, k0:+64] · Ap[k0/4:+16, 4m0:+64]
-//       C[m0 + j][n0 + i] += T[i][j]   (j < M - m0)
+//   for mb in [0, Mp) step mc                  (M blocks: Ap's rows in L2)
+//     for n0 in [0, N) step nr                 (nr = 32: two B tiles)
+//       for m0 in [mb, mb + mc) step mr        (mr = 32: two A tiles)
+//         T[i][j] = 0; for k0 in [0, K) step 64:
+//           T[i][j] += B[n0 + 16i:+16, k0:+64] · Ap[k0/4:+16, 4(m0 + 16j):+64]
+//         y[m0 + 16j + r][n0 + 16i:+16] = epilogue(transpose(T[i][j])[r])
+//
+// with the N and M tails in tiles of 16. The 2 x 2 block uses all eight
+// tile registers (four accumulators, two B and two A tiles): four tdpbssd
+// per four tile loads. The write-back transposes each tile in vector
+// registers and computes the epilogue on 16 columns at a time.
 //
 // Needs N % 16 == 0 and K % 64 == 0 (the strategy picks AMX only then, so
 // no tile reads past the weights). `i8-amx-emulated` builds the same kernel
@@ -121,9 +128,15 @@ int64_t tileRowBytes(amx::TileType t) {
   return t.getShape()[1] * t.getElementType().getIntOrFloatBitWidth() / 8;
 }
 
+/// The tile registers of a block: accumulators 0-3 (B tile i, A tile j at
+/// i * blockM + j), B tiles 4-5, A tiles 6-7.
+constexpr int64_t kAccReg = 0, kBReg = 4, kAReg = 6;
+
 /// Allocates the tile state before `first` (the GEMM's loops are the ops
-/// [first, end)), gives every tile_zero / tile_load result in them its own
-/// register (tile_muli accumulates into its acc's) and writes the config.
+/// [first, end)), records it for every amx op in them and writes the
+/// config: each register (given to every tile_zero / tile_load result in
+/// `plan.reg` by the kernel; tile_muli accumulates into its acc's) with the
+/// shape of the tiles it holds.
 LogicalResult planTiles(ImplicitLocOpBuilder &b, Operation *first,
                         Operation *end, EmulationPlan &plan) {
   auto i8 = b.getI8Type();
@@ -132,23 +145,33 @@ LogicalResult planTiles(ImplicitLocOpBuilder &b, Operation *first,
   st.cfg = memref::AllocaOp::create(b, MemRefType::get({kCfgBytes}, i8));
   st.tmm = memref::AllocaOp::create(
       b, MemRefType::get({kTileRegs, kTileRows, kTileRowBytes}, i8));
-  SmallVector<amx::TileType> tiles;
+  SmallVector<amx::TileType> tiles(kTileRegs);
+  LogicalResult result = success();
   for (Operation *it = first; it != end; it = it->getNextNode())
     it->walk<WalkOrder::PreOrder>([&](Operation *x) {
       if (!isa<amx::AMXDialect>(x->getDialect()))
         return;
       plan.state[x] = st;
-      if (isa<amx::TileZeroOp, amx::TileLoadOp>(x)) {
-        plan.reg[x] = tiles.size();
-        tiles.push_back(cast<amx::TileType>(x->getResult(0).getType()));
+      if (!isa<amx::TileZeroOp, amx::TileLoadOp>(x))
+        return;
+      auto reg = plan.reg.find(x);
+      auto type = cast<amx::TileType>(x->getResult(0).getType());
+      if (reg == plan.reg.end() || reg->second >= kTileRegs ||
+          (tiles[reg->second] && tiles[reg->second] != type)) {
+        result = x->emitError("AMX emulation: no register, or one holding "
+                              "tiles of two shapes");
+        return;
       }
+      tiles[reg->second] = type;
     });
-  if (tiles.size() > kTileRegs)
-    return first->emitError("AMX emulation: more than 8 tiles");
+  if (failed(result))
+    return failure();
   // The 64-byte block ldtilecfg would load, stored once before the loops.
   SmallVector<int8_t> bytes(kCfgBytes, 0);
   bytes[0] = 1; // palette 1
   for (auto [t, type] : llvm::enumerate(tiles)) {
+    if (!type)
+      continue;
     const int64_t colsb = tileRowBytes(type);
     bytes[kCfgColsb + 2 * t] = static_cast<int8_t>(colsb & 0xFF);
     bytes[kCfgColsb + 2 * t + 1] = static_cast<int8_t>(colsb >> 8);
@@ -490,7 +513,108 @@ LogicalResult emulateTiles(Operation *root, const EmulationPlan &plan) {
   return applyPartialConversion(root, target, std::move(patterns));
 }
 
-LogicalResult rewrite(linalg::GenericOp op, EmulationPlan *plan) {
+/// The write-back of accumulator tiles: y = epilogue(C tile) or C += tile.
+class TileWriteBack {
+public:
+  TileWriteBack(ImplicitLocOpBuilder &b, Value M, Value C,
+                linalg::GenericOp epi, unsigned accOperand)
+      : M(M), C(C), epi(epi), accOperand(accOperand) {
+    auto tileT = MemRefType::get({16, 16}, b.getI32Type());
+    T = memref::AllocaOp::create(b, tileT);
+    Tt = memref::AllocaOp::create(b, tileT);
+  }
+
+  /// The first op the write-back made (its buffers, before the loops).
+  Operation *firstOp() const { return T.getDefiningOp(); }
+
+  /// Writes the tile at (n0, m0), transposed C: rows m0 .. m0 + 15 that
+  /// exist, columns n0 .. n0 + 15.
+  void emit(ImplicitLocOpBuilder &b, Value tile, Value n0, Value m0) {
+    Value c0 = idx(b, 0), c1 = idx(b, 1), c16 = idx(b, 16);
+    amx::TileStoreOp::create(b, T, ValueRange{c0, c0}, tile);
+    Value rows =
+        arith::MinSIOp::create(b, c16, arith::SubIOp::create(b, M, m0));
+    if (vectorRows(b, n0, m0, rows))
+      return;
+    // C[m0 + j][n0 + i] (+)= T[i][j], one element at a time.
+    forLoop(b, c0, rows, c1, [&](ImplicitLocOpBuilder &jb, Value j) {
+      Value m = arith::AddIOp::create(jb, m0, j);
+      forLoop(jb, c0, c16, c1, [&](ImplicitLocOpBuilder &ib, Value i) {
+        Value n = arith::AddIOp::create(ib, n0, i);
+        Value t = memref::LoadOp::create(ib, T, ValueRange{i, j});
+        if (!epi) {
+          Value old = memref::LoadOp::create(ib, C, ValueRange{m, n});
+          memref::StoreOp::create(ib, arith::AddIOp::create(ib, old, t), C,
+                                  ValueRange{m, n});
+          return;
+        }
+        Value y = emitEpilogueAt(ib, ib.getLoc(), epi, accOperand, t, m, n);
+        memref::StoreOp::create(ib, y, epi.getDpsInits()[0], ValueRange{m, n});
+      });
+    });
+  }
+
+private:
+  static Value idx(ImplicitLocOpBuilder &b, int64_t v) {
+    return arith::ConstantIndexOp::create(b, v);
+  }
+
+  /// The tile transposed in registers (16 x 16 i32: 64 shuffles, not 256
+  /// scalar moves) and written a row of 16 columns at a time, the epilogue
+  /// on vectors; false, with nothing left behind, where the epilogue has
+  /// no vector form.
+  bool vectorRows(ImplicitLocOpBuilder &b, Value n0, Value m0, Value rows) {
+    auto i32 = b.getI32Type();
+    auto tileV = VectorType::get({16, 16}, i32);
+    auto rowV = VectorType::get({16}, i32);
+    Value c0 = idx(b, 0), c1 = idx(b, 1);
+    Value zero = arith::ConstantOp::create(b, b.getI32IntegerAttr(0));
+    Value tv = vector::TransferReadOp::create(b, tileV, T, ValueRange{c0, c0},
+                                              zero, ArrayRef<bool>{true, true});
+    Value tt = vector::TransposeOp::create(b, tv, ArrayRef<int64_t>{1, 0});
+    Operation *write = vector::TransferWriteOp::create(
+        b, tt, Tt, ValueRange{c0, c0}, ArrayRef<bool>{true, true});
+    bool vectorized = true;
+    auto loop = scf::ForOp::create(
+        b, c0, rows, c1, ValueRange{},
+        [&](OpBuilder &nb, Location loc, Value j, ValueRange) {
+          ImplicitLocOpBuilder jb(loc, nb);
+          Value m = arith::AddIOp::create(jb, m0, j);
+          Value acc = vector::LoadOp::create(jb, rowV, Tt, ValueRange{j, c0});
+          if (!epi) {
+            Value pad = arith::ConstantOp::create(jb, jb.getI32IntegerAttr(0));
+            Value old = vector::TransferReadOp::create(
+                jb, rowV, C, ValueRange{m, n0}, pad, ArrayRef<bool>{true});
+            Value sum = arith::AddIOp::create(jb, old, acc);
+            vector::TransferWriteOp::create(jb, sum, C, ValueRange{m, n0},
+                                            ArrayRef<bool>{true});
+          } else if (Value y = emitEpilogueVectorAt(jb, loc, epi, accOperand,
+                                                    acc, m, n0)) {
+            vector::TransferWriteOp::create(jb, y, epi.getDpsInits()[0],
+                                            ValueRange{m, n0},
+                                            ArrayRef<bool>{true});
+          } else {
+            vectorized = false;
+          }
+          scf::YieldOp::create(jb);
+        });
+    if (vectorized)
+      return true;
+    loop.erase();
+    write->erase();
+    tt.getDefiningOp()->erase();
+    tv.getDefiningOp()->erase();
+    return false;
+  }
+
+  Value M, C;
+  linalg::GenericOp epi;
+  unsigned accOperand;
+  Value T, Tt; ///< a tile as stored, and transposed
+};
+
+LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
+                      EmulationPlan *plan) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return op.emitError("AMX GEMM: expected C += A · Bᵀ on buffers");
   Value A = op.getDpsInputs()[0], B = op.getDpsInputs()[1],
@@ -507,6 +631,8 @@ LogicalResult rewrite(linalg::GenericOp op, EmulationPlan *plan) {
   if (N % 16 || K % 64)
     return op.emitError("AMX GEMM needs N % 16 == 0 and K % 64 == 0, got N = ")
            << N << ", K = " << K;
+  // Tiles per block in each direction (the verifier allows 16 or 32).
+  const int64_t blockN = cfg.nr / 16, blockM = cfg.mr / 16;
 
   // With an epilogue, C (zero-filled) is never written: the write-back
   // computes y directly.
@@ -549,50 +675,90 @@ LogicalResult rewrite(linalg::GenericOp op, EmulationPlan *plan) {
     });
   });
 
-  auto tileT = MemRefType::get({16, 16}, b.getI32Type());
-  Value T = memref::AllocaOp::create(b, tileT);
-  Value nEnd = idx(N);
-  forLoop(b, c0, nEnd, c16, [&](ImplicitLocOpBuilder &nb, Value n0) {
-    forLoop(nb, c0, Mp, c16, [&](ImplicitLocOpBuilder &mb, Value m0) {
-      Value ap0 = arith::MulIOp::create(mb, m0, c4);
-      auto accT = amx::TileType::get({16, 16}, mb.getI32Type());
-      auto opT = amx::TileType::get({16, 64}, mb.getI8Type());
-      Value acc0 = amx::TileZeroOp::create(mb, accT);
-      Value kEnd = idx(K);
-      auto kLoop = scf::ForOp::create(
-          mb, c0, kEnd, c64, ValueRange{acc0},
-          [&](OpBuilder &kb0, Location loc, Value k0, ValueRange it) {
-            ImplicitLocOpBuilder kb(loc, kb0);
-            Value w = amx::TileLoadOp::create(kb, opT, B, ValueRange{n0, k0});
-            Value q0 = arith::DivUIOp::create(kb, k0, c4);
-            Value a = amx::TileLoadOp::create(kb, opT, Ap, ValueRange{q0, ap0});
-            Value acc = amx::TileMulIOp::create(kb, accT, w, a, it[0]);
-            scf::YieldOp::create(kb, acc);
-          });
-      amx::TileStoreOp::create(mb, T, ValueRange{c0, c0}, kLoop.getResult(0));
-      // C[m0 + j][n0 + i] += T[i][j] for the rows that exist.
-      Value rows = arith::MinSIOp::create(
-          mb, c16, arith::SubIOp::create(mb, M, m0));
-      forLoop(mb, c0, rows, c1, [&](ImplicitLocOpBuilder &jb, Value j) {
-        Value m = arith::AddIOp::create(jb, m0, j);
-        forLoop(jb, c0, c16, c1, [&](ImplicitLocOpBuilder &ib, Value i) {
-          Value n = arith::AddIOp::create(ib, n0, i);
-          Value t = memref::LoadOp::create(ib, T, ValueRange{i, j});
-          if (!epi) {
-            Value old = memref::LoadOp::create(ib, C, ValueRange{m, n});
-            memref::StoreOp::create(ib, arith::AddIOp::create(ib, old, t), C,
-                                    ValueRange{m, n});
-            return;
+  TileWriteBack writeBack(b, M, C, epi, accOperand);
+  Operation *tilesBegin = writeBack.firstOp();
+  auto accT = amx::TileType::get({16, 16}, b.getI32Type());
+  auto opT = amx::TileType::get({16, 64}, b.getI8Type());
+  auto assign = [&](Value tile, int64_t reg) {
+    if (plan)
+      plan->reg[tile.getDefiningOp()] = reg;
+    return tile;
+  };
+  // bn x bm tiles of C at (n0, m0): B tiles of rows n0 + 16i, A tiles of
+  // rows m0 + 16j.
+  auto tileBlock = [&](ImplicitLocOpBuilder &tb, Value n0, Value m0,
+                       int64_t bn, int64_t bm) {
+    SmallVector<Value> init;
+    for (int64_t t = 0; t < bn * bm; ++t)
+      init.push_back(assign(amx::TileZeroOp::create(tb, accT), kAccReg + t));
+    auto kLoop = scf::ForOp::create(
+        tb, c0, idx(K), c64, init,
+        [&](OpBuilder &kb0, Location loc, Value k0, ValueRange acc) {
+          ImplicitLocOpBuilder kb(loc, kb0);
+          Value q0 = arith::DivUIOp::create(kb, k0, c4);
+          SmallVector<Value> bt, at, sums;
+          for (int64_t i = 0; i < bn; ++i) {
+            Value n = arith::AddIOp::create(kb, n0, idx(16 * i));
+            bt.push_back(assign(
+                amx::TileLoadOp::create(kb, opT, B, ValueRange{n, k0}),
+                kBReg + i));
           }
-          // y[m][n] = epilogue(T[i][j], its other operands at (m, n)).
-          Value y = emitEpilogueAt(ib, ib.getLoc(), epi, accOperand, t, m, n);
-          memref::StoreOp::create(ib, y, epi.getDpsInits()[0],
-                                  ValueRange{m, n});
+          for (int64_t j = 0; j < bm; ++j) {
+            Value m = arith::AddIOp::create(kb, m0, idx(16 * j));
+            Value col = arith::MulIOp::create(kb, m, c4);
+            at.push_back(assign(
+                amx::TileLoadOp::create(kb, opT, Ap, ValueRange{q0, col}),
+                kAReg + j));
+          }
+          for (int64_t i = 0; i < bn; ++i)
+            for (int64_t j = 0; j < bm; ++j)
+              sums.push_back(amx::TileMulIOp::create(kb, accT, bt[i], at[j],
+                                                     acc[i * bm + j]));
+          scf::YieldOp::create(kb, sums);
         });
-      });
+    for (int64_t i = 0; i < bn; ++i)
+      for (int64_t j = 0; j < bm; ++j)
+        writeBack.emit(tb, kLoop.getResult(i * bm + j),
+                       arith::AddIOp::create(tb, n0, idx(16 * i)),
+                       arith::AddIOp::create(tb, m0, idx(16 * j)));
+  };
+  // The M tiles of the block [mb, mEnd) for bn B tiles at n0: blocks of
+  // blockM A tiles, then one of 16 rows (Mp and the blocks are multiples
+  // of 16).
+  auto mTiles = [&](ImplicitLocOpBuilder &nb, Value n0, int64_t bn, Value mb,
+                    Value mEnd) {
+    Value stepM = idx(16 * blockM);
+    Value span = arith::SubIOp::create(nb, mEnd, mb);
+    Value full = arith::AddIOp::create(
+        nb, mb,
+        arith::MulIOp::create(nb, arith::DivUIOp::create(nb, span, stepM),
+                              stepM));
+    forLoop(nb, mb, full, stepM, [&](ImplicitLocOpBuilder &mbb, Value m0) {
+      tileBlock(mbb, n0, m0, bn, blockM);
     });
+    if (blockM > 1) {
+      Value tail =
+          arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, full, mEnd);
+      scf::IfOp::create(nb, tail, [&](OpBuilder &tb0, Location loc) {
+        ImplicitLocOpBuilder tb(loc, tb0);
+        tileBlock(tb, n0, full, bn, 1);
+        scf::YieldOp::create(tb);
+      });
+    }
+  };
+  // M blocks of mc rows (their packed codes stay in L2), every N tile over
+  // each.
+  const int64_t nFull = N / (16 * blockN) * (16 * blockN);
+  forLoop(b, c0, Mp, idx(cfg.mc), [&](ImplicitLocOpBuilder &bb, Value mb) {
+    Value mEnd =
+        arith::MinUIOp::create(bb, Mp, arith::AddIOp::create(bb, mb, idx(cfg.mc)));
+    forLoop(bb, c0, idx(nFull), idx(16 * blockN),
+            [&](ImplicitLocOpBuilder &nb, Value n0) {
+              mTiles(nb, n0, blockN, mb, mEnd);
+            });
+    if (nFull < N)
+      mTiles(bb, idx(nFull), 1, mb, mEnd);
   });
-  Operation *tilesBegin = nEnd.getDefiningOp()->getNextNode();
   if (plan && failed(planTiles(b, tilesBegin, op, *plan)))
     return failure();
   b.setInsertionPoint(op);
@@ -608,15 +774,18 @@ LogicalResult rewrite(linalg::GenericOp op, EmulationPlan *plan) {
 struct AmxGemmPass
     : mlir::comfyquant::impl::ComfyQuantCPUAmxGemmBase<AmxGemmPass> {
   void runOnOperation() override {
-    SmallVector<std::pair<linalg::GenericOp, bool>> todo;
+    SmallVector<std::pair<linalg::GenericOp, GemmConfig>> todo;
     EmulationPlan plan;
     getOperation().walk([&](linalg::GenericOp op) {
       std::optional<GemmConfig> c = readGemmConfig(op);
       if (c && c->isAmx())
-        todo.push_back({op, c->ukernel == CpuMicroKernel::i8_amx_emulated});
+        todo.push_back({op, *c});
     });
-    for (auto [op, emulate] : todo)
-      if (failed(rewrite(op, emulate ? &plan : nullptr)))
+    for (auto [op, c] : todo)
+      if (failed(rewrite(op, c,
+                         c.ukernel == CpuMicroKernel::i8_amx_emulated
+                             ? &plan
+                             : nullptr)))
         return signalPassFailure();
     if (!plan.state.empty() && failed(emulateTiles(getOperation(), plan)))
       return signalPassFailure();

@@ -285,9 +285,7 @@ struct SelectStrategyPass
     }
     if (mc > 0)
       c.mc = mc;
-    if (amxMinRows < 1)
-      return op.emitError("amx-min-rows = ") << amxMinRows
-                                             << " must be at least 1";
+
     if (c.mc % c.mr)
       c.mc = (c.mc + c.mr - 1) / c.mr * c.mr;
     // K blocks (outer form; the inner one streams K once per tile, so the
@@ -401,6 +399,11 @@ struct SelectStrategyPass
   }
 
   void runOnOperation() override {
+    if (amxMinRows < 1) {
+      getOperation().emitError("amx-min-rows = ")
+          << static_cast<int64_t>(amxMinRows) << " must be at least 1";
+      return signalPassFailure();
+    }
     TargetAttr target =
         resolveTarget(getOperation(), variant, TargetKind::cpu, "x86-64-v3");
     if (!target)

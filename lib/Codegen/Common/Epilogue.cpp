@@ -125,7 +125,11 @@ Value mlir::comfyquant::detail::emitEpilogueVectorAt(OpBuilder &b, Location loc,
   // nullopt if they do but not contiguously.
   auto columnPosition = [&](OpOperand *in) -> std::optional<int64_t> {
     ArrayRef<AffineExpr> exprs = epi.getMatchingIndexingMap(in).getResults();
-    auto type = dyn_cast<RankedTensorType>(in->get().getType());
+    // A tensor, or a memref whose elements lie in row-major order.
+    auto type = dyn_cast<ShapedType>(in->get().getType());
+    if (auto mem = dyn_cast<MemRefType>(in->get().getType()))
+      if (!mem.getLayout().isIdentity())
+        type = nullptr;
     for (auto [i, e] : llvm::enumerate(exprs)) {
       if (!e.isFunctionOfDim(1))
         continue;
@@ -162,7 +166,7 @@ Value mlir::comfyquant::detail::emitEpilogueVectorAt(OpBuilder &b, Location loc,
     Value v = in->get();
     if (colAt >= 0) {
       // Unit dims after the columns folded into them: a plain vector read.
-      auto type = cast<RankedTensorType>(v.getType());
+      auto type = cast<ShapedType>(v.getType());
       if (colAt + 1 < type.getRank()) {
         SmallVector<ReassociationIndices> groups;
         for (int64_t i = 0; i < colAt; ++i)
@@ -170,7 +174,10 @@ Value mlir::comfyquant::detail::emitEpilogueVectorAt(OpBuilder &b, Location loc,
         groups.emplace_back();
         for (int64_t i = colAt; i < type.getRank(); ++i)
           groups.back().push_back(i);
-        v = tensor::CollapseShapeOp::create(b, loc, v, groups);
+        if (isa<MemRefType>(type))
+          v = memref::CollapseShapeOp::create(b, loc, v, groups);
+        else
+          v = tensor::CollapseShapeOp::create(b, loc, v, groups);
         at.resize(colAt + 1);
       }
       Type elt = arg.getType();

@@ -7,36 +7,59 @@
 
 // AMX on buffers: the activation codes packed once (Ap[k/4][4m + k%4],
 // rows padded to 16 with zeros), 16 x 64-byte tiles of the weights loaded
-// where they are, tdpbssd into a transposed 16 x 16 C tile, added into C.
-// tdpbssd T, W, Ap: T[r][c] += Σ W[r][4q+i] · Ap[q][4c+i], i.e. the weight
-// tile is src1 and the packed activations src2; the operands are pinned.
+// where they are, tdpbssd into transposed 16 x 16 C tiles. tdpbssd T, W,
+// Ap: T[r][c] += Σ W[r][4q+i] · Ap[q][4c+i], i.e. the weight tile is src1
+// and the packed activations src2; the operands are pinned. M blocks of mc
+// = 64 rows; in each, N blocks of two B tiles (32 rows; N = 48 leaves a
+// one-tile N tail) times M blocks of two A tiles (a 16-row M tail under an
+// scf.if): four accumulators per K step. Each tile is transposed in
+// vector registers and added into C 16 columns at a time.
 // CHECK-LABEL: func.func @amx
 // CHECK:       %[[AP:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<32x?xi8>
 // CHECK:       vector.load %arg0[%{{.*}}, %{{.*}}] : memref<?x128xi8>, vector<4xi8>
 // CHECK:       vector.store %{{.*}}, %[[AP]]
 // CHECK:       %[[T:.*]] = memref.alloca() : memref<16x16xi32>
-// CHECK:       scf.for %[[N0:.*]] = %c0 to %c32 step %c16
-// CHECK:         scf.for %[[M0:.*]] = %c0 to %{{.*}} step %c16
-// CHECK-NEXT:      %[[AP0:.*]] = arith.muli %[[M0]], %c4 : index
-// CHECK-NEXT:      %[[ACC0:.*]] = amx.tile_zero : !amx.tile<16x16xi32>
-// CHECK-NEXT:      %[[TILE:.*]] = scf.for %[[K0:.*]] = %c0 to %c128 step %c64 iter_args(%[[ACC:.*]] = %[[ACC0]]) -> (!amx.tile<16x16xi32>) {
-// CHECK-NEXT:        %[[W:.*]] = amx.tile_load %arg1[%[[N0]], %[[K0]]] : memref<32x128xi8> into !amx.tile<16x64xi8>
-// CHECK-NEXT:        %[[Q0:.*]] = arith.divui %[[K0]], %c4 : index
-// CHECK-NEXT:        %[[A:.*]] = amx.tile_load %[[AP]][%[[Q0]], %[[AP0]]] : memref<32x?xi8> into !amx.tile<16x64xi8>
-// CHECK-NEXT:        %[[SUM:.*]] = amx.tile_muli %[[W]], %[[A]], %[[ACC]] : !amx.tile<16x64xi8>, !amx.tile<16x64xi8>, !amx.tile<16x16xi32>
-// CHECK-NEXT:        scf.yield %[[SUM]] : !amx.tile<16x16xi32>
-// CHECK-NEXT:      }
-// CHECK-NEXT:      amx.tile_store %[[T]][%c0, %c0], %[[TILE]] : memref<16x16xi32>, !amx.tile<16x16xi32>
-// CHECK:           memref.load %[[T]][%[[I:.*]], %[[J:.*]]] : memref<16x16xi32>
-// CHECK:           memref.load %arg2
-// CHECK:           arith.addi
-// CHECK:           memref.store %{{.*}}, %arg2
+// CHECK:       %[[TT:.*]] = memref.alloca() : memref<16x16xi32>
+// CHECK:       scf.for %[[MB:.*]] = %c0 to %{{.*}} step %c64
+// CHECK:         scf.for %[[N0:.*]] = %c0 to %c32 step %c32
+// CHECK:           scf.for %[[M0:.*]] = %[[MB]] to %{{.*}} step %c32
+// CHECK-COUNT-4:     amx.tile_zero : !amx.tile<16x16xi32>
+// CHECK:             %[[TILES:.*]]:4 = scf.for %[[K0:.*]] = %c0 to %c128 step %c64 iter_args({{.*}}) -> (!amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>) {
+// CHECK:               %[[W0:.*]] = amx.tile_load %arg1[%{{.*}}, %[[K0]]] : memref<48x128xi8> into !amx.tile<16x64xi8>
+// CHECK:               %[[W1:.*]] = amx.tile_load %arg1[%{{.*}}, %[[K0]]] : memref<48x128xi8> into !amx.tile<16x64xi8>
+// CHECK:               %[[A0:.*]] = amx.tile_load %[[AP]][%{{.*}}, %{{.*}}] : memref<32x?xi8> into !amx.tile<16x64xi8>
+// CHECK:               %[[A1:.*]] = amx.tile_load %[[AP]][%{{.*}}, %{{.*}}] : memref<32x?xi8> into !amx.tile<16x64xi8>
+// CHECK-NEXT:          %[[S00:.*]] = amx.tile_muli %[[W0]], %[[A0]], %{{.*}}
+// CHECK-NEXT:          %[[S01:.*]] = amx.tile_muli %[[W0]], %[[A1]], %{{.*}}
+// CHECK-NEXT:          %[[S10:.*]] = amx.tile_muli %[[W1]], %[[A0]], %{{.*}}
+// CHECK-NEXT:          %[[S11:.*]] = amx.tile_muli %[[W1]], %[[A1]], %{{.*}}
+// CHECK-NEXT:          scf.yield %[[S00]], %[[S01]], %[[S10]], %[[S11]]
+// CHECK:             amx.tile_store %[[T]][%{{.*}}, %{{.*}}], %[[TILES]]#0
+// CHECK:             %[[TV:.*]] = vector.transfer_read %[[T]]{{.*}} : memref<16x16xi32>, vector<16x16xi32>
+// CHECK:             %[[TR:.*]] = vector.transpose %[[TV]], [1, 0]
+// CHECK:             vector.transfer_write %[[TR]], %[[TT]]
+// CHECK:             scf.for
+// CHECK:               vector.load %[[TT]]{{.*}} : memref<16x16xi32>, vector<16xi32>
+// CHECK:               vector.transfer_read %arg2{{.*}} : memref<?x48xi32>, vector<16xi32>
+// CHECK:               arith.addi {{.*}} : vector<16xi32>
+// CHECK:               vector.transfer_write {{.*}}, %arg2
+// CHECK:             amx.tile_store %[[T]][%{{.*}}, %{{.*}}], %[[TILES]]#3
+// CHECK:           scf.if
+// CHECK-COUNT-2:     amx.tile_zero
+// CHECK:             scf.for {{.*}} -> (!amx.tile<16x16xi32>, !amx.tile<16x16xi32>) {
+// N tail: one B tile (rows 32..47) over the block's M tiles.
+// CHECK:         scf.for %{{.*}} = %[[MB]] to %{{.*}} step %c32
+// CHECK-COUNT-2:   amx.tile_zero
+// CHECK:           amx.tile_load %arg1[%{{.*}}, %{{.*}}]
+// CHECK:         scf.if
+// CHECK:           amx.tile_zero
+// CHECK-NOT:       amx.tile_zero
 // CHECK:       memref.dealloc %[[AP]]
 // CHECK-NOT:   linalg.generic
-func.func @amx(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memref<?x32xi32>) {
+func.func @amx(%a: memref<?x128xi8>, %b: memref<48x128xi8>, %c: memref<?x48xi32>) {
   linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%a, %b : memref<?x128xi8>, memref<32x128xi8>) outs(%c : memref<?x32xi32>)
-      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 16, nr = 16, kv = 64, mc = 64, decode = whole>} {
+      ins(%a, %b : memref<?x128xi8>, memref<48x128xi8>) outs(%c : memref<?x48xi32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_amx, mr = 32, nr = 32, kv = 64, mc = 64, decode = whole>} {
   ^bb0(%x: i8, %y: i8, %acc: i32):
     %x32 = arith.extsi %x : i8 to i32
     %y32 = arith.extsi %y : i8 to i32
@@ -55,8 +78,9 @@ func.func @amx(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memref<?x32xi32>
 
 // The emulation: the same amx ops, each replaced by its instruction on an
 // emulated tile state. The config block (palette 1; tmm0 the 16 x 16 i32
-// accumulator, tmm1 and tmm2 16 rows of 64 bytes) is written before the
-// loops; every tile op checks its use against it (ud2 otherwise) and takes
+// accumulator, tmm4 the B and tmm6 the A tile, 16 rows of 64 bytes: the
+// registers of a block's first accumulator and operands) is written before
+// the loops; every tile op checks its use against it (ud2 otherwise) and takes
 // its rows and bytes per row from it.
 // CHECK-LABEL: func.func @emulated
 // CHECK-NOT:   amx.
@@ -65,63 +89,67 @@ func.func @amx(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memref<?x32xi32>
 // EMU-LABEL:   func.func @emulated
 // EMU-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // EMU-DAG:     %[[C1:.*]] = arith.constant 1 : index
-// EMU-DAG:     %[[C2:.*]] = arith.constant 2 : index
-// EMU-DAG:     %[[CFGDATA:.*]] = arith.constant dense<[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64, 0, 64, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]> : vector<64xi8>
+// EMU-DAG:     %[[C4:.*]] = arith.constant 4 : index
+// EMU-DAG:     %[[C6:.*]] = arith.constant 6 : index
+// EMU-DAG:     %[[CFGDATA:.*]] = arith.constant dense<[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0, 64, 0, 0, 0, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 16, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0]> : vector<64xi8>
 // EMU:         %[[AP:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<16x?xi8>
-// EMU:         %[[T:.*]] = memref.alloca() : memref<16x16xi32>
-// EMU-NEXT:    %[[CFG:.*]] = memref.alloca() : memref<64xi8>
+// EMU:         %[[CFG:.*]] = memref.alloca() : memref<64xi8>
 // EMU-NEXT:    %[[TMM:.*]] = memref.alloca() : memref<8x16x64xi8>
 // EMU-NEXT:    vector.store %[[CFGDATA]], %[[CFG]][%[[C0]]] : memref<64xi8>, vector<64xi8>
-// EMU-NEXT:    scf.for %[[M0:.*]] = %[[C0]] to %{{.*}} step %c16 {
-// EMU-NEXT:      %[[AP0:.*]] = arith.muli %[[M0]], %c4 : index
+// EMU-NEXT:    %[[T:.*]] = memref.alloca() : memref<16x16xi32>
+// EMU:         scf.for %[[MB:.*]] = %[[C0]] to %{{.*}} step %c64 {
+// EMU:           scf.for %[[M0:.*]] = %[[MB]] to %{{.*}} step %c16 {
 // tilezero tmm0 (palette, rows and bytes per row of tmm0 checked first).
-// EMU:           memref.load %[[CFG]][%c48]
-// EMU:           llvm.intr.trap
-// EMU:           vector.store %{{.*}}, %[[TMM]][%[[C0]], %{{.*}}, %[[C0]]] : memref<8x16x64xi8>, vector<64xi8>
-// tileloadd tmm1, [W + 64·r]: rows and bytes per row from the config.
-// EMU:           %[[WFLAT:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [1024], strides: [1]
-// EMU-NEXT:      %[[WROWSB:.*]] = memref.load %[[CFG]][%c49]
-// EMU:           scf.for %[[R:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
-// EMU-NEXT:        %[[WROW:.*]] = arith.muli %[[R]], %c64 : index
-// EMU-NEXT:        scf.for %[[C:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
-// EMU-NEXT:          %[[WAT:.*]] = arith.addi %[[WROW]], %[[C]] : index
-// EMU-NEXT:          %[[WV:.*]] = memref.load %[[WFLAT]][%[[WAT]]]
-// EMU-NEXT:          memref.store %[[WV]], %[[TMM]][%[[C1]], %[[R]], %[[C]]]
-// tileloadd tmm2, [Ap + 4·m0 + stride·r].
-// EMU:           %{{.*}}, %{{.*}}, %{{.*}}:2, %[[APSTRIDES:.*]]:2 = memref.extract_strided_metadata %[[AP]]
-// EMU:           %[[APFLAT:.*]] = memref.reinterpret_cast %[[AP]]
-// EMU:           scf.for %[[R2:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
-// EMU-NEXT:        %[[APROW:.*]] = arith.muli %[[R2]], %[[APSTRIDES]]#0 : index
-// EMU-NEXT:        %[[APSTART:.*]] = arith.addi %[[AP0]], %[[APROW]] : index
-// EMU-NEXT:        scf.for %[[C2B:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
-// EMU-NEXT:          %[[APAT:.*]] = arith.addi %[[APSTART]], %[[C2B]] : index
-// EMU-NEXT:          %[[APV:.*]] = memref.load %[[APFLAT]][%[[APAT]]]
-// EMU-NEXT:          memref.store %[[APV]], %[[TMM]][%[[C2]], %[[R2]], %[[C2B]]]
-// tdpbssd tmm0, tmm1, tmm2: dst[m][n] += Σ_q Σ_i tmm1[m][4q+i] · tmm2[q][4n+i].
-// EMU:           llvm.intr.trap
-// EMU:           scf.for %[[M:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
-// EMU-NEXT:        scf.for %[[N:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
-// EMU-NEXT:          %[[N4:.*]] = arith.muli %[[N]], %c4 : index
-// EMU-NEXT:          %[[DST:.*]] = vector.load %[[TMM]][%[[C0]], %[[M]], %[[N4]]] : memref<8x16x64xi8>, vector<4xi8>
-// EMU:               scf.for %[[Q:.*]] = %[[C0]] to %{{.*}} step %[[C1]] iter_args(%[[S:.*]] = %{{.*}}) -> (i32) {
-// EMU-NEXT:            %[[Q4:.*]] = arith.muli %[[Q]], %c4 : index
-// EMU-NEXT:            %[[X:.*]] = memref.load %[[TMM]][%[[C1]], %[[M]], %[[Q4]]]
-// EMU-NEXT:            %[[XW:.*]] = arith.extsi %[[X]] : i8 to i32
-// EMU-NEXT:            %[[Y:.*]] = memref.load %[[TMM]][%[[C2]], %[[Q]], %[[N4]]]
-// EMU-NEXT:            %[[YW:.*]] = arith.extsi %[[Y]] : i8 to i32
-// EMU-NEXT:            %[[P:.*]] = arith.muli %[[XW]], %[[YW]] : i32
-// EMU-NEXT:            arith.addi %[[S]], %[[P]] : i32
-// EMU:                 scf.yield
-// EMU:               vector.store %{{.*}}, %[[TMM]][%[[C0]], %[[M]], %[[N4]]] : memref<8x16x64xi8>, vector<4xi8>
+// EMU:             memref.load %[[CFG]][%c48]
+// EMU:             llvm.intr.trap
+// EMU:             vector.store %{{.*}}, %[[TMM]][%[[C0]], %{{.*}}, %[[C0]]] : memref<8x16x64xi8>, vector<64xi8>
+// tileloadd tmm4, [W + 64·r]: rows and bytes per row from the config.
+// EMU:             memref.load %[[CFG]][%c52]
+// EMU:             llvm.intr.trap
+// EMU:             %[[WFLAT:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [1024], strides: [1]
+// EMU:             scf.for %[[R:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
+// EMU-NEXT:          %[[WROW:.*]] = arith.muli %[[R]], %c64 : index
+// EMU-NEXT:          scf.for %[[C:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
+// EMU-NEXT:            %[[WAT:.*]] = arith.addi %[[WROW]], %[[C]] : index
+// EMU-NEXT:            %[[WV:.*]] = memref.load %[[WFLAT]][%[[WAT]]]
+// EMU-NEXT:            memref.store %[[WV]], %[[TMM]][%[[C4]], %[[R]], %[[C]]]
+// tileloadd tmm6, [Ap + 4·m0 + stride·r].
+// EMU:             %[[AP0:.*]] = arith.muli %[[M0]], %[[C4]] : index
+// EMU:             memref.load %[[CFG]][%c54]
+// EMU:             %{{.*}}, %{{.*}}, %{{.*}}:2, %[[APSTRIDES:.*]]:2 = memref.extract_strided_metadata %[[AP]]
+// EMU:             %[[APFLAT:.*]] = memref.reinterpret_cast %[[AP]]
+// EMU:             scf.for %[[R2:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
+// EMU-NEXT:          %[[APROW:.*]] = arith.muli %[[R2]], %[[APSTRIDES]]#0 : index
+// EMU-NEXT:          %[[APSTART:.*]] = arith.addi %[[AP0]], %[[APROW]] : index
+// EMU-NEXT:          scf.for %[[C2B:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
+// EMU-NEXT:            %[[APAT:.*]] = arith.addi %[[APSTART]], %[[C2B]] : index
+// EMU-NEXT:            %[[APV:.*]] = memref.load %[[APFLAT]][%[[APAT]]]
+// EMU-NEXT:            memref.store %[[APV]], %[[TMM]][%[[C6]], %[[R2]], %[[C2B]]]
+// tdpbssd tmm0, tmm4, tmm6: dst[m][n] += Σ_q Σ_i tmm4[m][4q+i] · tmm6[q][4n+i].
+// EMU:             llvm.intr.trap
+// EMU:             scf.for %[[M:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
+// EMU-NEXT:          scf.for %[[N:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
+// EMU-NEXT:            %[[N4:.*]] = arith.muli %[[N]], %[[C4]] : index
+// EMU-NEXT:            %[[DST:.*]] = vector.load %[[TMM]][%[[C0]], %[[M]], %[[N4]]] : memref<8x16x64xi8>, vector<4xi8>
+// EMU:                 scf.for %[[Q:.*]] = %[[C0]] to %{{.*}} step %[[C1]] iter_args(%[[S:.*]] = %{{.*}}) -> (i32) {
+// EMU-NEXT:              %[[Q4:.*]] = arith.muli %[[Q]], %[[C4]] : index
+// EMU-NEXT:              %[[X:.*]] = memref.load %[[TMM]][%[[C4]], %[[M]], %[[Q4]]]
+// EMU-NEXT:              %[[XW:.*]] = arith.extsi %[[X]] : i8 to i32
+// EMU-NEXT:              %[[Y:.*]] = memref.load %[[TMM]][%[[C6]], %[[Q]], %[[N4]]]
+// EMU-NEXT:              %[[YW:.*]] = arith.extsi %[[Y]] : i8 to i32
+// EMU-NEXT:              %[[P:.*]] = arith.muli %[[XW]], %[[YW]] : i32
+// EMU-NEXT:              arith.addi %[[S]], %[[P]] : i32
+// EMU:                   scf.yield
+// EMU:                 vector.store %{{.*}}, %[[TMM]][%[[C0]], %[[M]], %[[N4]]] : memref<8x16x64xi8>, vector<4xi8>
 // tilestored [T + 16·r], tmm0.
-// EMU:           %[[TFLAT:.*]] = memref.reinterpret_cast %[[T]] to offset: [0], sizes: [256], strides: [1]
-// EMU:           scf.for %[[R3:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
-// EMU-NEXT:        %[[TROW:.*]] = arith.muli %[[R3]], %c16 : index
-// EMU-NEXT:        scf.for %[[I3:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
-// EMU-NEXT:          %[[I34:.*]] = arith.muli %[[I3]], %c4 : index
-// EMU-NEXT:          vector.load %[[TMM]][%[[C0]], %[[R3]], %[[I34]]]
-// EMU:               %[[TAT:.*]] = arith.addi %[[TROW]], %[[I3]] : index
-// EMU-NEXT:          memref.store %{{.*}}, %[[TFLAT]][%[[TAT]]]
+// EMU:             %[[TFLAT:.*]] = memref.reinterpret_cast %[[T]] to offset: [0], sizes: [256], strides: [1]
+// EMU:             scf.for %[[R3:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
+// EMU-NEXT:          %[[TROW:.*]] = arith.muli %[[R3]], %c16 : index
+// EMU-NEXT:          scf.for %[[I3:.*]] = %[[C0]] to %{{.*}} step %[[C1]] {
+// EMU-NEXT:            %[[I34:.*]] = arith.muli %[[I3]], %[[C4]] : index
+// EMU-NEXT:            vector.load %[[TMM]][%[[C0]], %[[R3]], %[[I34]]]
+// EMU:                 %[[TAT:.*]] = arith.addi %[[TROW]], %[[I3]] : index
+// EMU-NEXT:            memref.store %{{.*}}, %[[TFLAT]][%[[TAT]]]
 // EMU-NOT:     amx.
 func.func @emulated(%a: memref<?x64xi8>, %b: memref<16x64xi8>, %c: memref<?x16xi32>) {
   linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
@@ -144,20 +172,24 @@ func.func @emulated(%a: memref<?x64xi8>, %b: memref<16x64xi8>, %c: memref<?x16xi
 #C = affine_map<(m, n, k) -> (m, n)>
 
 // A zero-filled C consumed only by the epilogue that follows the GEMM: the
-// write-back computes y[m][n] = epilogue(T[n - n0][m - m0]) and C is never
-// written or read (no i32 matrix in memory); the fill and the epilogue go.
+// write-back computes y[m][n0 .. n0 + 15] = epilogue(row m - m0 of the
+// transposed tile) on vectors (the column scale read as a vector, the row
+// scale once and broadcast) and C is never written or read (no i32 matrix
+// in memory); the fill and the epilogue go.
 // CHECK-LABEL: func.func @fused_epilogue
-// EMU-LABEL:   func.func @fused_epilogue
 // CHECK-NOT:   linalg.fill
 // CHECK:       amx.tile_store
-// CHECK:       %[[T:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<16x16xi32>
-// CHECK:       memref.load %arg3[%{{.*}}, %{{.*}}] : memref<?x1xf32>
-// CHECK:       memref.load %arg4[%{{.*}}] : memref<32xf32>
-// CHECK:       arith.sitofp %[[T]] : i32 to f32
-// CHECK:       arith.truncf %{{.*}} : f32 to bf16
-// CHECK:       memref.store %{{.*}}, %arg5[%{{.*}}, %{{.*}}] : memref<?x32xbf16>
-// CHECK-NOT:   memref.store %{{.*}}, %arg2
+// CHECK:       vector.transpose
+// CHECK:       scf.for
+// CHECK:         %[[ACC:.*]] = vector.load %{{.*}} : memref<16x16xi32>, vector<16xi32>
+// CHECK-DAG:     memref.load %arg3[%{{.*}}, %{{.*}}] : memref<?x1xf32>
+// CHECK-DAG:     vector.transfer_read %arg4[%{{.*}}], %{{.*}} {in_bounds = [true]} : memref<32xf32>, vector<16xf32>
+// CHECK:         arith.sitofp %[[ACC]] : vector<16xi32> to vector<16xf32>
+// CHECK:         arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK:         vector.transfer_write %{{.*}}, %arg5[%{{.*}}, %{{.*}}] {in_bounds = [true]} : vector<16xbf16>, memref<?x32xbf16>
+// CHECK-NOT:   %arg2
 // CHECK-NOT:   linalg.generic
+// EMU-LABEL:   func.func @fused_epilogue
 func.func @fused_epilogue(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memref<?x32xi32>, %rs: memref<?x1xf32>, %cs: memref<32xf32>, %y: memref<?x32xbf16>) {
   %z = arith.constant 0 : i32
   linalg.fill ins(%z : i32) outs(%c : memref<?x32xi32>)

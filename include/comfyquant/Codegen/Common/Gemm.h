@@ -103,7 +103,8 @@ Value emitEpilogueAt(OpBuilder &b, Location loc, linalg::GenericOp epi,
 
 /// emitEpilogueAt for the columns [col, col + lanes) at once, `acc` a
 /// vector of `lanes`: operands that vary along the column dim are read as
-/// vectors (tensors only, all columns in bounds), the others once and
+/// vectors (tensors, or memrefs of the identity layout; all columns in
+/// bounds), the others once and
 /// broadcast, and the body is cloned on vectors. Null, with nothing
 /// emitted, when an op of the body has no elementwise vector form or an
 /// operand is not contiguous along the columns.
