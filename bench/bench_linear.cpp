@@ -51,6 +51,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace rt = comfyquant::rt;
@@ -513,11 +514,35 @@ public:
         dnnl::memory::desc src({M, K}, u8 ? dt::u8 : dt::s8, tag::ab);
         dnnl::memory::desc wei({K, N}, dt::s8, tag::any);
         dnnl::memory::desc dst({M, N}, dt::f32, tag::ab);
-        dnnl::primitive_attr attr;
-        attr.set_output_scales(1 << 1, w.sw); // per-N weight scales
-        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst),
-                                        attr, eng_);
-        res.impl = pd.impl_info_str();
+        // The per-row activation scale (ours-style epilogue) as a binary
+        // post-op, multiplied inside the kernel, where oneDNN has a
+        // non-reference kernel for it; else a pass over y after the call.
+        dnnl::memory::desc rowScaleMd({M, 1}, dt::f32, tag::ab);
+        auto makePd = [&](bool fuseRows) {
+          dnnl::primitive_attr attr;
+          attr.set_output_scales(1 << 1, w.sw); // per-N weight scales
+          if (fuseRows) {
+            dnnl::post_ops ops;
+            ops.append_binary(dnnl::algorithm::binary_mul, rowScaleMd);
+            attr.set_post_ops(ops);
+          }
+          return dnnl::matmul::primitive_desc(
+              dnnl::matmul::desc(src, wei, dst), attr, eng_);
+        };
+        bool fuseRows = true;
+        dnnl::matmul::primitive_desc pd;
+        try {
+          pd = makePd(true);
+          fuseRows = pd.impl_info_str().rfind("ref", 0) != 0;
+        } catch (const dnnl::error &) {
+          fuseRows = false;
+        }
+        if (!fuseRows)
+          pd = makePd(false);
+        res.impl = pd.impl_info_str() +
+                   (fuseRows ? " (row scale: post-op)" : " (row scale: pass)");
+        dnnl::memory rowScaleM(rowScaleMd, eng_,
+                               const_cast<float *>(a.sx.data()));
         dnnl::memory srcM(src, eng_,
                           u8 ? static_cast<void *>(const_cast<uint8_t *>(a.u8.data()))
                              : static_cast<void *>(const_cast<int8_t *>(a.s8.data())));
@@ -528,10 +553,17 @@ public:
         dnnl::matmul prim(pd);
         float *y = static_cast<float *>(dstM.get_data_handle());
         auto f = [&] {
-          prim.execute(s_, {{DNNL_ARG_SRC, srcM},
-                            {DNNL_ARG_WEIGHTS, weiM},
-                            {DNNL_ARG_DST, dstM}});
+          std::unordered_map<int, dnnl::memory> args = {
+              {DNNL_ARG_SRC, srcM},
+              {DNNL_ARG_WEIGHTS, weiM},
+              {DNNL_ARG_DST, dstM}};
+          if (fuseRows)
+            args.insert({DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                         rowScaleM});
+          prim.execute(s_, args);
           s_.wait();
+          if (fuseRows)
+            return;
           // Per-row activation scale (ours-style epilogue), timed.
           for (int64_t m = 0; m < M; ++m) {
             float sx = a.sx[m];

@@ -5,11 +5,13 @@ asym_w4a8_int8 and w6a8_int8 at the smallest K each format's rules allow
 past a multiple of 64 (docs/Formats.md: int8 any K; W4A8 K % 16; W6A8
 K % 32; convrot_w4a4 needs K % 64 == 0, so it has no tail).
 
-  make_int_checkpoint.py OUT.safetensors [--amx]
+  make_int_checkpoint.py OUT.safetensors [--amx | --amx-float]
 
-With --amx, the shapes of the AMX tile kernel instead (N % 16 == 0,
-K % 64 == 0): N of one, three and five 16-row tiles (a 2 x 2 block's N
-tail), K of one to four 64-byte steps, with and without bias and ConvRot.
+With --amx, the shapes of the AMX tile kernels instead (N % 16 == 0, K a
+multiple of 64 bytes of the operand: 64 i8 or 32 bf16): N of one, three and
+five 16-row tiles (a 2 x 2 block's N tail), K of one to five steps, with
+and without bias and ConvRot; with --amx-float, float8_e4m3fn modules of
+such shapes (B decoded to bf16 for AMX-BF16 tiles).
 """
 import json
 import os
@@ -79,12 +81,29 @@ def grouped(name, fmt, n, k, g, gr, bias=False):
         tensors[name + ".bias"] = ("BF16", [n], bf16([(r % 17 - 8) / 16.0 for r in rand(n)]))
 
 
+def fp8(name, n, k, bias=False):
+    # E4M3 codes of either sign, exponent field 1..14 (no NaN, no subnormal
+    # needed), a power-of-two tensor scale.
+    tensors[name + ".weight"] = ("F8_E4M3", [n, k], bytes(
+        (r >> 7 & 0x80) | ((1 + r % 14) << 3) | (r >> 4) % 8 for r in rand(n * k)))
+    tensors[name + ".weight_scale"] = ("F32", [], struct.pack("<f", 2.0 ** -5))
+    tensors[name + ".comfy_quant"] = conf(format="float8_e4m3fn")
+    if bias:
+        tensors[name + ".bias"] = ("BF16", [n], bf16([(r % 17 - 8) / 16.0 for r in rand(n)]))
+
+
 if "--amx" in sys.argv[2:]:
     int8("amx.int8_48x192", 48, 192)
     int8("amx.int8_80x64", 80, 64, bias=True)
     int8("amx.int8_convrot_16x256", 16, 256, gr=16)
     grouped("amx.w4a8_48x192", "asym_w4a8_int8", 48, 192, 16, 16, bias=True)
     grouped("amx.w6a8_80x256", "w6a8_int8", 80, 256, 32, 16)
+    st.write(sys.argv[1], tensors)
+    sys.exit(0)
+if "--amx-float" in sys.argv[2:]:
+    fp8("amx.fp8_48x96", 48, 96)
+    fp8("amx.fp8_80x160", 80, 160, bias=True)
+    fp8("amx.fp8_16x32", 16, 32)
     st.write(sys.argv[1], tensors)
     sys.exit(0)
 

@@ -178,8 +178,11 @@ size_t compiledModule(const rt::Session &session, const rt::ModuleDesc &d,
 
 /// y = module(x) with the reference path (`session` null) or compiled
 /// kernels.
+/// `ran`: the variant whose kernel computed y (the session's, or the one a
+/// call of these rows runs).
 rt::OutputTensor forward(const rt::ResolvedModule &m, const std::string &input,
-                         int64_t expert, const rt::Session *session) {
+                         int64_t expert, const rt::Session *session,
+                         std::string &ran) {
   auto in = rt::SafetensorsFile::open(input);
   const rt::TensorInfo *x = in->find("x");
   if (!x)
@@ -198,6 +201,7 @@ rt::OutputTensor forward(const rt::ResolvedModule &m, const std::string &input,
     y.shape.push_back(d.inFeatures);
     if (session) {
       size_t index = compiledModule(*session, d, input);
+      ran = session->variant();
       y.bytes.resize(idx.size() * d.inFeatures * 4);
       session->lookup(index, y.dtype, idx.data(),
                       static_cast<int64_t>(idx.size()), y.bytes.data());
@@ -219,6 +223,7 @@ rt::OutputTensor forward(const rt::ResolvedModule &m, const std::string &input,
   y.shape.back() = d.outFeatures;
   if (session) {
     size_t index = compiledModule(*session, d, input);
+    ran = session->variantFor(index, x->dtype, view.rows);
     y.bytes.resize(view.rows * d.outFeatures * rt::dtypeSize(x->dtype));
     session->run(index, x->dtype, x->data, view.rows, y.bytes.data(), expert);
   } else {
@@ -655,14 +660,16 @@ int runPlanned(const CommandLine &cl, const RunPlan &p) {
       if (session)
         for (const std::string &w : session->warnings())
           std::fprintf(stderr, "comfyquant-run: warning: %s\n", w.c_str());
+      std::string ran;
+      rt::OutputTensor y = forward(*m, input, expert, session.get(), ran);
       rt::writeSafetensors(
-          output, {forward(*m, input, expert, session.get())},
+          output, {std::move(y)},
           {{"module", module},
            {"format", rt::formatName(m->desc.format)},
            {"path", !session ? "reference"
                     : session->backend() == rt::SessionBackend::Cuda
-                        ? "compiled:cuda:" + session->variant()
-                        : "compiled:" + session->variant()},
+                        ? "compiled:cuda:" + ran
+                        : "compiled:" + ran},
            {"source", file}});
       return 0;
     }

@@ -41,6 +41,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -236,23 +237,29 @@ public:
   void setByte(Value t, Value r, Value c, Value v) {
     memref::StoreOp::create(b, v, st.tmm, ValueRange{t, r, c});
   }
-  /// Dword `n` of row `r` (bytes 4n..4n+3, little-endian).
-  Value dword(Value t, Value r, Value n) {
-    Value c = arith::MulIOp::create(b, n, idx(4));
+  /// Element `n` of type `elt` (2 or 4 bytes) of row `r`: bytes
+  /// size·n .. size·n + size - 1, little-endian.
+  Value element(Value t, Value r, Value n, Type elt) {
+    const int64_t size = elt.getIntOrFloatBitWidth() / 8;
+    Value c = arith::MulIOp::create(b, n, idx(size));
     Value bytes = vector::LoadOp::create(
-        b, VectorType::get({4}, b.getI8Type()), st.tmm, ValueRange{t, r, c});
-    Value word = vector::BitCastOp::create(
-        b, VectorType::get({1}, b.getI32Type()), bytes);
+        b, VectorType::get({size}, b.getI8Type()), st.tmm, ValueRange{t, r, c});
+    Value word = vector::BitCastOp::create(b, VectorType::get({1}, elt), bytes);
     return vector::ExtractOp::create(b, word, ArrayRef<int64_t>{0});
   }
-  void setDword(Value t, Value r, Value n, Value v) {
-    Value c = arith::MulIOp::create(b, n, idx(4));
+  void setElement(Value t, Value r, Value n, Value v) {
+    const int64_t size = v.getType().getIntOrFloatBitWidth() / 8;
+    Value c = arith::MulIOp::create(b, n, idx(size));
     Value word =
-        vector::BroadcastOp::create(b, VectorType::get({1}, b.getI32Type()), v);
+        vector::BroadcastOp::create(b, VectorType::get({1}, v.getType()), v);
     Value bytes = vector::BitCastOp::create(
-        b, VectorType::get({4}, b.getI8Type()), word);
+        b, VectorType::get({size}, b.getI8Type()), word);
     vector::StoreOp::create(b, bytes, st.tmm, ValueRange{t, r, c});
   }
+  Value dword(Value t, Value r, Value n) {
+    return element(t, r, n, b.getI32Type());
+  }
+  void setDword(Value t, Value r, Value n, Value v) { setElement(t, r, n, v); }
   /// tilezero: every byte of the register.
   void zero(Value t) {
     auto row = VectorType::get({kTileRowBytes}, b.getI8Type());
@@ -319,8 +326,8 @@ void forEachTileElement(
   ImplicitLocOpBuilder &b = e.b;
   Value rows = e.rows(t);
   Value perRow = e.colsb(t);
-  if (elt.isInteger(32))
-    perRow = arith::DivUIOp::create(b, perRow, e.idx(4));
+  if (const int64_t size = elt.getIntOrFloatBitWidth() / 8; size > 1)
+    perRow = arith::DivUIOp::create(b, perRow, e.idx(size));
   Value c0 = e.idx(0), c1 = e.idx(1);
   forLoop(b, c0, rows, c1, [&](ImplicitLocOpBuilder &rb, Value r) {
     Value offset = arith::MulIOp::create(rb, r, mem.stride);
@@ -359,9 +366,10 @@ struct TileZeroEmulation : TileOpEmulation<amx::TileZeroOp> {
   }
 };
 
-/// Element `i` of a row in the register: a byte (i8 tiles) or a dword.
+/// Element `i` of a row in the register: a byte (i8 tiles), a word (bf16)
+/// or a dword (i32, f32).
 bool supportedElement(Type elt) {
-  return elt.isInteger(8) || elt.isInteger(32);
+  return elt.isInteger(8) || elt.isInteger(32) || elt.isBF16() || elt.isF32();
 }
 
 struct TileLoadEmulation : TileOpEmulation<amx::TileLoadOp> {
@@ -372,7 +380,8 @@ struct TileLoadEmulation : TileOpEmulation<amx::TileLoadOp> {
     auto type = cast<amx::TileType>(op.getRes().getType());
     Type elt = type.getElementType();
     if (!supportedElement(elt))
-      return rw.notifyMatchFailure(op, "AMX emulation: i8 or i32 tiles only");
+      return rw.notifyMatchFailure(op, "AMX emulation: i8, bf16, i32 or f32 "
+                                       "tiles only");
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     TileEmitter e(b, stateOf(op));
     Value t = regOf(b, op);
@@ -390,7 +399,7 @@ struct TileLoadEmulation : TileOpEmulation<amx::TileLoadOp> {
                          if (elt.isInteger(8))
                            ce.setByte(t, r, i, v);
                          else
-                           ce.setDword(t, r, i, v);
+                           ce.setElement(t, r, i, v);
                        });
     rw.replaceOp(op, t);
     return success();
@@ -405,7 +414,8 @@ struct TileStoreEmulation : TileOpEmulation<amx::TileStoreOp> {
     auto type = cast<amx::TileType>(op.getVal().getType());
     Type elt = type.getElementType();
     if (!supportedElement(elt))
-      return rw.notifyMatchFailure(op, "AMX emulation: i8 or i32 tiles only");
+      return rw.notifyMatchFailure(op, "AMX emulation: i8, bf16, i32 or f32 "
+                                       "tiles only");
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     TileEmitter e(b, stateOf(op));
     Value t = adaptor.getVal();
@@ -415,8 +425,9 @@ struct TileStoreEmulation : TileOpEmulation<amx::TileStoreOp> {
                               adaptor.getStride());
     forEachTileElement(e, t, elt, mem,
                        [&](TileEmitter &ce, Value r, Value i, Value row) {
-                         Value v = elt.isInteger(8) ? ce.byte(t, r, i)
-                                                    : ce.dword(t, r, i);
+                         Value v = elt.isInteger(8)
+                                       ? ce.byte(t, r, i)
+                                       : ce.element(t, r, i, elt);
                          Value at = arith::AddIOp::create(ce.b, row, i);
                          memref::StoreOp::create(ce.b, v, mem.flat,
                                                  ValueRange{at});
@@ -494,6 +505,87 @@ struct TileMulIEmulation : TileOpEmulation<amx::TileMulIOp> {
   }
 };
 
+/// tdpbf16ps dst, src1, src2:
+///   dst[m][n] += src1[m][2k] · src2[k][2n], then += src1[m][2k+1] ·
+///   src2[k][2n+1], for k < src1.colsb / 4 in order,
+/// each step an f32 multiply-add rounded once to nearest even, bf16 inputs
+/// that are denormal read as zero and a denormal result written as zero
+/// (the instruction's DAZ and FTZ, whatever MXCSR says).
+struct TileMulFEmulation : TileOpEmulation<amx::TileMulFOp> {
+  using TileOpEmulation::TileOpEmulation;
+  LogicalResult
+  matchAndRewrite(amx::TileMulFOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rw) const override {
+    if (!op.getAcc().hasOneUse())
+      return op.emitError("AMX emulation: tdpbf16ps overwrites its "
+                          "accumulator, which has other uses");
+    if (!op.getLhsTileType().getElementType().isBF16())
+      return rw.notifyMatchFailure(op, "AMX emulation: bf16 operands only");
+    ImplicitLocOpBuilder b(op.getLoc(), rw);
+    TileEmitter e(b, stateOf(op));
+    Value dst = adaptor.getAcc(), src1 = adaptor.getLhs(),
+          src2 = adaptor.getRhs();
+    e.checkUse(dst, cast<amx::TileType>(op.getAcc().getType()));
+    e.checkUse(src1, op.getLhsTileType());
+    e.checkUse(src2, cast<amx::TileType>(op.getRhs().getType()));
+    Value m = e.rows(dst), nBytes = e.colsb(dst);
+    Value k = e.rows(src2), kBytes = e.colsb(src1);
+    // #UD unless dst is m x n dwords, src1 m x 2k words, src2 k x 2n words.
+    Value c4 = e.idx(4);
+    Value shapes = e.both(e.eq(e.rows(src1), m), e.eq(e.colsb(src2), nBytes));
+    shapes = e.both(shapes, e.eq(arith::MulIOp::create(b, k, c4), kBytes));
+    shapes = e.both(shapes,
+                    e.eq(arith::RemUIOp::create(b, nBytes, c4), e.idx(0)));
+    e.trapUnless(shapes);
+    Value n = arith::DivUIOp::create(b, nBytes, c4);
+    Type f32 = b.getF32Type(), bf16 = b.getBF16Type(), i32 = b.getI32Type();
+    // A value whose exponent field is zero, as a signed zero.
+    auto flush = [&](ImplicitLocOpBuilder &fb, Value v) -> Value {
+      Value bits = arith::BitcastOp::create(fb, i32, v);
+      Value expField = arith::AndIOp::create(
+          fb, bits, arith::ConstantOp::create(fb, fb.getI32IntegerAttr(0x7F800000)));
+      Value denormal = arith::CmpIOp::create(
+          fb, arith::CmpIPredicate::eq, expField,
+          arith::ConstantOp::create(fb, fb.getI32IntegerAttr(0)));
+      Value sign = arith::AndIOp::create(
+          fb, bits,
+          arith::ConstantOp::create(fb, fb.getI32IntegerAttr(INT32_MIN)));
+      return arith::SelectOp::create(
+          fb, denormal, arith::BitcastOp::create(fb, f32, sign), v);
+    };
+    Value c0 = e.idx(0), c1 = e.idx(1), c2 = e.idx(2);
+    forLoop(b, c0, m, c1, [&](ImplicitLocOpBuilder &mb, Value row) {
+      forLoop(mb, c0, n, c1, [&](ImplicitLocOpBuilder &nb, Value col) {
+        TileEmitter ne(nb, e.st);
+        Value init = ne.element(dst, row, col, f32);
+        auto loop = scf::ForOp::create(
+            nb, c0, k, c1, ValueRange{init},
+            [&](OpBuilder &kb0, Location loc, Value q, ValueRange it) {
+              ImplicitLocOpBuilder kb(loc, kb0);
+              TileEmitter ke(kb, e.st);
+              Value sum = it[0];
+              Value q2 = arith::MulIOp::create(kb, q, c2);
+              Value col2 = arith::MulIOp::create(kb, col, c2);
+              for (int64_t i = 0; i < 2; ++i) {
+                Value ci = ke.idx(i);
+                Value x = ke.element(src1, row,
+                                     arith::AddIOp::create(kb, q2, ci), bf16);
+                Value y = ke.element(src2, q,
+                                     arith::AddIOp::create(kb, col2, ci), bf16);
+                Value xf = flush(kb, arith::ExtFOp::create(kb, f32, x));
+                Value yf = flush(kb, arith::ExtFOp::create(kb, f32, y));
+                sum = flush(kb, math::FmaOp::create(kb, xf, yf, sum));
+              }
+              scf::YieldOp::create(kb, sum);
+            });
+        ne.setElement(dst, row, col, loop.getResult(0));
+      });
+    });
+    rw.replaceOp(op, dst);
+    return success();
+  }
+};
+
 /// Replaces the amx ops of the emulated GEMMs by their emulation; tiles
 /// become their register numbers (index), loop-carried ones included.
 LogicalResult emulateTiles(Operation *root, const EmulationPlan &plan) {
@@ -507,7 +599,7 @@ LogicalResult emulateTiles(Operation *root, const EmulationPlan &plan) {
   target.addIllegalDialect<amx::AMXDialect>();
   RewritePatternSet patterns(ctx);
   patterns.add<TileZeroEmulation, TileLoadEmulation, TileStoreEmulation,
-               TileMulIEmulation>(converter, ctx, plan);
+               TileMulIEmulation, TileMulFEmulation>(converter, ctx, plan);
   scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                        target);
   return applyPartialConversion(root, target, std::move(patterns));
@@ -517,9 +609,9 @@ LogicalResult emulateTiles(Operation *root, const EmulationPlan &plan) {
 class TileWriteBack {
 public:
   TileWriteBack(ImplicitLocOpBuilder &b, Value M, Value C,
-                linalg::GenericOp epi, unsigned accOperand)
-      : M(M), C(C), epi(epi), accOperand(accOperand) {
-    auto tileT = MemRefType::get({16, 16}, b.getI32Type());
+                linalg::GenericOp epi, unsigned accOperand, Type acc)
+      : M(M), C(C), epi(epi), accOperand(accOperand), acc(acc) {
+    auto tileT = MemRefType::get({16, 16}, acc);
     T = memref::AllocaOp::create(b, tileT);
     Tt = memref::AllocaOp::create(b, tileT);
   }
@@ -544,8 +636,7 @@ public:
         Value t = memref::LoadOp::create(ib, T, ValueRange{i, j});
         if (!epi) {
           Value old = memref::LoadOp::create(ib, C, ValueRange{m, n});
-          memref::StoreOp::create(ib, arith::AddIOp::create(ib, old, t), C,
-                                  ValueRange{m, n});
+          memref::StoreOp::create(ib, add(ib, old, t), C, ValueRange{m, n});
           return;
         }
         Value y = emitEpilogueAt(ib, ib.getLoc(), epi, accOperand, t, m, n);
@@ -558,17 +649,22 @@ private:
   static Value idx(ImplicitLocOpBuilder &b, int64_t v) {
     return arith::ConstantIndexOp::create(b, v);
   }
+  /// C's element plus a tile's (i32 or f32; scalars or vectors).
+  Value add(ImplicitLocOpBuilder &b, Value x, Value y) const {
+    if (isa<FloatType>(acc))
+      return arith::AddFOp::create(b, x, y);
+    return arith::AddIOp::create(b, x, y);
+  }
 
   /// The tile transposed in registers (16 x 16 i32: 64 shuffles, not 256
   /// scalar moves) and written a row of 16 columns at a time, the epilogue
   /// on vectors; false, with nothing left behind, where the epilogue has
   /// no vector form.
   bool vectorRows(ImplicitLocOpBuilder &b, Value n0, Value m0, Value rows) {
-    auto i32 = b.getI32Type();
-    auto tileV = VectorType::get({16, 16}, i32);
-    auto rowV = VectorType::get({16}, i32);
+    auto tileV = VectorType::get({16, 16}, acc);
+    auto rowV = VectorType::get({16}, acc);
     Value c0 = idx(b, 0), c1 = idx(b, 1);
-    Value zero = arith::ConstantOp::create(b, b.getI32IntegerAttr(0));
+    Value zero = arith::ConstantOp::create(b, b.getZeroAttr(acc));
     Value tv = vector::TransferReadOp::create(b, tileV, T, ValueRange{c0, c0},
                                               zero, ArrayRef<bool>{true, true});
     Value tt = vector::TransposeOp::create(b, tv, ArrayRef<int64_t>{1, 0});
@@ -580,16 +676,16 @@ private:
         [&](OpBuilder &nb, Location loc, Value j, ValueRange) {
           ImplicitLocOpBuilder jb(loc, nb);
           Value m = arith::AddIOp::create(jb, m0, j);
-          Value acc = vector::LoadOp::create(jb, rowV, Tt, ValueRange{j, c0});
+          Value row = vector::LoadOp::create(jb, rowV, Tt, ValueRange{j, c0});
           if (!epi) {
-            Value pad = arith::ConstantOp::create(jb, jb.getI32IntegerAttr(0));
+            Value pad = arith::ConstantOp::create(jb, jb.getZeroAttr(acc));
             Value old = vector::TransferReadOp::create(
                 jb, rowV, C, ValueRange{m, n0}, pad, ArrayRef<bool>{true});
-            Value sum = arith::AddIOp::create(jb, old, acc);
-            vector::TransferWriteOp::create(jb, sum, C, ValueRange{m, n0},
+            vector::TransferWriteOp::create(jb, add(jb, old, row), C,
+                                            ValueRange{m, n0},
                                             ArrayRef<bool>{true});
           } else if (Value y = emitEpilogueVectorAt(jb, loc, epi, accOperand,
-                                                    acc, m, n0)) {
+                                                    row, m, n0)) {
             vector::TransferWriteOp::create(jb, y, epi.getDpsInits()[0],
                                             ValueRange{m, n0},
                                             ArrayRef<bool>{true});
@@ -610,6 +706,7 @@ private:
   Value M, C;
   linalg::GenericOp epi;
   unsigned accOperand;
+  Type acc;    ///< i32 or f32
   Value T, Tt; ///< a tile as stored, and transposed
 };
 
@@ -622,15 +719,24 @@ LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
   auto aType = dyn_cast<MemRefType>(A.getType());
   auto bType = dyn_cast<MemRefType>(B.getType());
   auto cType = dyn_cast<MemRefType>(C.getType());
-  if (!aType || !bType || !cType || !aType.getElementType().isInteger(8) ||
-      !bType.getElementType().isInteger(8) ||
-      !cType.getElementType().isInteger(32) || !bType.hasStaticShape())
-    return op.emitError("AMX GEMM: expected i8 memrefs A [M, K], B [N, K] "
-                        "and an i32 C [M, N] (run after bufferization)");
+  // i8 x i8 -> i32 (tdpbssd) or bf16 x bf16 -> f32 (tdpbf16ps).
+  const bool bf16 = cfg.isAmxBF16();
+  Builder types(op.getContext());
+  Type opElt = bf16 ? Type(types.getBF16Type()) : types.getI8Type();
+  Type accElt = bf16 ? Type(types.getF32Type()) : types.getI32Type();
+  if (!aType || !bType || !cType || aType.getElementType() != opElt ||
+      bType.getElementType() != opElt || cType.getElementType() != accElt ||
+      !bType.hasStaticShape())
+    return op.emitError("AMX GEMM: expected ")
+           << opElt << " memrefs A [M, K], B [N, K] and an " << accElt
+           << " C [M, N] (run after bufferization)";
+  // Elements per dword (a pair of K values per tdpbf16ps product, four per
+  // tdpbssd one) and per 64-byte K step.
+  const int64_t group = bf16 ? 2 : 4, kStep = 16 * group;
   const int64_t N = bType.getShape()[0], K = bType.getShape()[1];
-  if (N % 16 || K % 64)
-    return op.emitError("AMX GEMM needs N % 16 == 0 and K % 64 == 0, got N = ")
-           << N << ", K = " << K;
+  if (N % 16 || K % kStep)
+    return op.emitError("AMX GEMM needs N % 16 == 0 and K % ")
+           << kStep << " == 0, got N = " << N << ", K = " << K;
   // Tiles per block in each direction (the verifier allows 16 or 32).
   const int64_t blockN = cfg.nr / 16, blockM = cfg.mr / 16;
 
@@ -648,37 +754,38 @@ LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, v); };
-  Value c0 = idx(0), c1 = idx(1), c4 = idx(4), c16 = idx(16), c64 = idx(64);
+  Value c0 = idx(0), c1 = idx(1), c16 = idx(16), cg = idx(group);
   Value M = memref::DimOp::create(b, A, 0);
   Value Mp = arith::MulIOp::create(
       b, arith::DivUIOp::create(b, arith::AddIOp::create(b, M, idx(15)), c16),
       c16);
-  Value rowBytes = arith::MulIOp::create(b, Mp, c4);
-  auto apType = MemRefType::get({K / 4, ShapedType::kDynamic}, b.getI8Type());
-  Value Ap = memref::AllocOp::create(b, apType, ValueRange{rowBytes},
+  Value rowElts = arith::MulIOp::create(b, Mp, cg);
+  auto apType = MemRefType::get({K / group, ShapedType::kDynamic}, opElt);
+  Value Ap = memref::AllocOp::create(b, apType, ValueRange{rowElts},
                                      b.getI64IntegerAttr(64));
-  // Pack: Ap[q][4m .. 4m+3] = A[m][4q .. 4q+3]; the padding rows are zero.
-  auto quad = VectorType::get({4}, b.getI8Type());
-  Value zeros = arith::ConstantOp::create(b, quad, b.getZeroAttr(quad));
+  // Pack: Ap[q][g·m .. g·m + g-1] = A[m][g·q .. g·q + g-1]; the padding
+  // rows are zero.
+  auto dword = VectorType::get({group}, opElt);
+  Value zeros = arith::ConstantOp::create(b, dword, b.getZeroAttr(dword));
   forLoop(b, c0, M, c1, [&](ImplicitLocOpBuilder &ib, Value m) {
-    Value col = arith::MulIOp::create(ib, m, c4);
-    forLoop(ib, c0, idx(K / 4), c1, [&](ImplicitLocOpBuilder &jb, Value q) {
-      Value k = arith::MulIOp::create(jb, q, c4);
-      Value v = vector::LoadOp::create(jb, quad, A, ValueRange{m, k});
+    Value col = arith::MulIOp::create(ib, m, cg);
+    forLoop(ib, c0, idx(K / group), c1, [&](ImplicitLocOpBuilder &jb, Value q) {
+      Value k = arith::MulIOp::create(jb, q, cg);
+      Value v = vector::LoadOp::create(jb, dword, A, ValueRange{m, k});
       vector::StoreOp::create(jb, v, Ap, ValueRange{q, col});
     });
   });
   forLoop(b, M, Mp, c1, [&](ImplicitLocOpBuilder &ib, Value m) {
-    Value col = arith::MulIOp::create(ib, m, c4);
-    forLoop(ib, c0, idx(K / 4), c1, [&](ImplicitLocOpBuilder &jb, Value q) {
+    Value col = arith::MulIOp::create(ib, m, cg);
+    forLoop(ib, c0, idx(K / group), c1, [&](ImplicitLocOpBuilder &jb, Value q) {
       vector::StoreOp::create(jb, zeros, Ap, ValueRange{q, col});
     });
   });
 
-  TileWriteBack writeBack(b, M, C, epi, accOperand);
+  TileWriteBack writeBack(b, M, C, epi, accOperand, accElt);
   Operation *tilesBegin = writeBack.firstOp();
-  auto accT = amx::TileType::get({16, 16}, b.getI32Type());
-  auto opT = amx::TileType::get({16, 64}, b.getI8Type());
+  auto accT = amx::TileType::get({16, 16}, accElt);
+  auto opT = amx::TileType::get({16, kStep}, opElt);
   auto assign = [&](Value tile, int64_t reg) {
     if (plan)
       plan->reg[tile.getDefiningOp()] = reg;
@@ -692,10 +799,10 @@ LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
     for (int64_t t = 0; t < bn * bm; ++t)
       init.push_back(assign(amx::TileZeroOp::create(tb, accT), kAccReg + t));
     auto kLoop = scf::ForOp::create(
-        tb, c0, idx(K), c64, init,
+        tb, c0, idx(K), idx(kStep), init,
         [&](OpBuilder &kb0, Location loc, Value k0, ValueRange acc) {
           ImplicitLocOpBuilder kb(loc, kb0);
-          Value q0 = arith::DivUIOp::create(kb, k0, c4);
+          Value q0 = arith::DivUIOp::create(kb, k0, cg);
           SmallVector<Value> bt, at, sums;
           for (int64_t i = 0; i < bn; ++i) {
             Value n = arith::AddIOp::create(kb, n0, idx(16 * i));
@@ -705,15 +812,18 @@ LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
           }
           for (int64_t j = 0; j < bm; ++j) {
             Value m = arith::AddIOp::create(kb, m0, idx(16 * j));
-            Value col = arith::MulIOp::create(kb, m, c4);
+            Value col = arith::MulIOp::create(kb, m, cg);
             at.push_back(assign(
                 amx::TileLoadOp::create(kb, opT, Ap, ValueRange{q0, col}),
                 kAReg + j));
           }
           for (int64_t i = 0; i < bn; ++i)
             for (int64_t j = 0; j < bm; ++j)
-              sums.push_back(amx::TileMulIOp::create(kb, accT, bt[i], at[j],
-                                                     acc[i * bm + j]));
+              sums.push_back(
+                  bf16 ? Value(amx::TileMulFOp::create(kb, accT, bt[i], at[j],
+                                                       acc[i * bm + j]))
+                       : Value(amx::TileMulIOp::create(kb, accT, bt[i], at[j],
+                                                       acc[i * bm + j])));
           scf::YieldOp::create(kb, sums);
         });
     for (int64_t i = 0; i < bn; ++i)
@@ -782,10 +892,7 @@ struct AmxGemmPass
         todo.push_back({op, *c});
     });
     for (auto [op, c] : todo)
-      if (failed(rewrite(op, c,
-                         c.ukernel == CpuMicroKernel::i8_amx_emulated
-                             ? &plan
-                             : nullptr)))
+      if (failed(rewrite(op, c, c.isEmulatedAmx() ? &plan : nullptr)))
         return signalPassFailure();
     if (!plan.state.empty() && failed(emulateTiles(getOperation(), plan)))
       return signalPassFailure();

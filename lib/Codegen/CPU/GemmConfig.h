@@ -29,7 +29,16 @@ struct GemmConfig {
   bool isOuter() const { return form == CpuGemmForm::outer; }
   bool isAmx() const {
     return ukernel == CpuMicroKernel::i8_amx ||
-           ukernel == CpuMicroKernel::i8_amx_emulated;
+           ukernel == CpuMicroKernel::i8_amx_emulated || isAmxBF16();
+  }
+  /// AMX-BF16 tiles (tdpbf16ps) on bf16 operands.
+  bool isAmxBF16() const {
+    return ukernel == CpuMicroKernel::bf16_amx ||
+           ukernel == CpuMicroKernel::bf16_amx_emulated;
+  }
+  bool isEmulatedAmx() const {
+    return ukernel == CpuMicroKernel::i8_amx_emulated ||
+           ukernel == CpuMicroKernel::bf16_amx_emulated;
   }
 };
 

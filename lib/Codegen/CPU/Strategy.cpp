@@ -152,14 +152,20 @@ struct SelectStrategyPass
     // 3x8, 4x8 and 5x6 were slower.
     c.mr = 4;
     c.nr = wide ? 6 : (isFloat ? 3 : 2);
-    // bf16 x bf16 products are exact in f32: vdpbf16ps takes two per lane.
-    if (bf16Operands && v.bf16Dot && !tuning.halfRateBF16Dot) {
+    // bf16 x bf16 products are exact in f32: tdpbf16ps takes 16 x 16 x 32
+    // of them per instruction, vdpbf16ps two per lane.
+    if (bf16Operands && v.amxTiles && amxShape(m, /*bf16=*/true)) {
+      c.ukernel = CpuMicroKernel::bf16_amx;
+      c.mr = 32;
+      c.nr = 32;
+      c.kv = 32;
+    } else if (bf16Operands && v.bf16Dot && !tuning.halfRateBF16Dot) {
       c.ukernel = CpuMicroKernel::bf16_dot;
       c.kv = 32;
     } else if (isFloat) {
       c.ukernel = CpuMicroKernel::f32_fma;
       c.kv = v.vectorBits / 32;
-    } else if (v.amxTiles && amxShape(m)) {
+    } else if (v.amxTiles && amxShape(m, /*bf16=*/false)) {
       // 2 x 2 tiles of 16 x 16 i32 (tdpbssd, 64-byte K steps): four
       // multiplies per four tile loads, where one tile loads two.
       c.ukernel = CpuMicroKernel::i8_amx;
@@ -175,8 +181,9 @@ struct SelectStrategyPass
     }
   }
 
-  static bool amxShape(const GemmMatch &m) {
-    return m.n % 16 == 0 && m.k % 64 == 0;
+  /// Whole tiles: 16 rows of B, 64-byte K steps (64 i8 or 32 bf16).
+  static bool amxShape(const GemmMatch &m, bool bf16) {
+    return m.n % 16 == 0 && m.k % (bf16 ? 32 : 64) == 0;
   }
 
   /// The `ukernel` option's micro-kernel, where it applies to the GEMM and
@@ -208,8 +215,13 @@ struct SelectStrategyPass
       break;
     case CpuMicroKernel::i8_amx:
     case CpuMicroKernel::i8_amx_emulated:
-      applies = !isFloat && amxShape(m);
+      applies = !isFloat && amxShape(m, /*bf16=*/false);
       c.mr = c.nr = 32, c.kv = 64;
+      break;
+    case CpuMicroKernel::bf16_amx:
+    case CpuMicroKernel::bf16_amx_emulated:
+      applies = bf16Operands && amxShape(m, /*bf16=*/true);
+      c.mr = c.nr = 32, c.kv = 32;
       break;
     }
     if (!applies)
@@ -220,8 +232,10 @@ struct SelectStrategyPass
     if (k == CpuMicroKernel::bf16_dot && !v.bf16Dot)
       return op.emitError("micro-kernel 'bf16-dot' needs a variant with "
                           "AVX512-BF16");
-    if (k == CpuMicroKernel::i8_amx && !v.amxTiles)
-      return op.emitError("micro-kernel 'i8-amx' needs the amx variant");
+    if ((k == CpuMicroKernel::i8_amx || k == CpuMicroKernel::bf16_amx) &&
+        !v.amxTiles)
+      return op.emitError("micro-kernel '")
+             << ukernel.getValue().str() << "' needs the amx variant";
     return success();
   }
 
@@ -279,7 +293,8 @@ struct SelectStrategyPass
     // 12 MB of packed codes were read from L3 once per 16 columns). 1 MB
     // of block leaves half of a 2 MB L2 for B and C.
     if (c.isAmx()) {
-      const int64_t fit = (int64_t(1) << 20) / m.k / c.mr * c.mr;
+      const int64_t rowBytes = m.k * (c.isAmxBF16() ? 2 : 1);
+      const int64_t fit = (int64_t(1) << 20) / rowBytes / c.mr * c.mr;
       c.mc = std::clamp<int64_t>(fit, c.mr, 512);
       c.minRows = amxMinRows;
     }

@@ -57,6 +57,10 @@ public:
 
   SessionBackend backend() const override { return SessionBackend::Cpu; }
   const std::string &target() const override { return variant_; }
+  std::string targetFor(size_t module, DType dtype, int64_t m) const override {
+    const BoundEntry &e = entryFor(bound_[module], dtype);
+    return e.variants[entryForRows(e.floors, m)];
+  }
   const std::vector<std::string> &warnings() const override {
     return warnings_;
   }
@@ -83,7 +87,8 @@ private:
   struct BoundEntry {
     std::string dtype;
     std::vector<Kernel> kernels;
-    std::vector<int64_t> floors; ///< each kernel's min_rows
+    std::vector<int64_t> floors;        ///< each kernel's min_rows
+    std::vector<std::string> variants; ///< each kernel's variant
   };
   struct Bound {
     const ManifestModule *m = nullptr;
@@ -174,10 +179,11 @@ CpuExecutor::CpuExecutor(const ExecutorInputs &in)
         throw Error(dir_, subject,
                     "no " + dt + " kernel for CPU variant '" + variant_ + "'",
                     ErrorKind::Unsupported);
-      BoundEntry be{dt, {}, {}};
+      BoundEntry be{dt, {}, {}, {}};
       for (const CpuEntry *e : es) {
         be.kernels.push_back({in.artifact.entry(e->symbol), e->columnSplit});
         be.floors.push_back(e->minRows);
+        be.variants.push_back(e->variant);
       }
       b.entries.push_back(std::move(be));
     }

@@ -43,6 +43,13 @@ public:
   virtual SessionBackend backend() const = 0;
   /// The CPU variant, or the arch of the CUDA image loaded.
   virtual const std::string &target() const = 0;
+  /// The variant (arch) whose kernel a call of `m` rows of `module` runs:
+  /// target() unless calls choose among variants by rows (the CPU's
+  /// min_rows floors). `module` is in range.
+  virtual std::string targetFor(size_t module, DType dtype, int64_t m) const {
+    (void)module, (void)dtype, (void)m;
+    return target();
+  }
   /// "" on the CPU; the device and how its image was loaded on CUDA.
   virtual std::string deviceDescription() const { return ""; }
   /// Set-up warnings.

@@ -24,7 +24,7 @@
 // CHECK:         scf.for %[[N0:.*]] = %c0 to %c32 step %c32
 // CHECK:           scf.for %[[M0:.*]] = %[[MB]] to %{{.*}} step %c32
 // CHECK-COUNT-4:     amx.tile_zero : !amx.tile<16x16xi32>
-// CHECK:             %[[TILES:.*]]:4 = scf.for %[[K0:.*]] = %c0 to %c128 step %c64 iter_args({{.*}}) -> (!amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>) {
+// CHECK:             %[[TILES:.*]]:4 = scf.for %[[K0:.*]] = %c0 to %c128 step %{{.*}} iter_args({{.*}}) -> (!amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>) {
 // CHECK:               %[[W0:.*]] = amx.tile_load %arg1[%{{.*}}, %[[K0]]] : memref<48x128xi8> into !amx.tile<16x64xi8>
 // CHECK:               %[[W1:.*]] = amx.tile_load %arg1[%{{.*}}, %[[K0]]] : memref<48x128xi8> into !amx.tile<16x64xi8>
 // CHECK:               %[[A0:.*]] = amx.tile_load %[[AP]][%{{.*}}, %{{.*}}] : memref<32x?xi8> into !amx.tile<16x64xi8>
@@ -211,6 +211,65 @@ func.func @fused_epilogue(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memre
     %u = arith.mulf %t, %q : f32
     %h = arith.truncf %u : f32 to bf16
     linalg.yield %h : bf16
+  }
+  return
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+
+// AMX-BF16: bf16 operands, f32 accumulators (tdpbf16ps). The activations
+// pack in pairs (Ap[k/2][2m + k%2]), tiles are 16 rows of 32 bf16, K steps
+// of 32 elements; f32 tiles are added into C.
+// CHECK-LABEL: func.func @bf16
+// CHECK:       %[[AP:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<48x?xbf16>
+// CHECK:       vector.load %arg0[%{{.*}}, %{{.*}}] : memref<?x96xbf16>, vector<2xbf16>
+// CHECK:       memref.alloca() : memref<16x16xf32>
+// CHECK:       scf.for %{{.*}} = %c0 to %c96 step %{{.*}} iter_args({{.*}}) -> (!amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>) {
+// CHECK:         %[[W:.*]] = amx.tile_load %arg1[%{{.*}}, %{{.*}}] : memref<32x96xbf16> into !amx.tile<16x32xbf16>
+// CHECK:         %[[A:.*]] = amx.tile_load %[[AP]][%{{.*}}, %{{.*}}] : memref<48x?xbf16> into !amx.tile<16x32xbf16>
+// CHECK:         amx.tile_mulf %[[W]], %[[A]], %{{.*}} : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+// CHECK:       vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+// CHECK:       arith.addf %{{.*}} : vector<16xf32>
+// The emulation: each tdpbf16ps product an f32 fma, denormal results (and
+// inputs) flushed to signed zero.
+// EMU-LABEL:   func.func @bf16_emulated
+// EMU:           arith.extf %{{.*}} : bf16 to f32
+// EMU:           math.fma %{{.*}}, %{{.*}}, %{{.*}} : f32
+// EMU:           arith.andi %{{.*}}, %c2139095040_i32 : i32
+// EMU-NOT:     amx.
+func.func @bf16(%a: memref<?x96xbf16>, %b: memref<32x96xbf16>, %c: memref<?x32xf32>) {
+  linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<?x96xbf16>, memref<32x96xbf16>) outs(%c : memref<?x32xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_amx, mr = 32, nr = 32, kv = 32, mc = 64, decode = whole>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+func.func @bf16_emulated(%a: memref<?x32xbf16>, %b: memref<16x32xbf16>, %c: memref<?x16xf32>) {
+  linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<?x32xbf16>, memref<16x32xbf16>) outs(%c : memref<?x16xf32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<bf16_amx_emulated, mr = 16, nr = 16, kv = 32, mc = 64, decode = whole>} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %x32 = arith.extf %x : bf16 to f32
+    %y32 = arith.extf %y : bf16 to f32
+    %p = arith.mulf %x32, %y32 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
   }
   return
 }

@@ -189,7 +189,8 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // BF16-SAME:      comfyquant.target = #comfyquant.target<cpu, "avx512-bf16"{{(, tune = "znver4")?}}>
 // BF16:           #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
 // AMX-LABEL:    func.func @bf16_operands
-// AMX:            #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer>
+// AMX-SAME:       comfyquant.min_rows = 16 : i64
+// AMX:            #comfyquant.cpu_gemm<bf16_amx, mr = 32, nr = 32, kv = 32, mc = 512, decode = whole, min_rows = 16>
 // BF16-EMU-LABEL: func.func @bf16_operands
 // BF16-EMU:       #comfyquant.cpu_gemm<bf16_dot_emulated, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer, row = f32_fma>
 // BF16-ERR:     error: micro-kernel 'bf16-dot' needs a variant with AVX512-BF16
@@ -197,7 +198,13 @@ func.func @decoded_int8(%a: tensor<?x64xi8>, %w: tensor<32x32xi8>, %c: tensor<?x
 // (emeraldrapids) bf16 operands take f32-fma on the same variant; Zen 4 and
 // generic keep the bf16 dot product; a name LLVM does not know is an error.
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=emeraldrapids" | FileCheck %s --check-prefix=TUNE-FMA
-// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=amx tune=sapphirerapids" | FileCheck %s --check-prefix=TUNE-FMA
+// The amx variant takes AMX-BF16 tiles whatever the tuning (K = 12288: M
+// blocks of 32 rows, 768 KB of bf16 codes).
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=amx tune=sapphirerapids" | FileCheck %s --check-prefix=AMX-TUNE
+// AMX-TUNE-LABEL: func.func @bf16_operands
+// AMX-TUNE:         #comfyquant.cpu_gemm<bf16_amx, mr = 32, nr = 32, kv = 32, mc = 512, decode = whole, min_rows = 16>
+// AMX-TUNE-LABEL: func.func @bf16_long_k
+// AMX-TUNE:         #comfyquant.cpu_gemm<bf16_amx, mr = 32, nr = 32, kv = 32, mc = 32, decode = whole, min_rows = 16>
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=znver4" | FileCheck %s --check-prefix=BF16
 // RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=generic" | FileCheck %s --check-prefix=BF16
 // RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-bf16 tune=pentium-z" 2>&1 >/dev/null | FileCheck %s --check-prefix=TUNE-ERR
@@ -422,7 +429,7 @@ func.func @bf16_block_scaled_16(%a: tensor<?x128xbf16>, %codes: tensor<8x128xi8>
 // PIN-RETUNE:         #comfyquant.cpu_gemm<bf16_dot,
 // PIN-OTHER-LABEL:  func.func @pinned_tune
 // PIN-OTHER-SAME:     comfyquant.target = #comfyquant.target<cpu, "amx">}
-// PIN-OTHER:          #comfyquant.cpu_gemm<bf16_dot,
+// PIN-OTHER:          #comfyquant.cpu_gemm<bf16_amx,
 module attributes {comfyquant.target = #comfyquant.target<cpu, "avx512-bf16", tune = "emeraldrapids">} {
   func.func @pinned_tune(%a: tensor<?x64xbf16>, %b: tensor<32x64xbf16>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
     %r = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}

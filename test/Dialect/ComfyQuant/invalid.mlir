@@ -2665,6 +2665,11 @@ func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 4, nr =
 
 // -----
 
+// expected-error @+1 {{bf16_amx computes one or two 16 x 16 tiles per direction (mr, nr = 16 or 32) with K steps of 32}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_amx, mr = 32, nr = 32, kv = 64, mc = 64, decode = whole>}
+
+// -----
+
 // expected-error @+1 {{min_rows = 0 must be at least 1}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_amx, mr = 32, nr = 32, kv = 64, mc = 64, decode = none, min_rows = 0>}
 

@@ -326,28 +326,35 @@ def ComfyQuantCPUCheckColumnRange
 
 def ComfyQuantCPUAmxGemm
     : Pass<"comfyquant-cpu-amx-gemm", "::mlir::func::FuncOp"> {
-  let summary = "AMX int8 tile GEMMs (tdpbssd) on buffers";
+  let summary = "AMX tile GEMMs (tdpbssd, tdpbf16ps) on buffers";
   let description = [{
     Runs after bufferization (the amx dialect works on memrefs). Rewrites
     every `linalg.generic` whose `comfyquant.gemm` micro-kernel is `i8-amx`
-    (or `i8-amx-emulated`) into AMX tile loops: the weights B [N, K] load
-    as 16 x 64-byte tiles straight from their buffer (the mapped
-    checkpoint); the activation codes are packed once per call so that
-    Ap[k/4][4m + k%4] = A[m][k] (rows padded to a multiple of 16 with
-    zeros); each `tdpbssd` accumulates a transposed 16 x 16 tile of C,
-    which is added into C. When C is zero-filled just before the GEMM and
-    read only by the elementwise epilogue that follows it (scales, bias,
-    cast; comfyquant-cpu-vectorize-elementwise leaves that one scalar), the
-    write-back computes the epilogue and stores y instead: C is never
-    written or read. N % 16 == 0 and K % 64 == 0 are required (the
-    strategy only picks AMX then). `i8-amx-emulated` builds the same amx
-    ops, then replaces each by scalar code with its instruction's semantics
-    on an emulated tile state (ldtilecfg block, eight tile registers): the
-    whole kernel, tile config, strides and operand order included, runs
-    bit-exact on any CPU; a config that does not match a tile's use traps.
+    or `bf16-amx` (or their `-emulated` forms) into AMX tile loops: the
+    operand B [N, K] (the weights as stored, or decoded whole) loads as
+    16-row tiles of 64 bytes of K straight from its buffer; the activations
+    are packed once per call so that Ap[k/g][g·m + k%g] = A[m][k] (g = 4
+    i8 or 2 bf16 per dword; rows padded to a multiple of 16 with zeros);
+    each `tdpbssd` (`tdpbf16ps`) accumulates a transposed 16 x 16 i32 (f32)
+    tile of C. Loops: M blocks of `mc` rows, N blocks of `nr` rows of B,
+    M blocks of `mr` rows (2 x 2 tiles: four accumulators), K steps of 64
+    bytes; N and M tails take one tile. Each tile is transposed in vector
+    registers and added into C, or, when C is zero-filled just before the
+    GEMM and read only by the elementwise epilogue that follows it (scales,
+    bias, cast; comfyquant-cpu-vectorize-elementwise leaves that one), the
+    epilogue is computed on 16 columns at a time and y stored instead: C
+    is never written or read. N % 16 == 0 and K a multiple of 64 bytes are
+    required (the strategy only picks AMX then). The `-emulated` kernels
+    build the same amx ops, then replace each by scalar code with its
+    instruction's semantics on an emulated tile state (ldtilecfg block,
+    eight tile registers; tdpbf16ps as a chain of f32 multiply-adds with
+    denormals read and written as zero): the whole kernel, tile config,
+    strides and operand order included, runs on any CPU (the int8 one
+    bit-exact); a config that does not match a tile's use traps.
   }];
   let dependentDialects = ["::mlir::amx::AMXDialect",
                            "::mlir::LLVM::LLVMDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::vector::VectorDialect"];

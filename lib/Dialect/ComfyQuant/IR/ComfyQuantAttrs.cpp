@@ -269,8 +269,10 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kc && form != CpuGemmForm::outer)
     return emitError() << "kc = " << kc
                        << ": K blocks are for the outer form (its panel)";
+  bool amxBF16 = ukernel == CpuMicroKernel::bf16_amx ||
+                 ukernel == CpuMicroKernel::bf16_amx_emulated;
   bool amx = ukernel == CpuMicroKernel::i8_amx ||
-             ukernel == CpuMicroKernel::i8_amx_emulated;
+             ukernel == CpuMicroKernel::i8_amx_emulated || amxBF16;
   // AMX tiles are built after bufferization from a whole decoded B; the
   // vector micro-kernels decode per tile or per step, never whole.
   if (amx && decode != CpuDecode::none && decode != CpuDecode::whole)
@@ -280,10 +282,12 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!amx && decode == CpuDecode::whole)
     return emitError() << stringifyCpuMicroKernel(ukernel)
                        << " decodes B per tile or per step, not whole";
-  if (amx && ((mr != 16 && mr != 32) || (nr != 16 && nr != 32) || kv != 64))
+  if (amx && ((mr != 16 && mr != 32) || (nr != 16 && nr != 32) ||
+              kv != (amxBF16 ? 32 : 64)))
     return emitError() << stringifyCpuMicroKernel(ukernel)
                        << " computes one or two 16 x 16 tiles per direction "
-                          "(mr, nr = 16 or 32) with K steps of 64";
+                          "(mr, nr = 16 or 32) with K steps of "
+                       << (amxBF16 ? 32 : 64);
   bool vnni = ukernel == CpuMicroKernel::i8_vnni ||
               ukernel == CpuMicroKernel::i8_vnni_emulated;
   if (vnni && kv != 64)

@@ -96,7 +96,10 @@ def ComfyQuant_CpuMicroKernel : I32EnumAttr<"CpuMicroKernel",
     I32EnumAttrCase<"i8_amx_emulated", 6>,  // AMX tile semantics, vector ops
     I32EnumAttrCase<"bf16_dot", 7>,         // AVX512-BF16 vdpbf16ps: bf16
                                             // pairs, f32 accumulator
-    I32EnumAttrCase<"bf16_dot_emulated", 8>]> { // the same, portable ops
+    I32EnumAttrCase<"bf16_dot_emulated", 8>, // the same, portable ops
+    I32EnumAttrCase<"bf16_amx", 9>,          // AMX-BF16 tdpbf16ps tiles:
+                                             // bf16 pairs, f32 accumulator
+    I32EnumAttrCase<"bf16_amx_emulated", 10>]> { // AMX tile semantics, scalar
   let cppNamespace = "::mlir::comfyquant";
   let genSpecializedAttr = 0;
 }
@@ -444,9 +447,10 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
     has no such floor), so an AMX kernel, which pads every call to 16-row
     tiles, never computes a one-row call where a VNNI kernel exists.
 
-    AMX (`i8_amx`): `mr` x `nr` is 16 or 32 each, one or two 16 x 16 i32
-    tiles of C per direction (2 x 2: four accumulators, two B and two A
-    tiles, all eight tile registers), and `mc` the rows of A whose packed
+    AMX (`i8_amx`, `bf16_amx`): `mr` x `nr` is 16 or 32 each, one or two
+    16 x 16 i32 (f32) tiles of C per direction (2 x 2: four accumulators,
+    two B and two A tiles, all eight tile registers), `kv` the elements of
+    a 64-byte K step (64 i8, 32 bf16), and `mc` the rows of A whose packed
     codes stay in L2 while every N tile of B passes over them.
 
     ```mlir
