@@ -437,6 +437,66 @@ struct TileStoreEmulation : TileOpEmulation<amx::TileStoreOp> {
   }
 };
 
+/// Reads element `i` of row `r` of operand tile `t` as the accumulator's
+/// type (`lhs`: src1, else src2).
+using TileReadFn = function_ref<Value(ImplicitLocOpBuilder &, TileEmitter &,
+                                      Value t, Value r, Value i, bool lhs)>;
+/// One multiply-add of the dot product: the new sum.
+using TileStepFn =
+    function_ref<Value(ImplicitLocOpBuilder &, Value sum, Value x, Value y)>;
+
+/// A tile dot product (tdpbssd, tdpbf16ps) on the emulated registers:
+///   dst[m][n] = step(... step(dst[m][n], src1[m][g·q + i], src2[q][g·n + i])
+/// over q < rows(src2) and i < g (g elements of a dword) in that order,
+/// after the instruction's shape check (#UD unless dst is m x n dwords,
+/// src1 m x 4k bytes, src2 k x 4n bytes).
+void emitTileDot(TileEmitter &e, Value dst, Value src1, Value src2,
+                 Type accElt, int64_t group, TileReadFn read,
+                 TileStepFn step) {
+  ImplicitLocOpBuilder &b = e.b;
+  Value m = e.rows(dst), nBytes = e.colsb(dst);
+  Value k = e.rows(src2), kBytes = e.colsb(src1);
+  Value c4 = e.idx(4);
+  Value k4 = arith::MulIOp::create(b, k, c4);
+  Value sameM = e.eq(e.rows(src1), m);
+  Value sameN = e.eq(e.colsb(src2), nBytes);
+  Value shapes = e.both(sameM, sameN);
+  shapes = e.both(shapes, e.eq(k4, kBytes));
+  Value nRem = arith::RemUIOp::create(b, nBytes, c4);
+  shapes = e.both(shapes, e.eq(nRem, e.idx(0)));
+  e.trapUnless(shapes);
+  Value n = arith::DivUIOp::create(b, nBytes, c4);
+  Value c0 = e.idx(0), c1 = e.idx(1), cg = e.idx(group);
+  forLoop(b, c0, m, c1, [&](ImplicitLocOpBuilder &mb, Value row) {
+    forLoop(mb, c0, n, c1, [&](ImplicitLocOpBuilder &nb, Value col) {
+      TileEmitter ne(nb, e.st);
+      Value init = ne.element(dst, row, col, accElt);
+      auto loop = scf::ForOp::create(
+          nb, c0, k, c1, ValueRange{init},
+          [&](OpBuilder &kb0, Location loc, Value q, ValueRange it) {
+            ImplicitLocOpBuilder kb(loc, kb0);
+            TileEmitter ke(kb, e.st);
+            Value sum = it[0];
+            Value qg = arith::MulIOp::create(kb, q, cg);
+            Value colg = arith::MulIOp::create(kb, col, cg);
+            for (int64_t i = 0; i < group; ++i) {
+              Value ci = ke.idx(i);
+              Value aAt = arith::AddIOp::create(kb, qg, ci);
+              Value bAt = arith::AddIOp::create(kb, colg, ci);
+              Value x = read(kb, ke, src1, row, aAt, /*lhs=*/true);
+              Value y = read(kb, ke, src2, q, bAt, /*lhs=*/false);
+              sum = step(kb, sum, x, y);
+            }
+            scf::YieldOp::create(kb, sum);
+          });
+      ne.setElement(dst, row, col, loop.getResult(0));
+    });
+  });
+}
+
+/// tdpbssd dst, src1, src2 (tdpbsud / tdpbusd / tdpbuud with zext):
+///   dst[m][n] += Σ_{k < src1.colsb/4} Σ_{i<4} src1[m][4k+i] · src2[k][4n+i]
+/// in i32 with wrap-around.
 struct TileMulIEmulation : TileOpEmulation<amx::TileMulIOp> {
   using TileOpEmulation::TileOpEmulation;
   LogicalResult
@@ -447,59 +507,26 @@ struct TileMulIEmulation : TileOpEmulation<amx::TileMulIOp> {
                           "accumulator, which has other uses");
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     TileEmitter e(b, stateOf(op));
-    // tdpbssd dst, src1, src2 (tdpbsud / tdpbusd / tdpbuud with zext).
     Value dst = adaptor.getAcc(), src1 = adaptor.getLhs(),
           src2 = adaptor.getRhs();
     e.checkUse(dst, cast<amx::TileType>(op.getAcc().getType()));
     e.checkUse(src1, cast<amx::TileType>(op.getLhs().getType()));
     e.checkUse(src2, cast<amx::TileType>(op.getRhs().getType()));
-    Value m = e.rows(dst), nBytes = e.colsb(dst);
-    Value k = e.rows(src2), kBytes = e.colsb(src1);
-    // #UD unless dst is m x n dwords, src1 m x 4k bytes, src2 k x 4n bytes.
-    Value c4 = e.idx(4);
-    Value k4 = arith::MulIOp::create(b, k, c4);
-    Value sameM = e.eq(e.rows(src1), m);
-    Value sameN = e.eq(e.colsb(src2), nBytes);
-    Value shapes = e.both(sameM, sameN);
-    shapes = e.both(shapes, e.eq(k4, kBytes));
-    Value nRem = arith::RemUIOp::create(b, nBytes, c4);
-    shapes = e.both(shapes, e.eq(nRem, e.idx(0)));
-    e.trapUnless(shapes);
-    Value n = arith::DivUIOp::create(b, nBytes, c4);
     const bool zextA = op.getIsZextLhs(), zextB = op.getIsZextRhs();
     Type i32 = b.getI32Type();
-    auto widen = [&](ImplicitLocOpBuilder &wb, Value v, bool zext) -> Value {
-      if (zext)
-        return arith::ExtUIOp::create(wb, i32, v);
-      return arith::ExtSIOp::create(wb, i32, v);
-    };
-    Value c0 = e.idx(0), c1 = e.idx(1);
-    forLoop(b, c0, m, c1, [&](ImplicitLocOpBuilder &mb, Value row) {
-      forLoop(mb, c0, n, c1, [&](ImplicitLocOpBuilder &nb, Value col) {
-        TileEmitter ne(nb, e.st);
-        Value init = ne.dword(dst, row, col);
-        auto loop = scf::ForOp::create(
-            nb, c0, k, c1, ValueRange{init},
-            [&](OpBuilder &kb0, Location loc, Value q, ValueRange it) {
-              ImplicitLocOpBuilder kb(loc, kb0);
-              TileEmitter ke(kb, e.st);
-              Value sum = it[0];
-              Value q4 = arith::MulIOp::create(kb, q, c4);
-              Value col4 = arith::MulIOp::create(kb, col, c4);
-              for (int64_t i = 0; i < 4; ++i) {
-                Value ci = ke.idx(i);
-                Value aAt = arith::AddIOp::create(kb, q4, ci);
-                Value bAt = arith::AddIOp::create(kb, col4, ci);
-                Value x = widen(kb, ke.byte(src1, row, aAt), zextA);
-                Value y = widen(kb, ke.byte(src2, q, bAt), zextB);
-                Value p = arith::MulIOp::create(kb, x, y);
-                sum = arith::AddIOp::create(kb, sum, p);
-              }
-              scf::YieldOp::create(kb, sum);
-            });
-        ne.setDword(dst, row, col, loop.getResult(0));
-      });
-    });
+    emitTileDot(
+        e, dst, src1, src2, i32, 4,
+        [&](ImplicitLocOpBuilder &rb, TileEmitter &te, Value t, Value r,
+            Value i, bool lhs) -> Value {
+          Value v = te.byte(t, r, i);
+          if (lhs ? zextA : zextB)
+            return arith::ExtUIOp::create(rb, i32, v);
+          return arith::ExtSIOp::create(rb, i32, v);
+        },
+        [&](ImplicitLocOpBuilder &sb, Value sum, Value x, Value y) -> Value {
+          Value p = arith::MulIOp::create(sb, x, y);
+          return arith::AddIOp::create(sb, sum, p);
+        });
     rw.replaceOp(op, dst);
     return success();
   }
@@ -528,22 +555,13 @@ struct TileMulFEmulation : TileOpEmulation<amx::TileMulFOp> {
     e.checkUse(dst, cast<amx::TileType>(op.getAcc().getType()));
     e.checkUse(src1, op.getLhsTileType());
     e.checkUse(src2, cast<amx::TileType>(op.getRhs().getType()));
-    Value m = e.rows(dst), nBytes = e.colsb(dst);
-    Value k = e.rows(src2), kBytes = e.colsb(src1);
-    // #UD unless dst is m x n dwords, src1 m x 2k words, src2 k x 2n words.
-    Value c4 = e.idx(4);
-    Value shapes = e.both(e.eq(e.rows(src1), m), e.eq(e.colsb(src2), nBytes));
-    shapes = e.both(shapes, e.eq(arith::MulIOp::create(b, k, c4), kBytes));
-    shapes = e.both(shapes,
-                    e.eq(arith::RemUIOp::create(b, nBytes, c4), e.idx(0)));
-    e.trapUnless(shapes);
-    Value n = arith::DivUIOp::create(b, nBytes, c4);
     Type f32 = b.getF32Type(), bf16 = b.getBF16Type(), i32 = b.getI32Type();
     // A value whose exponent field is zero, as a signed zero.
     auto flush = [&](ImplicitLocOpBuilder &fb, Value v) -> Value {
       Value bits = arith::BitcastOp::create(fb, i32, v);
       Value expField = arith::AndIOp::create(
-          fb, bits, arith::ConstantOp::create(fb, fb.getI32IntegerAttr(0x7F800000)));
+          fb, bits,
+          arith::ConstantOp::create(fb, fb.getI32IntegerAttr(0x7F800000)));
       Value denormal = arith::CmpIOp::create(
           fb, arith::CmpIPredicate::eq, expField,
           arith::ConstantOp::create(fb, fb.getI32IntegerAttr(0)));
@@ -553,34 +571,16 @@ struct TileMulFEmulation : TileOpEmulation<amx::TileMulFOp> {
       return arith::SelectOp::create(
           fb, denormal, arith::BitcastOp::create(fb, f32, sign), v);
     };
-    Value c0 = e.idx(0), c1 = e.idx(1), c2 = e.idx(2);
-    forLoop(b, c0, m, c1, [&](ImplicitLocOpBuilder &mb, Value row) {
-      forLoop(mb, c0, n, c1, [&](ImplicitLocOpBuilder &nb, Value col) {
-        TileEmitter ne(nb, e.st);
-        Value init = ne.element(dst, row, col, f32);
-        auto loop = scf::ForOp::create(
-            nb, c0, k, c1, ValueRange{init},
-            [&](OpBuilder &kb0, Location loc, Value q, ValueRange it) {
-              ImplicitLocOpBuilder kb(loc, kb0);
-              TileEmitter ke(kb, e.st);
-              Value sum = it[0];
-              Value q2 = arith::MulIOp::create(kb, q, c2);
-              Value col2 = arith::MulIOp::create(kb, col, c2);
-              for (int64_t i = 0; i < 2; ++i) {
-                Value ci = ke.idx(i);
-                Value x = ke.element(src1, row,
-                                     arith::AddIOp::create(kb, q2, ci), bf16);
-                Value y = ke.element(src2, q,
-                                     arith::AddIOp::create(kb, col2, ci), bf16);
-                Value xf = flush(kb, arith::ExtFOp::create(kb, f32, x));
-                Value yf = flush(kb, arith::ExtFOp::create(kb, f32, y));
-                sum = flush(kb, math::FmaOp::create(kb, xf, yf, sum));
-              }
-              scf::YieldOp::create(kb, sum);
-            });
-        ne.setElement(dst, row, col, loop.getResult(0));
-      });
-    });
+    emitTileDot(
+        e, dst, src1, src2, f32, 2,
+        [&](ImplicitLocOpBuilder &rb, TileEmitter &te, Value t, Value r,
+            Value i, bool) -> Value {
+          return flush(rb, arith::ExtFOp::create(rb, f32,
+                                                 te.element(t, r, i, bf16)));
+        },
+        [&](ImplicitLocOpBuilder &sb, Value sum, Value x, Value y) -> Value {
+          return flush(sb, math::FmaOp::create(sb, x, y, sum));
+        });
     rw.replaceOp(op, dst);
     return success();
   }
@@ -763,23 +763,50 @@ LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
   auto apType = MemRefType::get({K / group, ShapedType::kDynamic}, opElt);
   Value Ap = memref::AllocOp::create(b, apType, ValueRange{rowElts},
                                      b.getI64IntegerAttr(64));
-  // Pack: Ap[q][g·m .. g·m + g-1] = A[m][g·q .. g·q + g-1]; the padding
-  // rows are zero.
-  auto dword = VectorType::get({group}, opElt);
-  Value zeros = arith::ConstantOp::create(b, dword, b.getZeroAttr(dword));
-  forLoop(b, c0, M, c1, [&](ImplicitLocOpBuilder &ib, Value m) {
-    Value col = arith::MulIOp::create(ib, m, cg);
-    forLoop(ib, c0, idx(K / group), c1, [&](ImplicitLocOpBuilder &jb, Value q) {
-      Value k = arith::MulIOp::create(jb, q, cg);
-      Value v = vector::LoadOp::create(jb, dword, A, ValueRange{m, k});
-      vector::StoreOp::create(jb, v, Ap, ValueRange{q, col});
-    });
-  });
-  forLoop(b, M, Mp, c1, [&](ImplicitLocOpBuilder &ib, Value m) {
-    Value col = arith::MulIOp::create(ib, m, cg);
-    forLoop(ib, c0, idx(K / group), c1, [&](ImplicitLocOpBuilder &jb, Value q) {
-      vector::StoreOp::create(jb, zeros, Ap, ValueRange{q, col});
-    });
+  // Pack: Ap[q][g·m .. g·m + g-1] = A[m][g·q .. g·q + g-1], the padding
+  // rows zero: a transpose of A's dwords, 16 rows by 16 dwords (one 64-byte
+  // K step) at a time in vector registers, not one dword per load and
+  // store (K / g is a multiple of 16).
+  Type i32 = b.getI32Type();
+  auto stepV = VectorType::get({kStep}, opElt);
+  auto dwordsV = VectorType::get({16}, i32);
+  auto blockV = VectorType::get({16, 16}, i32);
+  Value zeroRow = arith::ConstantOp::create(b, dwordsV, b.getZeroAttr(dwordsV));
+  Value zeroBlock =
+      arith::ConstantOp::create(b, blockV, b.getZeroAttr(blockV));
+  forLoop(b, c0, Mp, c16, [&](ImplicitLocOpBuilder &ib, Value m0) {
+    Value col = arith::MulIOp::create(ib, m0, cg);
+    forLoop(ib, c0, idx(K / group), c16,
+            [&](ImplicitLocOpBuilder &jb, Value q0) {
+              Value k0 = arith::MulIOp::create(jb, q0, cg);
+              Value block = zeroBlock;
+              for (int64_t r = 0; r < 16; ++r) {
+                Value m = arith::AddIOp::create(jb, m0, idx(r));
+                Value real =
+                    arith::CmpIOp::create(jb, arith::CmpIPredicate::ult, m, M);
+                auto row = scf::IfOp::create(
+                    jb, real,
+                    [&](OpBuilder &tb, Location loc) {
+                      Value v = vector::LoadOp::create(tb, loc, stepV, A,
+                                                       ValueRange{m, k0});
+                      Value d = vector::BitCastOp::create(tb, loc, dwordsV, v);
+                      scf::YieldOp::create(tb, loc, d);
+                    },
+                    [&](OpBuilder &eb, Location loc) {
+                      scf::YieldOp::create(eb, loc, zeroRow);
+                    });
+                block = vector::InsertOp::create(jb, row.getResult(0), block,
+                                                 ArrayRef<int64_t>{r});
+              }
+              Value t = vector::TransposeOp::create(jb, block,
+                                                    ArrayRef<int64_t>{1, 0});
+              for (int64_t c = 0; c < 16; ++c) {
+                Value d = vector::ExtractOp::create(jb, t, ArrayRef<int64_t>{c});
+                Value v = vector::BitCastOp::create(jb, stepV, d);
+                Value q = arith::AddIOp::create(jb, q0, idx(c));
+                vector::StoreOp::create(jb, v, Ap, ValueRange{q, col});
+              }
+            });
   });
 
   TileWriteBack writeBack(b, M, C, epi, accOperand, accElt);

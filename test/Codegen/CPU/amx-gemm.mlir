@@ -6,7 +6,7 @@
 #C = affine_map<(m, n, k) -> (m, n)>
 
 // AMX on buffers: the activation codes packed once (Ap[k/4][4m + k%4],
-// rows padded to 16 with zeros), 16 x 64-byte tiles of the weights loaded
+// rows padded to 16 with zeros; 16 x 16 dwords transposed in registers), 16 x 64-byte tiles of the weights loaded
 // where they are, tdpbssd into transposed 16 x 16 C tiles. tdpbssd T, W,
 // Ap: T[r][c] += Σ W[r][4q+i] · Ap[q][4c+i], i.e. the weight tile is src1
 // and the packed activations src2; the operands are pinned. M blocks of mc
@@ -16,8 +16,10 @@
 // vector registers and added into C 16 columns at a time.
 // CHECK-LABEL: func.func @amx
 // CHECK:       %[[AP:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<32x?xi8>
-// CHECK:       vector.load %arg0[%{{.*}}, %{{.*}}] : memref<?x128xi8>, vector<4xi8>
-// CHECK:       vector.store %{{.*}}, %[[AP]]
+// CHECK:       scf.if
+// CHECK:         vector.load %arg0[%{{.*}}, %{{.*}}] : memref<?x128xi8>, vector<64xi8>
+// CHECK:       vector.transpose %{{.*}}, [1, 0] : vector<16x16xi32> to vector<16x16xi32>
+// CHECK:       vector.store %{{.*}}, %[[AP]][%{{.*}}, %{{.*}}] : memref<32x?xi8>, vector<64xi8>
 // CHECK:       %[[T:.*]] = memref.alloca() : memref<16x16xi32>
 // CHECK:       %[[TT:.*]] = memref.alloca() : memref<16x16xi32>
 // CHECK:       scf.for %[[MB:.*]] = %c0 to %{{.*}} step %c64
@@ -226,7 +228,8 @@ func.func @fused_epilogue(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memre
 // of 32 elements; f32 tiles are added into C.
 // CHECK-LABEL: func.func @bf16
 // CHECK:       %[[AP:.*]] = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<48x?xbf16>
-// CHECK:       vector.load %arg0[%{{.*}}, %{{.*}}] : memref<?x96xbf16>, vector<2xbf16>
+// CHECK:       vector.load %arg0[%{{.*}}, %{{.*}}] : memref<?x96xbf16>, vector<32xbf16>
+// CHECK:       vector.store %{{.*}}, %[[AP]][%{{.*}}, %{{.*}}] : memref<48x?xbf16>, vector<32xbf16>
 // CHECK:       memref.alloca() : memref<16x16xf32>
 // CHECK:       scf.for %{{.*}} = %c0 to %c96 step %{{.*}} iter_args({{.*}}) -> (!amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>) {
 // CHECK:         %[[W:.*]] = amx.tile_load %arg1[%{{.*}}, %{{.*}}] : memref<32x96xbf16> into !amx.tile<16x32xbf16>
