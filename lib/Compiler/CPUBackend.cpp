@@ -131,6 +131,7 @@ bool CPUBackend::run(MLIRContext &ctx, CodegenJob &j, const std::string &dir,
                      o.variant = j.variant->name;
                      o.ukernel = options.ukernel;
                      o.tune = options.cpuTune;
+                     o.amxMinRows = options.amxMinRows;
                      o.mr = options.gemmTiles.mr;
                      o.nr = options.gemmTiles.nr;
                      o.mc = options.gemmTiles.mc;

@@ -120,6 +120,11 @@ bool mlir::comfyquant::checkCompileOptions(const CompileOptions &o,
             o.cpuTune + "'";
     return false;
   }
+  if (o.amxMinRows < 1) {
+    error = "--amx-min-rows must be at least 1, not " +
+            std::to_string(o.amxMinRows);
+    return false;
+  }
   if (o.gemmDecode && (*o.gemmDecode == CpuDecode::none ||
                        *o.gemmDecode == CpuDecode::whole)) {
     error = "--gemm-decode takes panel, register or adaptive, not '" +

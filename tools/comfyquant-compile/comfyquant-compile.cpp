@@ -108,6 +108,12 @@ cl::opt<std::string> gemmTiles(
              "MRxNR[xMC[xKC]] (tuning; 0 keeps the strategy's value, except "
              "KC 0: all of K)"),
     cl::init(""));
+cl::opt<int> amxMinRows(
+    cl::cat(toolOptions), "amx-min-rows",
+    cl::desc("Fewest rows of x a call runs the AMX kernels with; the runtime "
+             "runs calls with fewer rows on the best variant below (default "
+             "16, the tile height)"),
+    cl::init(16));
 cl::opt<EnumChoice<CpuDecode>> gemmDecode(
     cl::cat(toolOptions), "gemm-decode",
     cl::desc("Where every vector GEMM decodes B: panel, register or adaptive "
@@ -232,6 +238,7 @@ std::string compileMain(int argc, char **argv) {
   o.shapeOverrides.assign(shapes.begin(), shapes.end());
   o.ukernel = ukernel;
   o.cpuTune = cpuTune;
+  o.amxMinRows = amxMinRows;
   o.gemmDecode = gemmDecode;
   o.gemmForm = gemmForm;
   o.jobs = compileJobs > 0 ? unsigned(compileJobs) : 0;

@@ -68,6 +68,9 @@ struct CompileOptions {
   EnumChoice<CpuDecode> gemmDecode;
   EnumChoice<CpuGemmForm> gemmForm;
   GemmTileOverride gemmTiles;
+  /// min_rows of the AMX GEMM configs: calls with fewer rows run another
+  /// variant's entry.
+  int64_t amxMinRows = 16;
 
   /// Parallel codegen jobs (0: all hardware threads).
   unsigned jobs = 0;

@@ -62,6 +62,11 @@ struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
                      llvm::cl::desc("K block of the outer form (0: all of K; "
                                     "-1: the strategy's)"),
                      llvm::cl::init(-1)};
+  Option<int64_t> amxMinRows{
+      *this, "amx-min-rows",
+      llvm::cl::desc("Fewest rows of A a call runs the AMX kernels with "
+                     "(fewer: the runtime takes another variant)"),
+      llvm::cl::init(16)};
   Option<EnumChoice<CpuDecode>> decode{
       *this, "decode",
       llvm::cl::desc("Where B's decoder runs: panel, register or adaptive")};
