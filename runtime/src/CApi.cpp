@@ -456,6 +456,19 @@ cq_status cq_session_variant(const cq_session *session, const char **variant) {
   });
 }
 
+cq_status cq_session_variant_for(const cq_session *session, size_t index,
+                                 int dtype, int64_t m, const char **variant) {
+  return guarded("cq_session_variant_for", [&] {
+    require(session, "session");
+    require(variant, "variant");
+    const Session &s = *session->session;
+    requireIndex(index, s.moduleCount(), "module index");
+    if (m < 0)
+      fail(CQ_ERROR_INVALID_ARGUMENT, "m must not be negative");
+    *variant = s.variantFor(index, dtypeOf(dtype), m).c_str();
+  });
+}
+
 cq_status cq_session_backend(const cq_session *session, const char **backend) {
   return guarded("cq_session_backend", [&] {
     require(session, "session");

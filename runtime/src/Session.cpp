@@ -119,7 +119,8 @@ SessionBackend Session::backend() const { return executor_->backend(); }
 
 const std::string &Session::variant() const { return executor_->target(); }
 
-std::string Session::variantFor(size_t index, DType dtype, int64_t m) const {
+const std::string &Session::variantFor(size_t index, DType dtype,
+                                       int64_t m) const {
   module(index); // range-checked
   return executor_->targetFor(index, dtype, m);
 }

@@ -339,6 +339,9 @@ TEST_F(SessionTest, StatusOfEveryCall) {
   const char *variant = nullptr;
   ASSERT_EQ(cq_session_variant(s, &variant), CQ_OK);
   EXPECT_STREQ(variant, "x86-64-v3");
+  // No module: the per-call variant has none to name.
+  EXPECT_EQ(cq_session_variant_for(s, 0, CQ_DTYPE_F32, 1, &variant),
+            CQ_ERROR_INVALID_ARGUMENT);
   size_t count = 9;
   ASSERT_EQ(cq_session_module_count(s, &count), CQ_OK);
   EXPECT_EQ(count, 0u);

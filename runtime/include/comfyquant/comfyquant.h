@@ -246,6 +246,14 @@ CQ_API void cq_session_close(cq_session *session);
  * it loaded ("sm_90a"). */
 CQ_API cq_status cq_session_variant(const cq_session *session,
                                     const char **variant);
+/* The variant whose kernel a call of `m` rows of module `index` in
+ * `dtype` runs: cq_session_variant's, except on a CPU whose best variant's
+ * entry is meant for more rows (the manifest's min_rows: 16 for AMX tiles),
+ * where the variant below that runs such calls is named. The string lives
+ * as long as the session. */
+CQ_API cq_status cq_session_variant_for(const cq_session *session,
+                                        size_t index, int dtype, int64_t m,
+                                        const char **variant);
 /* "cpu" or "cuda". */
 CQ_API cq_status cq_session_backend(const cq_session *session,
                                     const char **backend);

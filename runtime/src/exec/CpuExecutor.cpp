@@ -57,7 +57,8 @@ public:
 
   SessionBackend backend() const override { return SessionBackend::Cpu; }
   const std::string &target() const override { return variant_; }
-  std::string targetFor(size_t module, DType dtype, int64_t m) const override {
+  const std::string &targetFor(size_t module, DType dtype,
+                               int64_t m) const override {
     const BoundEntry &e = entryFor(bound_[module], dtype);
     return e.variants[entryForRows(e.floors, m)];
   }

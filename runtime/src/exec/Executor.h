@@ -46,7 +46,8 @@ public:
   /// The variant (arch) whose kernel a call of `m` rows of `module` runs:
   /// target() unless calls choose among variants by rows (the CPU's
   /// min_rows floors). `module` is in range.
-  virtual std::string targetFor(size_t module, DType dtype, int64_t m) const {
+  virtual const std::string &targetFor(size_t module, DType dtype,
+                                       int64_t m) const {
     (void)module, (void)dtype, (void)m;
     return target();
   }

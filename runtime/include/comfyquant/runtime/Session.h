@@ -59,7 +59,7 @@ public:
   /// `dtype` runs: variant(), except on a CPU whose best variant's entry is
   /// meant for more rows (an AMX entry's min_rows): then the variant below
   /// that runs it. Throws Error for a bad index or dtype.
-  std::string variantFor(size_t index, DType dtype, int64_t m) const;
+  const std::string &variantFor(size_t index, DType dtype, int64_t m) const;
   /// cuda: "0: NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)" and how its image
   /// was loaded ("sm_90a cubin", "sm_80 PTX (JIT)"); "" on the CPU.
   std::string deviceDescription() const;
