@@ -18,8 +18,9 @@ public:
   void run(const void *x, void *y, int64_t M) override {
     s_->run(index_, dtype_, x, M, y);
   }
-  std::string describe() const override {
-    return s_->variant() + ", " + std::to_string(s_->threads()) + " threads";
+  std::string describe(int64_t M) const override {
+    return s_->variantFor(index_, dtype_, M) + ", " +
+           std::to_string(s_->threads()) + " threads";
   }
 
 private:

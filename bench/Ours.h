@@ -30,7 +30,8 @@ public:
   /// quantization, GEMM, epilogue), as docs/CpuCodegen.md §1 states.
   virtual void run(const void *x, void *y, int64_t M) = 0;
   /// For the table's notes, e.g. "avx512-vnni entry cq_3_vnni, 2 threads".
-  virtual std::string describe() const = 0;
+  /// The kernel a call of M rows runs ("amx, 2 threads").
+  virtual std::string describe(int64_t M) const = 0;
 };
 
 struct OursContext {

@@ -911,6 +911,7 @@ int main(int argc, char **argv) {
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<std::string, PeerResult>>
       peerResults;
   std::map<std::string, std::map<std::string, int>> implsSeen; // peer -> impl -> count
+  std::map<std::string, std::set<int64_t>> oursSeen; // variant -> M
   std::set<std::string> oursWhyNot;
   std::map<std::string, std::string> peerSources;
 
@@ -1014,7 +1015,9 @@ int main(int argc, char **argv) {
         if (ours[i]) {
           std::vector<uint8_t> y(static_cast<size_t>(M * N) * esz);
           row.ours = timeIt([&] { ours[i]->run(x, y.data(), M); }, o, -1);
-          row.oursNote = ours[i]->describe();
+          row.oursNote = ours[i]->describe(M);
+          oursSeen[row.oursNote.substr(0, row.oursNote.find(','))]
+              .insert(M);
           if (!refY.empty()) {
             auto val = [&](const std::vector<uint8_t> &b, size_t j) -> double {
               if (o.act == DType::F32) {
@@ -1039,9 +1042,9 @@ int main(int argc, char **argv) {
         } else {
           row.ours.note = "n/a";
         }
-        std::fprintf(stderr, "      %-27s ours %s | ref %s\n", row.label.c_str(),
-                     gopsCell(row.ours, M, N, K).c_str(),
-                     gopsCell(row.ref, M, N, K).c_str());
+        std::fprintf(stderr, "      %-27s ours %s [%s] | ref %s\n",
+                     row.label.c_str(), gopsCell(row.ours, M, N, K).c_str(),
+                     row.oursNote.c_str(), gopsCell(row.ref, M, N, K).c_str());
         rows.push_back(row);
       }
     }
@@ -1300,6 +1303,18 @@ int main(int argc, char **argv) {
   }
 
   out << "\n### Notes\n\n";
+  // Calls choose their CPU variant by rows (an AMX entry's min_rows).
+  out << "- ours: the variant each M ran (Session::variantFor):";
+  for (auto &[variant, ms] : oursSeen) {
+    out << " `" << variant << "` M =";
+    bool first = true;
+    for (int64_t m : ms) {
+      out << (first ? " " : ", ") << m;
+      first = false;
+    }
+    out << ";";
+  }
+  out << "\n";
   out << "- oneDNN implementations (impl_info_str, all shapes):";
   for (auto &[p, impls] : implsSeen) {
     out << " " << p << ":";
