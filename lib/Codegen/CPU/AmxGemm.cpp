@@ -825,8 +825,10 @@ LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
     SmallVector<Value> init;
     for (int64_t t = 0; t < bn * bm; ++t)
       init.push_back(assign(amx::TileZeroOp::create(tb, accT), kAccReg + t));
+    Value kEnd = idx(K);
+    Value kStepV = idx(kStep);
     auto kLoop = scf::ForOp::create(
-        tb, c0, idx(K), idx(kStep), init,
+        tb, c0, kEnd, kStepV, init,
         [&](OpBuilder &kb0, Location loc, Value k0, ValueRange acc) {
           ImplicitLocOpBuilder kb(loc, kb0);
           Value q0 = arith::DivUIOp::create(kb, k0, cg);
@@ -854,10 +856,11 @@ LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
           scf::YieldOp::create(kb, sums);
         });
     for (int64_t i = 0; i < bn; ++i)
-      for (int64_t j = 0; j < bm; ++j)
-        writeBack.emit(tb, kLoop.getResult(i * bm + j),
-                       arith::AddIOp::create(tb, n0, idx(16 * i)),
-                       arith::AddIOp::create(tb, m0, idx(16 * j)));
+        for (int64_t j = 0; j < bm; ++j) {
+          Value n = arith::AddIOp::create(tb, n0, idx(16 * i));
+          Value m = arith::AddIOp::create(tb, m0, idx(16 * j));
+          writeBack.emit(tb, kLoop.getResult(i * bm + j), n, m);
+        }
   };
   // The M tiles of the block [mb, mEnd) for bn B tiles at n0: blocks of
   // blockM A tiles, then one of 16 rows (Mp and the blocks are multiples
@@ -889,10 +892,13 @@ LogicalResult rewrite(linalg::GenericOp op, const GemmConfig &cfg,
   forLoop(b, c0, Mp, idx(cfg.mc), [&](ImplicitLocOpBuilder &bb, Value mb) {
     Value mEnd =
         arith::MinUIOp::create(bb, Mp, arith::AddIOp::create(bb, mb, idx(cfg.mc)));
-    forLoop(bb, c0, idx(nFull), idx(16 * blockN),
-            [&](ImplicitLocOpBuilder &nb, Value n0) {
-              mTiles(nb, n0, blockN, mb, mEnd);
-            });
+    // (Ops made one statement at a time: the IR must not depend on the
+    // host compiler's order of evaluating arguments.)
+    Value nEnd = idx(nFull);
+    Value nStep = idx(16 * blockN);
+    forLoop(bb, c0, nEnd, nStep, [&](ImplicitLocOpBuilder &nb, Value n0) {
+      mTiles(nb, n0, blockN, mb, mEnd);
+    });
     if (nFull < N)
       mTiles(bb, idx(nFull), 1, mb, mEnd);
   });

@@ -22,11 +22,11 @@
 // CHECK:       vector.store %{{.*}}, %[[AP]][%{{.*}}, %{{.*}}] : memref<32x?xi8>, vector<64xi8>
 // CHECK:       %[[T:.*]] = memref.alloca() : memref<16x16xi32>
 // CHECK:       %[[TT:.*]] = memref.alloca() : memref<16x16xi32>
-// CHECK:       scf.for %[[MB:.*]] = %c0 to %{{.*}} step %c64
-// CHECK:         scf.for %[[N0:.*]] = %c0 to %c32 step %c32
-// CHECK:           scf.for %[[M0:.*]] = %[[MB]] to %{{.*}} step %c32
+// CHECK:       scf.for %[[MB:.*]] = %c0 to %{{.*}} step %c64{{(_[0-9]+)?}}
+// CHECK:         scf.for %[[N0:.*]] = %c0 to %{{.*}} step %{{.*}}
+// CHECK:           scf.for %[[M0:.*]] = %[[MB]] to %{{.*}} step %c32{{(_[0-9]+)?}}
 // CHECK-COUNT-4:     amx.tile_zero : !amx.tile<16x16xi32>
-// CHECK:             %[[TILES:.*]]:4 = scf.for %[[K0:.*]] = %c0 to %c128 step %{{.*}} iter_args({{.*}}) -> (!amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>) {
+// CHECK:             %[[TILES:.*]]:4 = scf.for %[[K0:.*]] = %c0 to %c128{{(_[0-9]+)?}} step %{{.*}} iter_args({{.*}}) -> (!amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>, !amx.tile<16x16xi32>) {
 // CHECK:               %[[W0:.*]] = amx.tile_load %arg1[%{{.*}}, %[[K0]]] : memref<48x128xi8> into !amx.tile<16x64xi8>
 // CHECK:               %[[W1:.*]] = amx.tile_load %arg1[%{{.*}}, %[[K0]]] : memref<48x128xi8> into !amx.tile<16x64xi8>
 // CHECK:               %[[A0:.*]] = amx.tile_load %[[AP]][%{{.*}}, %{{.*}}] : memref<32x?xi8> into !amx.tile<16x64xi8>
@@ -50,7 +50,7 @@
 // CHECK-COUNT-2:     amx.tile_zero
 // CHECK:             scf.for {{.*}} -> (!amx.tile<16x16xi32>, !amx.tile<16x16xi32>) {
 // N tail: one B tile (rows 32..47) over the block's M tiles.
-// CHECK:         scf.for %{{.*}} = %[[MB]] to %{{.*}} step %c32
+// CHECK:         scf.for %{{.*}} = %[[MB]] to %{{.*}} step %c32{{(_[0-9]+)?}}
 // CHECK-COUNT-2:   amx.tile_zero
 // CHECK:           amx.tile_load %arg1[%{{.*}}, %{{.*}}]
 // CHECK:         scf.if
@@ -231,7 +231,7 @@ func.func @fused_epilogue(%a: memref<?x128xi8>, %b: memref<32x128xi8>, %c: memre
 // CHECK:       vector.load %arg0[%{{.*}}, %{{.*}}] : memref<?x96xbf16>, vector<32xbf16>
 // CHECK:       vector.store %{{.*}}, %[[AP]][%{{.*}}, %{{.*}}] : memref<48x?xbf16>, vector<32xbf16>
 // CHECK:       memref.alloca() : memref<16x16xf32>
-// CHECK:       scf.for %{{.*}} = %c0 to %c96 step %{{.*}} iter_args({{.*}}) -> (!amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>) {
+// CHECK:       scf.for %{{.*}} = %c0 to %c96{{(_[0-9]+)?}} step %{{.*}} iter_args({{.*}}) -> (!amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>, !amx.tile<16x16xf32>) {
 // CHECK:         %[[W:.*]] = amx.tile_load %arg1[%{{.*}}, %{{.*}}] : memref<32x96xbf16> into !amx.tile<16x32xbf16>
 // CHECK:         %[[A:.*]] = amx.tile_load %[[AP]][%{{.*}}, %{{.*}}] : memref<48x?xbf16> into !amx.tile<16x32xbf16>
 // CHECK:         amx.tile_mulf %[[W]], %[[A]], %{{.*}} : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
