@@ -44,7 +44,7 @@ def ComfyQuantCPUSelectStrategy
     | x86-64-v3 (x86-64-v3)        | f32-fma, outer 6x2, kv 8  | i8-pmaddwd, inner 4x2, kv 16     |
     | avx512-vnni (cascadelake)    | f32-fma, outer 6x4, kv 16 | i8-vnni, outer 6x4, kv 64        |
     | avx512-bf16 (cascadelake +avx512bf16) | bf16 operands: bf16-dot, outer 6x4, kv 32; else f32-fma | i8-vnni, outer 6x4, kv 64 |
-    | amx (sapphirerapids)         | as avx512-bf16            | i8-amx (16x16 tiles) when N % 16 == 0 and K % 64 == 0, else i8-vnni |
+    | amx (sapphirerapids)         | bf16 operands: bf16-amx (2x2 tiles of 16x16) when N % 16 == 0 and K % 32 == 0; else as avx512-bf16 | i8-amx (2x2 tiles of 16x16) when N % 16 == 0 and K % 64 == 0, else i8-vnni |
 
     Float GEMMs read bf16 operands where every decoded value is a bf16
     (`convert-comfyquant-to-linalg`: FP8 and NVFP4); the bf16 dot product

@@ -410,8 +410,9 @@ def ComfyQuant_CpuGemmAttr : ComfyQuant_Attr<"CpuGemm", "cpu_gemm", [
   let summary = "How the CPU back end computes one GEMM";
   let description = [{
     The micro-kernel and its tiles: `mr` x `nr` vector registers of
-    accumulators (rows of C x vectors of columns; AMX: one 16 x 16 i32
-    tile), `kv` elements of K per step, `mc` rows of A per block that
+    accumulators (rows of C x vectors of columns; AMX: rows and columns
+    of C in one or two 16 x 16 tiles each, below), `kv` elements of K per
+    step, `mc` rows of A per block that
     a packed panel of B is reused across (a multiple of `mr`), and where
     B's decoder runs (`decode`): not at all (`none`, B is used as stored),
     whole before the GEMM (`whole`), once per N tile into a reused panel
