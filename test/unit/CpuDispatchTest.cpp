@@ -56,10 +56,7 @@ std::string chosen(const ManifestModule &m,
   std::vector<const CpuEntry *> es = dispatchEntries(m, "bf16", variants);
   if (es.empty())
     return "";
-  std::vector<int64_t> floors;
-  for (const CpuEntry *e : es)
-    floors.push_back(e->minRows);
-  return es[entryForRows(floors, rows)]->symbol;
+  return es[entryForRows(es, rows)]->symbol;
 }
 
 TEST(CpuDispatch, SupportedVariantsBestFirst) {

@@ -448,12 +448,19 @@ using TileStepFn =
 /// A tile dot product (tdpbssd, tdpbf16ps) on the emulated registers:
 ///   dst[m][n] = step(... step(dst[m][n], src1[m][g·q + i], src2[q][g·n + i])
 /// over q < rows(src2) and i < g (g elements of a dword) in that order,
-/// after the instruction's shape check (#UD unless dst is m x n dwords,
-/// src1 m x 4k bytes, src2 k x 4n bytes).
-void emitTileDot(TileEmitter &e, Value dst, Value src1, Value src2,
-                 Type accElt, int64_t group, TileReadFn read,
-                 TileStepFn step) {
+/// after checking the three tiles' uses against the config and the
+/// instruction's shapes (#UD unless dst is m x n dwords, src1 m x 4k
+/// bytes, src2 k x 4n bytes). Returns dst's register.
+template <typename Op>
+Value emitTileDot(TileEmitter &e, Op op, typename Op::Adaptor adaptor,
+                  Type accElt, int64_t group, TileReadFn read,
+                  TileStepFn step) {
   ImplicitLocOpBuilder &b = e.b;
+  Value dst = adaptor.getAcc(), src1 = adaptor.getLhs(),
+        src2 = adaptor.getRhs();
+  e.checkUse(dst, cast<amx::TileType>(op.getAcc().getType()));
+  e.checkUse(src1, cast<amx::TileType>(op.getLhs().getType()));
+  e.checkUse(src2, cast<amx::TileType>(op.getRhs().getType()));
   Value m = e.rows(dst), nBytes = e.colsb(dst);
   Value k = e.rows(src2), kBytes = e.colsb(src1);
   Value c4 = e.idx(4);
@@ -492,6 +499,7 @@ void emitTileDot(TileEmitter &e, Value dst, Value src1, Value src2,
       ne.setElement(dst, row, col, loop.getResult(0));
     });
   });
+  return dst;
 }
 
 /// tdpbssd dst, src1, src2 (tdpbsud / tdpbusd / tdpbuud with zext):
@@ -507,15 +515,10 @@ struct TileMulIEmulation : TileOpEmulation<amx::TileMulIOp> {
                           "accumulator, which has other uses");
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     TileEmitter e(b, stateOf(op));
-    Value dst = adaptor.getAcc(), src1 = adaptor.getLhs(),
-          src2 = adaptor.getRhs();
-    e.checkUse(dst, cast<amx::TileType>(op.getAcc().getType()));
-    e.checkUse(src1, cast<amx::TileType>(op.getLhs().getType()));
-    e.checkUse(src2, cast<amx::TileType>(op.getRhs().getType()));
     const bool zextA = op.getIsZextLhs(), zextB = op.getIsZextRhs();
     Type i32 = b.getI32Type();
-    emitTileDot(
-        e, dst, src1, src2, i32, 4,
+    Value dst = emitTileDot(
+        e, op, adaptor, i32, 4,
         [&](ImplicitLocOpBuilder &rb, TileEmitter &te, Value t, Value r,
             Value i, bool lhs) -> Value {
           Value v = te.byte(t, r, i);
@@ -550,11 +553,6 @@ struct TileMulFEmulation : TileOpEmulation<amx::TileMulFOp> {
       return rw.notifyMatchFailure(op, "AMX emulation: bf16 operands only");
     ImplicitLocOpBuilder b(op.getLoc(), rw);
     TileEmitter e(b, stateOf(op));
-    Value dst = adaptor.getAcc(), src1 = adaptor.getLhs(),
-          src2 = adaptor.getRhs();
-    e.checkUse(dst, cast<amx::TileType>(op.getAcc().getType()));
-    e.checkUse(src1, op.getLhsTileType());
-    e.checkUse(src2, cast<amx::TileType>(op.getRhs().getType()));
     Type f32 = b.getF32Type(), bf16 = b.getBF16Type(), i32 = b.getI32Type();
     // A value whose exponent field is zero, as a signed zero.
     auto flush = [&](ImplicitLocOpBuilder &fb, Value v) -> Value {
@@ -571,8 +569,8 @@ struct TileMulFEmulation : TileOpEmulation<amx::TileMulFOp> {
       return arith::SelectOp::create(
           fb, denormal, arith::BitcastOp::create(fb, f32, sign), v);
     };
-    emitTileDot(
-        e, dst, src1, src2, f32, 2,
+    Value dst = emitTileDot(
+        e, op, adaptor, f32, 2,
         [&](ImplicitLocOpBuilder &rb, TileEmitter &te, Value t, Value r,
             Value i, bool) -> Value {
           return flush(rb, arith::ExtFOp::create(rb, f32,

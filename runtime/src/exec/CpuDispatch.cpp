@@ -21,9 +21,10 @@ dispatchEntries(const ManifestModule &module, const std::string &dtype,
   return out;
 }
 
-size_t entryForRows(const std::vector<int64_t> &floors, int64_t rows) {
-  for (size_t i = 0; i < floors.size(); ++i)
-    if (rows >= floors[i])
+size_t entryForRows(const std::vector<const CpuEntry *> &entries,
+                    int64_t rows) {
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (rows >= entries[i]->minRows)
       return i;
   return 0;
 }

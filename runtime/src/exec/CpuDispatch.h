@@ -28,10 +28,11 @@ std::vector<const CpuEntry *>
 dispatchEntries(const ManifestModule &module, const std::string &dtype,
                 const std::vector<std::string> &variants);
 
-/// The index into `floors` (the entries' min_rows, best first) of the
-/// entry a call of `rows` rows runs: the first whose floor it reaches, else
-/// the first (the only kernels there are).
-size_t entryForRows(const std::vector<int64_t> &floors, int64_t rows);
+/// The index into `entries` (dispatchEntries') of the entry a call of
+/// `rows` rows runs: the first whose min_rows it reaches, else the first
+/// (the only kernels there are).
+size_t entryForRows(const std::vector<const CpuEntry *> &entries,
+                    int64_t rows);
 
 } // namespace comfyquant::rt
 

@@ -60,7 +60,7 @@ public:
   const std::string &targetFor(size_t module, DType dtype,
                                int64_t m) const override {
     const BoundEntry &e = entryFor(bound_[module], dtype);
-    return e.variants[entryForRows(e.floors, m)];
+    return e.entries[entryForRows(e.entries, m)]->variant;
   }
   const std::vector<std::string> &warnings() const override {
     return warnings_;
@@ -88,8 +88,8 @@ private:
   struct BoundEntry {
     std::string dtype;
     std::vector<Kernel> kernels;
-    std::vector<int64_t> floors;        ///< each kernel's min_rows
-    std::vector<std::string> variants; ///< each kernel's variant
+    /// Each kernel's manifest entry (its variant and min_rows).
+    std::vector<const CpuEntry *> entries;
   };
   struct Bound {
     const ManifestModule *m = nullptr;
@@ -180,12 +180,9 @@ CpuExecutor::CpuExecutor(const ExecutorInputs &in)
         throw Error(dir_, subject,
                     "no " + dt + " kernel for CPU variant '" + variant_ + "'",
                     ErrorKind::Unsupported);
-      BoundEntry be{dt, {}, {}, {}};
-      for (const CpuEntry *e : es) {
+      BoundEntry be{dt, {}, es};
+      for (const CpuEntry *e : es)
         be.kernels.push_back({in.artifact.entry(e->symbol), e->columnSplit});
-        be.floors.push_back(e->minRows);
-        be.variants.push_back(e->variant);
-      }
       b.entries.push_back(std::move(be));
     }
     for (const ManifestWeight &w : m.weights)
@@ -229,7 +226,7 @@ void CpuExecutor::run(size_t module, DType dtype, const void *x, int64_t m,
     throw Error(dir_, subject, "bad activation rows or pointers",
                 ErrorKind::InvalidArgument);
   // The variant by the call's rows (all of them, before any split).
-  const Kernel &entry = bound.kernels[entryForRows(bound.floors, m)];
+  const Kernel &entry = bound.kernels[entryForRows(bound.entries, m)];
   const bool moe = am.kind == ModuleKind::MoE;
   if (moe && (expert < 0 || expert >= am.experts))
     throw Error(dir_, subject,
