@@ -138,6 +138,7 @@ bool CPUBackend::run(MLIRContext &ctx, CodegenJob &j, const std::string &dir,
                      o.kc = options.gemmTiles.kc;
                      o.decode = options.gemmDecode;
                      o.form = options.gemmForm;
+                     o.row = options.gemmRow;
                      o.lowerComfyQuant = false;
                      o.lowerToLLVM = toLLVM;
                      buildComfyQuantCPUCodegenPipeline(pm, o);

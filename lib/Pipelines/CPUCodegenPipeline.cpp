@@ -47,6 +47,7 @@ void mlir::comfyquant::buildComfyQuantCPUCodegenPipeline(
   strategy.kc = options.kc;
   strategy.decode = options.decode;
   strategy.form = options.form;
+  strategy.row = options.row;
   strategy.amxMinRows = options.amxMinRows;
   pm.addPass(createComfyQuantCPUSelectStrategy(strategy));
   pm.addNestedPass<func::FuncOp>(createComfyQuantCPUVectorizeGemm());

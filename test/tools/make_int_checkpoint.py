@@ -5,13 +5,18 @@ asym_w4a8_int8 and w6a8_int8 at the smallest K each format's rules allow
 past a multiple of 64 (docs/Formats.md: int8 any K; W4A8 K % 16; W6A8
 K % 32; convrot_w4a4 needs K % 64 == 0, so it has no tail).
 
-  make_int_checkpoint.py OUT.safetensors [--amx | --amx-float]
+  make_int_checkpoint.py OUT.safetensors [--amx | --amx-float | --planes]
 
 With --amx, the shapes of the AMX tile kernels instead (N % 16 == 0, K a
 multiple of 64 bytes of the operand: 64 i8 or 32 bf16): N of one, three and
 five 16-row tiles (a 2 x 2 block's N tail), K of one to five steps, with
 and without bias and ConvRot; with --amx-float, float8_e4m3fn modules of
-such shapes (B decoded to bf16 for AMX-BF16 tiles).
+such shapes (B decoded to bf16 for AMX-BF16 tiles). With --planes, the
+shapes of the one-row nibble-plane kernels (row = i8_planes: steps of two
+K vectors): convrot_w4a4 (int4 and int8 activations) at K of less than one
+step, one step, a step and a vector, and two steps and a vector of AVX-512;
+asym_w4a8_int8 with groups of 32 to 256 (a group spanning both planes of
+a step, or not), with and without a codebook.
 """
 import json
 import os
@@ -67,7 +72,7 @@ def int8(name, n, k, gr=None, bias=False):
         tensors[name + ".bias"] = ("BF16", [n], bf16([(r % 17 - 8) / 16.0 for r in rand(n)]))
 
 
-def grouped(name, fmt, n, k, g, gr, bias=False):
+def grouped(name, fmt, n, k, g, gr, bias=False, codebook=False):
     if fmt == "asym_w4a8_int8":
         weight = bytes(r & 0xFF for r in rand(n * k // 2))
     else:  # w6a8: K/2 low-nibble bytes, then K/4 bytes of 2-bit high fields per row
@@ -77,6 +82,22 @@ def grouped(name, fmt, n, k, g, gr, bias=False):
     tensors[name + ".weight_s_rel"] = ("F8_E4M3", [n, k // g], e4m3_scales(n * k // g))
     tensors[name + ".weight_s_channel"] = ("F32", [n], struct.pack("<%df" % n, *row_scales(n)))
     tensors[name + ".comfy_quant"] = conf(format=fmt, group_size=g, convrot_groupsize=gr)
+    if codebook:
+        # Ascending levels, not evenly spaced.
+        levels = sorted((r % 301 - 150) / 16.0 for r in rand(16))
+        tensors[name + ".weight_codebook"] = ("F32", [16], struct.pack("<16f", *levels))
+    if bias:
+        tensors[name + ".bias"] = ("BF16", [n], bf16([(r % 17 - 8) / 16.0 for r in rand(n)]))
+
+
+def w4a4(name, n, k, gr, linear_dtype=None, bias=False):
+    # Every nibble, -8 included (producers emit -7..7; the format allows -8).
+    tensors[name + ".weight"] = ("I8", [n, k // 2], bytes(r & 0xFF for r in rand(n * k // 2)))
+    tensors[name + ".weight_scale"] = ("F32", [n], struct.pack("<%df" % n, *row_scales(n)))
+    kw = {"format": "convrot_w4a4", "convrot_groupsize": gr}
+    if linear_dtype:
+        kw["linear_dtype"] = linear_dtype
+    tensors[name + ".comfy_quant"] = conf(**kw)
     if bias:
         tensors[name + ".bias"] = ("BF16", [n], bf16([(r % 17 - 8) / 16.0 for r in rand(n)]))
 
@@ -104,6 +125,19 @@ if "--amx-float" in sys.argv[2:]:
     fp8("amx.fp8_48x96", 48, 96)
     fp8("amx.fp8_80x160", 80, 160, bias=True)
     fp8("amx.fp8_16x32", 16, 32)
+    st.write(sys.argv[1], tensors)
+    sys.exit(0)
+
+if "--planes" in sys.argv[2:]:
+    w4a4("planes.w4a4_k64", 48, 64, 64)
+    w4a4("planes.w4a4_k128", 40, 128, 16, bias=True)
+    w4a4("planes.w4a4_k192", 48, 192, 64)
+    w4a4("planes.w4a4_k320", 36, 320, 64, linear_dtype="int8")
+    w4a4("planes.w4a4_k512", 20, 512, 256, bias=True)
+    grouped("planes.w4a8_g32", "asym_w4a8_int8", 48, 192, 32, 64)
+    grouped("planes.w4a8_g64", "asym_w4a8_int8", 40, 320, 64, 64, bias=True)
+    grouped("planes.w4a8_g128", "asym_w4a8_int8", 48, 384, 128, 64)
+    grouped("planes.w4a8_g256", "asym_w4a8_int8", 24, 512, 256, 256, codebook=True)
     st.write(sys.argv[1], tensors)
     sys.exit(0)
 

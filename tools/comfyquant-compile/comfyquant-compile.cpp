@@ -122,6 +122,11 @@ cl::opt<EnumChoice<CpuGemmForm>> gemmForm(
     cl::cat(toolOptions), "gemm-form",
     cl::desc("Accumulator layout of every vector GEMM: inner or outer "
              "(tuning and tests; default: the strategy's)"));
+cl::opt<EnumChoice<CpuRowKernel>> gemmRow(
+    cl::cat(toolOptions), "gemm-row",
+    cl::desc("Micro-kernel of every vector GEMM's one-row calls: ukernel "
+             "(the GEMM's own), f32-fma, bf16-dot or i8-planes (tuning and "
+             "tests; default: the strategy's)"));
 cl::list<std::string> kinds(cl::cat(toolOptions), "kind",
                             cl::desc("Module kind override "
                                      "NAME=linear|embedding|moe"));
@@ -241,6 +246,7 @@ std::string compileMain(int argc, char **argv) {
   o.amxMinRows = amxMinRows;
   o.gemmDecode = gemmDecode;
   o.gemmForm = gemmForm;
+  o.gemmRow = gemmRow;
   o.jobs = compileJobs > 0 ? unsigned(compileJobs) : 0;
   o.serialize = printsIR();
   o.progress = quiet ? nullptr : &llvm::errs();

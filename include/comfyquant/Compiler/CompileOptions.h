@@ -67,6 +67,7 @@ struct CompileOptions {
   std::string cpuTune = "generic";
   EnumChoice<CpuDecode> gemmDecode;
   EnumChoice<CpuGemmForm> gemmForm;
+  EnumChoice<CpuRowKernel> gemmRow;
   GemmTileOverride gemmTiles;
   /// min_rows of the AMX GEMM configs: calls with fewer rows run another
   /// variant's entry.

@@ -73,6 +73,10 @@ struct CPUCodegenOptions : public PassPipelineOptions<CPUCodegenOptions> {
   Option<EnumChoice<CpuGemmForm>> form{
       *this, "form",
       llvm::cl::desc("Accumulator layout of the vector GEMMs: inner or outer")};
+  Option<EnumChoice<CpuRowKernel>> row{
+      *this, "row",
+      llvm::cl::desc("Micro-kernel of the vector GEMMs' one-row calls: "
+                     "ukernel, f32-fma, bf16-dot or i8-planes")};
   Option<bool> lowerComfyQuant{
       *this, "lower-comfyquant",
       llvm::cl::desc("Run convert-comfyquant-to-linalg first"),
@@ -98,6 +102,10 @@ void registerComfyQuantCPUCodegen();
 
 struct GPUKernelFormationOptions
     : public PassPipelineOptions<GPUKernelFormationOptions> {
+  Option<EnumChoice<CpuRowKernel>> row{
+      *this, "row",
+      llvm::cl::desc("Micro-kernel of the vector GEMMs' one-row calls: "
+                     "ukernel, f32-fma, bf16-dot or i8-planes")};
   Option<bool> lowerComfyQuant{
       *this, "lower-comfyquant",
       llvm::cl::desc("Run convert-comfyquant-to-linalg first"),

@@ -175,12 +175,15 @@ private:
     return arith::AddIOp::create(b, base, arith::ConstantIndexOp::create(b, i));
   }
 
+  /// VNNI: Σk A[row, k] of a row of the current M block.
+  Value aRowSum(ImplicitLocOpBuilder &b, Value row) const {
+    Value at = arith::SubIOp::create(b, row, blockStart);
+    return tensor::ExtractOp::create(b, aSums, ValueRange{at});
+  }
   /// VNNI: 128·Σk A[row, k], the bias of B's unsigned operand to subtract.
   Value biasCorrection(ImplicitLocOpBuilder &b, Value row) const {
-    Value at = arith::SubIOp::create(b, row, blockStart);
-    Value sum = tensor::ExtractOp::create(b, aSums, ValueRange{at});
     Value c128 = arith::ConstantOp::create(b, b.getI32IntegerAttr(128));
-    return arith::MulIOp::create(b, c128, sum);
+    return arith::MulIOp::create(b, c128, aRowSum(b, row));
   }
 
   Value zeroAcc(ImplicitLocOpBuilder &b) const {
@@ -371,6 +374,15 @@ private:
   /// The inner form over `cols` static columns, kInnerNrInOuter at a time.
   Value innerColumns(ImplicitLocOpBuilder &b, Value C, Value n0, int64_t cols,
                      Value mb, Value mEnd, bool oneRow) const;
+
+  /// row = i8_planes, B decoded in registers: the micro-kernel's sums over
+  /// K, its whole steps of 2·kv elements taken as two nibble planes (see
+  /// NibblePlanes.h), the rest (under 2·kv) by `step`. VNNI: B's planes
+  /// carry nibblePlaneBias, not 128, and `corrections` gets each row's
+  /// bias correction in place of biasCorrection's.
+  SmallVector<Value> planeSums(ImplicitLocOpBuilder &b, Value m0, Value n0,
+                               int64_t mr, int64_t nr, KStep step,
+                               SmallVector<Value> &corrections) const;
 
   /// The mr x nr tile at (m0, n0) of C.
   Value microKernel(ImplicitLocOpBuilder &b, Value C, Value bt, Value m0,

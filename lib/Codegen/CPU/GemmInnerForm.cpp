@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "GemmBuilder.h"
 #include "GemmDecoderTables.h"
+#include "NibblePlanes.h"
 
 
 #include "comfyquant/Codegen/CPU/Passes.h"
@@ -80,6 +81,104 @@ Value GemmBuilder::aRowSums(ImplicitLocOpBuilder &b, Value mb,
   return rows.getResult(0);
 }
 
+SmallVector<Value> GemmBuilder::planeSums(ImplicitLocOpBuilder &b, Value m0,
+                                          Value n0, int64_t mr, int64_t nr,
+                                          KStep step,
+                                          SmallVector<Value> &corrections) const {
+  const int64_t span = 2 * c.kv;
+  const int64_t kPlanes = m.k - m.k % span;
+  SmallVector<int64_t> evenLanes, oddLanes;
+  for (int64_t i = 0; i < c.kv; ++i) {
+    evenLanes.push_back(2 * i);
+    oddLanes.push_back(2 * i + 1);
+  }
+  Type aElt = cast<RankedTensorType>(A.getType()).getElementType();
+  // VNNI's unsigned B: the least bias that makes B's values bytes, folded
+  // into its decoder (a signed nibble plus 8 is the nibble with its top bit
+  // flipped), not an xor with 0x80 after it.
+  const int64_t bias = vnni() ? nibblePlaneBias(bProducer) : 0;
+  auto planeStep = [&](ImplicitLocOpBuilder &ib, Value k0, ValueRange in,
+                       bool) {
+    // A's even and odd elements apart, once per row and step, shared by
+    // the nr columns.
+    SmallVector<Value> as;
+    Value pad = arith::ConstantOp::create(ib, ib.getZeroAttr(aElt));
+    for (int64_t i = 0; i < mr; ++i) {
+      Value row = plus(ib, m0, i);
+      Value both = vector::TransferReadOp::create(
+          ib, VectorType::get({span}, aElt), A, ValueRange{row, k0}, pad,
+          ArrayRef<bool>{true});
+      Value even = vector::ShuffleOp::create(ib, both, both, evenLanes);
+      as.push_back(prepare(ib, even, /*isA=*/true));
+      Value odd = vector::ShuffleOp::create(ib, both, both, oddLanes);
+      as.push_back(prepare(ib, odd, /*isA=*/true));
+    }
+    Value two = arith::ConstantIndexOp::create(ib, 2);
+    Value half = arith::DivUIOp::create(ib, k0, two);
+    Value zero = arith::ConstantIndexOp::create(ib, 0);
+    SmallVector<Value> bs;
+    for (int64_t j = 0; j < nr; ++j) {
+      Value n = plus(ib, n0, j);
+      for (int64_t parity = 0; parity < 2; ++parity) {
+        Value plane = nibblePlane(ib, ib.getLoc(), bProducer, n, half,
+                                  parity, c.kv, bias);
+        Value v = readRow(ib, plane, zero, zero, /*inBounds=*/true);
+        bs.push_back(vnni() ? v : prepare(ib, v, /*isA=*/false));
+      }
+    }
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < mr; ++i)
+      for (int64_t j = 0; j < nr; ++j)
+        for (int64_t parity = 0; parity < 2; ++parity) {
+          Value acc = in[(i * nr + j) * 2 + parity];
+          Value sum = dot(ib, acc, as[2 * i + parity], bs[2 * j + parity]);
+          out.push_back(sum);
+        }
+    return out;
+  };
+  // One accumulator per plane, so the two dot products of a step do not
+  // wait on each other.
+  SmallVector<Value> planes =
+      foldSteps(b, SmallVector<Value>(2 * mr * nr, zeroAcc(b)), kPlanes, span,
+                /*tail=*/false, planeStep);
+  SmallVector<Value> sums;
+  for (int64_t q = 0; q < mr * nr; ++q)
+    sums.push_back(arith::AddIOp::create(b, planes[2 * q], planes[2 * q + 1]));
+  // K past the last whole pair of steps: at most one whole step and a tail,
+  // B biased by 128 there (prepare).
+  SmallVector<std::pair<int64_t, bool>> rest;
+  if (m.k - kPlanes >= c.kv)
+    rest.push_back({kPlanes, true});
+  if (m.k % c.kv != 0)
+    rest.push_back({m.k - m.k % c.kv, false});
+  for (auto [k, inBounds] : rest)
+    sums = step(b, arith::ConstantIndexOp::create(b, k), sums, inBounds);
+  if (!vnni())
+    return sums;
+  // Each row's correction: bias · Σ A over the planes + 128 · Σ A over the
+  // rest.
+  auto ones = DenseElementsAttr::get(VectorType::get({c.kv}, b.getI8Type()),
+                                     b.getIntegerAttr(b.getI8Type(), 1));
+  Value one = arith::ConstantOp::create(b, ones.getType(), ones);
+  Value biasC = arith::ConstantOp::create(b, b.getI32IntegerAttr(bias));
+  Value restC = arith::ConstantOp::create(b, b.getI32IntegerAttr(128 - bias));
+  for (int64_t i = 0; i < mr; ++i) {
+    Value row = plus(b, m0, i);
+    Value corr = arith::MulIOp::create(b, biasC, aRowSum(b, row));
+    if (!rest.empty()) {
+      Value restSum = zeroAcc(b);
+      for (auto [k, inBounds] : rest) {
+        Value kc = arith::ConstantIndexOp::create(b, k);
+        restSum = dpbusd(b, restSum, one, readRow(b, A, row, kc, inBounds));
+      }
+      Value extra = arith::MulIOp::create(b, restC, reduce(b, restSum));
+      corr = arith::AddIOp::create(b, corr, extra);
+    }
+    corrections.push_back(corr);
+  }
+  return sums;
+}
+
 Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
                                Value m0, Value n0, int64_t mr,
                                int64_t nr) const {
@@ -114,14 +213,17 @@ Value GemmBuilder::microKernel(ImplicitLocOpBuilder &b, Value C, Value bt,
       }
     return out;
   };
+  SmallVector<Value> corrections;
   SmallVector<Value> accs =
-      kLoop(b, SmallVector<Value>(mr * nr, zeroAcc(b)), step);
+      !bt && bProducer && c.row == CpuRowKernel::i8_planes
+          ? planeSums(b, m0, n0, mr, nr, step, corrections)
+          : kLoop(b, SmallVector<Value>(mr * nr, zeroAcc(b)), step);
   Type elt = accElt(b);
   for (int64_t i = 0; i < mr; ++i) {
     Value row = plus(b, m0, i);
     Value corr;
     if (vnni())
-      corr = biasCorrection(b, row);
+      corr = corrections.empty() ? biasCorrection(b, row) : corrections[i];
     SmallVector<Value> vals;
     for (int64_t j = 0; j < nr; ++j) {
       Value s = reduce(b, accs[i * nr + j]);

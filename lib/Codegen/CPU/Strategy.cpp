@@ -1,5 +1,6 @@
 //===- Strategy.cpp - CPU variant and GEMM micro-kernel selection ---------===//
 #include "GemmConfig.h"
+#include "NibblePlanes.h"
 
 #include "comfyquant/Codegen/CPU/CPUCodegen.h"
 #include "comfyquant/Codegen/CPU/Passes.h"
@@ -383,6 +384,20 @@ struct SelectStrategyPass
         failed(chooseDecode(decoded, op, c)))
       return failure();
     c.row = chooseRowKernel(v, c, op, bf16Operands);
+    if (row) {
+      c.row = *row;
+      auto producer = op.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
+      if (c.row == CpuRowKernel::i8_planes &&
+          !decodesNibblePlanes(producer, c.kv))
+        return op.emitError("row = i8_planes needs B's decoder to read K "
+                            "only as k / 2, k % 2 and k / d, d a multiple of ")
+               << 2 * c.kv;
+      auto error = [&] { return op.emitError(); };
+      if (failed(CpuGemmAttr::verify(error, c.ukernel, c.mr, c.nr, c.kv, c.mc,
+                                     c.kc, c.decode, c.form, c.row,
+                                     c.minRows)))
+        return failure();
+    }
     return success();
   }
 
@@ -398,10 +413,21 @@ struct SelectStrategyPass
                             c.ukernel == CpuMicroKernel::bf16_dot_emulated;
     const bool fmaOnBF16 =
         c.ukernel == CpuMicroKernel::f32_fma && bf16Operands && v.bf16Dot;
-    if (!bf16Kernel && !fmaOnBF16)
-      return CpuRowKernel::ukernel;
     // The decoder the vectorizer reads per tile (decode != none).
     auto producer = op.getDpsInputs()[1].getDefiningOp<linalg::GenericOp>();
+    const bool inRegisters =
+        c.decode == CpuDecode::reg || c.decode == CpuDecode::adaptive;
+    // Integer dots of nibble codes: each packed byte feeds two dot products
+    // whole, not an unpack that repeats it into two lanes (W4A4 at M = 1,
+    // 3072², 2 threads on Zen 4: see docs/CpuCodegen.md).
+    const bool intDot = c.ukernel == CpuMicroKernel::i8_vnni ||
+                        c.ukernel == CpuMicroKernel::i8_vnni_emulated ||
+                        c.ukernel == CpuMicroKernel::i8_pmaddwd ||
+                        c.ukernel == CpuMicroKernel::i8_generic;
+    if (intDot && inRegisters && decodesNibblePlanes(producer, c.kv))
+      return CpuRowKernel::i8_planes;
+    if (!bf16Kernel && !fmaOnBF16)
+      return CpuRowKernel::ukernel;
     const bool table =
         producer && c.decode != CpuDecode::none &&
         c.decode != CpuDecode::panel && producer.getNumResults() == 1 &&

@@ -480,3 +480,156 @@ func.func @amx_deep_k(%a: tensor<?x12288xi8>, %b: tensor<48x12288xi8>, %c: tenso
   } -> tensor<?x48xi32>
   return %r : tensor<?x48xi32>
 }
+
+// -----
+
+// One-row calls of integer GEMMs whose B decoder reads nibbles (k / 2 and
+// k % 2) take B as two nibble planes (row = i8_planes) where every other
+// read of K is the same over a step of 2·kv elements: k / 256 on both
+// variants; k / 32 on x86-64-v3 alone (kv = 16: steps of 32), not on VNNI
+// (kv = 64); k / 16 on neither. The row option forces a one-row kernel; a
+// decoder that does not read planes is an error.
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy | FileCheck %s --check-prefix=PLANES-V3
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy=variant=avx512-vnni | FileCheck %s --check-prefix=PLANES-VNNI
+// RUN: comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-vnni row=ukernel" | FileCheck %s --check-prefix=PLANES-OFF
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-vnni row=i8-planes" 2>&1 >/dev/null | FileCheck %s --check-prefix=PLANES-ERR
+// RUN: not comfyquant-opt %s --split-input-file --comfyquant-tag-gemms --comfyquant-cpu-select-strategy="variant=avx512-vnni row=f32-fma" 2>&1 >/dev/null | FileCheck %s --check-prefix=ROW-ERR
+// PLANES-V3-LABEL:   func.func @nibbles_g256
+// PLANES-V3:           #comfyquant.cpu_gemm<i8_pmaddwd, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer, row = i8_planes>
+// PLANES-V3-LABEL:   func.func @nibbles_g32
+// PLANES-V3:           #comfyquant.cpu_gemm<i8_pmaddwd, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer, row = i8_planes>
+// PLANES-V3-LABEL:   func.func @nibbles_g16
+// PLANES-V3:           #comfyquant.cpu_gemm<i8_pmaddwd, mr = 6, nr = 2, kv = 16, mc = 258, decode = adaptive, form = outer>
+// PLANES-VNNI-LABEL: func.func @nibbles_g256
+// PLANES-VNNI:         #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer, row = i8_planes>
+// PLANES-VNNI-LABEL: func.func @nibbles_g32
+// PLANES-VNNI:         #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
+// PLANES-VNNI-LABEL: func.func @nibbles_g16
+// PLANES-VNNI:         #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
+// PLANES-OFF-LABEL:  func.func @nibbles_g256
+// PLANES-OFF:          #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = adaptive, form = outer>
+// PLANES-ERR:        error: row = i8_planes needs B's decoder to read K only as k / 2, k % 2 and k / d, d a multiple of 128
+// ROW-ERR:           error: row = f32_fma is for a bf16 micro-kernel, not i8_vnni
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#E = affine_map<(n, k) -> (n, k)>
+func.func @nibbles_g256(%a: tensor<?x512xi8>, %w: tensor<8192xi8>, %s: tensor<64xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
+  %c2 = arith.constant 2 : index
+  %c256 = arith.constant 256 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<32x512xi8>
+  %b = linalg.generic {indexing_maps = [#E], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<32x512xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %half = arith.divui %k, %c2 : index
+    %row = arith.muli %n, %c256 : index
+    %at = arith.addi %row, %half : index
+    %byte = tensor.extract %w[%at] : tensor<8192xi8>
+    %u = arith.extui %byte : i8 to i32
+    %p = arith.remui %k, %c2 : index
+    %shift = arith.index_cast %p : index to i32
+    %bits = arith.muli %shift, %c4 : i32
+    %sh = arith.shrui %u, %bits : i32
+    %nib = arith.andi %sh, %c15 : i32
+    %g = arith.divui %k, %c256 : index
+    %sat = arith.addi %n, %g : index
+    %sc = tensor.extract %s[%sat] : tensor<64xi8>
+    %sc32 = arith.extsi %sc : i8 to i32
+    %v = arith.muli %nib, %sc32 : i32
+    %v8 = arith.trunci %v : i32 to i8
+    linalg.yield %v8 : i8
+  } -> tensor<32x512xi8>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x512xi8>, tensor<32x512xi8>) outs(%c : tensor<?x32xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %m = arith.muli %x32, %y32 : i32
+    %sum = arith.addi %acc, %m : i32
+    linalg.yield %sum : i32
+  } -> tensor<?x32xi32>
+  return %r : tensor<?x32xi32>
+}
+func.func @nibbles_g32(%a: tensor<?x512xi8>, %w: tensor<8192xi8>, %s: tensor<512xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %c256 = arith.constant 256 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<32x512xi8>
+  %b = linalg.generic {indexing_maps = [#E], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<32x512xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %half = arith.divui %k, %c2 : index
+    %row = arith.muli %n, %c256 : index
+    %at = arith.addi %row, %half : index
+    %byte = tensor.extract %w[%at] : tensor<8192xi8>
+    %u = arith.extui %byte : i8 to i32
+    %p = arith.remui %k, %c2 : index
+    %shift = arith.index_cast %p : index to i32
+    %bits = arith.muli %shift, %c4 : i32
+    %sh = arith.shrui %u, %bits : i32
+    %nib = arith.andi %sh, %c15 : i32
+    %g = arith.divui %k, %c32 : index
+    %sat = arith.addi %n, %g : index
+    %sc = tensor.extract %s[%sat] : tensor<512xi8>
+    %sc32 = arith.extsi %sc : i8 to i32
+    %v = arith.muli %nib, %sc32 : i32
+    %v8 = arith.trunci %v : i32 to i8
+    linalg.yield %v8 : i8
+  } -> tensor<32x512xi8>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x512xi8>, tensor<32x512xi8>) outs(%c : tensor<?x32xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %m = arith.muli %x32, %y32 : i32
+    %sum = arith.addi %acc, %m : i32
+    linalg.yield %sum : i32
+  } -> tensor<?x32xi32>
+  return %r : tensor<?x32xi32>
+}
+func.func @nibbles_g16(%a: tensor<?x512xi8>, %w: tensor<8192xi8>, %s: tensor<1024xi8>, %c: tensor<?x32xi32>) -> tensor<?x32xi32> {
+  %c2 = arith.constant 2 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<32x512xi8>
+  %b = linalg.generic {indexing_maps = [#E], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<32x512xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %half = arith.divui %k, %c2 : index
+    %row = arith.muli %n, %c256 : index
+    %at = arith.addi %row, %half : index
+    %byte = tensor.extract %w[%at] : tensor<8192xi8>
+    %u = arith.extui %byte : i8 to i32
+    %p = arith.remui %k, %c2 : index
+    %shift = arith.index_cast %p : index to i32
+    %bits = arith.muli %shift, %c4 : i32
+    %sh = arith.shrui %u, %bits : i32
+    %nib = arith.andi %sh, %c15 : i32
+    %g = arith.divui %k, %c16 : index
+    %sat = arith.addi %n, %g : index
+    %sc = tensor.extract %s[%sat] : tensor<1024xi8>
+    %sc32 = arith.extsi %sc : i8 to i32
+    %v = arith.muli %nib, %sc32 : i32
+    %v8 = arith.trunci %v : i32 to i8
+    linalg.yield %v8 : i8
+  } -> tensor<32x512xi8>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x512xi8>, tensor<32x512xi8>) outs(%c : tensor<?x32xi32>) {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %m = arith.muli %x32, %y32 : i32
+    %sum = arith.addi %acc, %m : i32
+    linalg.yield %sum : i32
+  } -> tensor<?x32xi32>
+  return %r : tensor<?x32xi32>
+}

@@ -1271,3 +1271,79 @@ func.func @one_row_table_rows(%a: tensor<?x64xbf16>, %codes: tensor<8x64xi8>, %t
   } -> tensor<?x8xf32>
   return %r : tensor<?x8xf32>
 }
+
+// -----
+
+// row = i8_planes: 2·kv elements of K per step as two nibble planes. A's
+// row is read 128 bytes at a time and shuffled into its even and odd
+// elements; each column's decoder is evaluated twice, at the bytes k / 2
+// of the step with the low nibble (even k) and the high one (odd k), each
+// into its own accumulator. The signed-nibble table plus 8 (the least bias
+// that makes it unsigned) is the nibble xor 8, so no table is read and no
+// xor with 0x80 follows; the correction is 8·Σ A over the planes plus
+// 128·Σ A over the rest of K (here the last 64 elements, one whole step of
+// the GEMM's own kernel, B biased by 128 there).
+// CHECK-LABEL: func.func @planes
+// CHECK-DAG:     %[[C120:.*]] = arith.constant 120 : i32
+// CHECK-DAG:     %[[C8:.*]] = arith.constant 8 : i32
+// CHECK-DAG:     %[[X8:.*]] = arith.constant 8 : i8
+// CHECK:         %[[BOTH:.*]] = vector.transfer_read %arg0[%{{.*}}, %c0]{{.*}} vector<128xi8>
+// CHECK:         %[[EVEN:.*]] = vector.shuffle %[[BOTH]], %[[BOTH]] [0, 2, 4,
+// CHECK:         %[[ODD:.*]] = vector.shuffle %[[BOTH]], %[[BOTH]] [1, 3, 5,
+// CHECK:         linalg.generic
+// CHECK-NOT:       arith.shrui
+// CHECK:           arith.andi %{{.*}}, %c15_i32
+// CHECK:           %[[LO:.*]] = arith.xori %{{.*}}, %[[X8]] : i8
+// CHECK:           linalg.yield %[[LO]]
+// CHECK:         linalg.generic
+// CHECK:           arith.shrui %{{.*}}, %c4_i32
+// CHECK:           %[[HI:.*]] = arith.xori %{{.*}}, %[[X8]] : i8
+// CHECK:           linalg.yield %[[HI]]
+// CHECK:         %[[S0:.*]] = builtin.unrealized_conversion_cast %{{.*}}, %{{.*}}, %[[EVEN]] {{.*}}vpdpbusd
+// CHECK:         %[[S1:.*]] = builtin.unrealized_conversion_cast %{{.*}}, %{{.*}}, %[[ODD]] {{.*}}vpdpbusd
+// CHECK:         arith.addi %[[S0]], %[[S1]] : vector<16xi32>
+// CHECK:         vector.transfer_read %arg0[%{{.*}}, %c128]{{.*}} vector<64xi8>
+// CHECK:         tensor.extract %{{.*}} : tensor<16xi8>
+// CHECK:         arith.muli %{{.*}}, %[[C8]] : i32
+// CHECK:         arith.muli %{{.*}}, %[[C120]] : i32
+#A = affine_map<(m, n, k) -> (m, k)>
+#B = affine_map<(m, n, k) -> (n, k)>
+#C = affine_map<(m, n, k) -> (m, n)>
+#E = affine_map<(n, k) -> (n, k)>
+func.func @planes(%a: tensor<?x192xi8>, %w: tensor<768xi8>, %c: tensor<?x8xi32>) -> tensor<?x8xi32> {
+  %c2 = arith.constant 2 : index
+  %c96 = arith.constant 96 : index
+  %c4 = arith.constant 4 : i32
+  %c15 = arith.constant 15 : i32
+  %e = tensor.empty() : tensor<8x192xi8>
+  %b = linalg.generic {indexing_maps = [#E], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<8x192xi8>) {
+  ^bb0(%o: i8):
+    %n = linalg.index 0 : index
+    %k = linalg.index 1 : index
+    %half = arith.divui %k, %c2 : index
+    %row = arith.muli %n, %c96 : index
+    %at = arith.addi %row, %half : index
+    %byte = tensor.extract %w[%at] : tensor<768xi8>
+    %u = arith.extui %byte : i8 to i32
+    %p = arith.remui %k, %c2 : index
+    %shift = arith.index_cast %p : index to i32
+    %bits = arith.muli %shift, %c4 : i32
+    %sh = arith.shrui %u, %bits : i32
+    %nib = arith.andi %sh, %c15 : i32
+    %table = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1]> : tensor<16xi8>
+    %i = arith.index_cast %nib : i32 to index
+    %v = tensor.extract %table[%i] : tensor<16xi8>
+    linalg.yield %v : i8
+  } -> tensor<8x192xi8>
+  %r = linalg.generic {indexing_maps = [#A, #B, #C], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : tensor<?x192xi8>, tensor<8x192xi8>) outs(%c : tensor<?x8xi32>)
+      attrs = {comfyquant.gemm = #comfyquant.cpu_gemm<i8_vnni, mr = 1, nr = 2, kv = 64, mc = 16, decode = register, row = i8_planes>} {
+  ^bb0(%x: i8, %y: i8, %acc: i32):
+    %x32 = arith.extsi %x : i8 to i32
+    %y32 = arith.extsi %y : i8 to i32
+    %m = arith.muli %x32, %y32 : i32
+    %sum = arith.addi %acc, %m : i32
+    linalg.yield %sum : i32
+  } -> tensor<?x8xi32>
+  return %r : tensor<?x8xi32>
+}

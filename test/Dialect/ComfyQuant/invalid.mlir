@@ -2741,6 +2741,16 @@ func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr
 
 // -----
 
+// expected-error @+1 {{row = i8_planes is for an integer dot product (VNNI, pmaddwd or generic) decoding B in registers (decode = register or adaptive)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 32, mc = 258, decode = adaptive, form = outer, row = i8_planes>}
+
+// -----
+
+// expected-error @+1 {{row = i8_planes is for an integer dot product (VNNI, pmaddwd or generic) decoding B in registers (decode = register or adaptive)}}
+func.func private @f() attributes {g = #comfyquant.cpu_gemm<i8_vnni, mr = 6, nr = 4, kv = 64, mc = 258, decode = panel, form = outer, row = i8_planes>}
+
+// -----
+
 // expected-error @+1 {{bf16_dot takes K steps of 32 (one 512-bit register)}}
 func.func private @f() attributes {g = #comfyquant.cpu_gemm<bf16_dot, mr = 6, nr = 4, kv = 16, mc = 60, decode = none, form = outer>}
 

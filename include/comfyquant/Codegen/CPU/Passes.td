@@ -115,6 +115,11 @@ def ComfyQuantCPUSelectStrategy
            "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuGemmForm>()",
            "Accumulator layout of the vector micro-kernels: inner or outer "
            "(empty: the strategy's)">,
+    Option<"row", "row",
+           "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuRowKernel>",
+           "::mlir::comfyquant::EnumChoice<::mlir::comfyquant::CpuRowKernel>()",
+           "Micro-kernel of one-row calls: ukernel (the GEMM's own), "
+           "f32-fma, bf16-dot or i8-planes (empty: the strategy's)">,
     Option<"amxMinRows", "amx-min-rows", "int64_t", "16",
            "Fewest rows of A a call runs the AMX kernel with (min_rows of "
            "its config; fewer: the runtime takes another variant)">,

@@ -138,9 +138,12 @@ def ComfyQuant_CpuRowKernel : I32EnumAttr<"CpuRowKernel",
     I32EnumAttrCase<"ukernel", 0>,  // the GEMM's own
     I32EnumAttrCase<"f32_fma", 1>,  // f32 FMAs on B decoded to f32 (a bf16
                                     // kernel whose B has no register table)
-    I32EnumAttrCase<"bf16_dot", 2>]> { // vdpbf16ps on B's bf16 table read
+    I32EnumAttrCase<"bf16_dot", 2>,    // vdpbf16ps on B's bf16 table read
                                        // by register permutes (f32_fma
                                        // where vdpbf16ps is half rate)
+    I32EnumAttrCase<"i8_planes", 3>]> { // the integer dot on B's nibble
+                                        // planes: 2·kv elements of K per
+                                        // step, even and odd apart
   let cppNamespace = "::mlir::comfyquant";
   let genSpecializedAttr = 0;
 }
