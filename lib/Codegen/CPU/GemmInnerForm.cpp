@@ -81,10 +81,10 @@ Value GemmBuilder::aRowSums(ImplicitLocOpBuilder &b, Value mb,
   return rows.getResult(0);
 }
 
-SmallVector<Value> GemmBuilder::planeSums(ImplicitLocOpBuilder &b, Value m0,
-                                          Value n0, int64_t mr, int64_t nr,
-                                          KStep step,
-                                          SmallVector<Value> &corrections) const {
+SmallVector<Value>
+GemmBuilder::planeSums(ImplicitLocOpBuilder &b, Value m0, Value n0, int64_t mr,
+                       int64_t nr, KStep step,
+                       SmallVector<Value> &corrections) const {
   const int64_t span = 2 * c.kv;
   const int64_t kPlanes = m.k - m.k % span;
   SmallVector<int64_t> evenLanes, oddLanes;

@@ -1,4 +1,4 @@
-//===- NibblePlanes.cpp - B's decoder evaluated one nibble plane at a time -===//
+//===- NibblePlanes.cpp - B's decoder one nibble plane at a time ---------===//
 #include "NibblePlanes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -116,7 +116,8 @@ Value mlir::comfyquant::detail::nibblePlane(OpBuilder &b, Location loc,
                                             int64_t bias) {
   Type elt = producer.getResultTypes()[0];
   elt = cast<RankedTensorType>(elt).getElementType();
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{1, width}, elt);
+  Value init =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{1, width}, elt);
   AffineMap identity = b.getMultiDimIdentityMap(2);
   SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
   auto plane = linalg::GenericOp::create(
@@ -155,7 +156,8 @@ Value mlir::comfyquant::detail::nibblePlane(OpBuilder &b, Location loc,
           }
           nb.clone(op, map);
         }
-        Value yielded = map.lookupOrDefault(body->getTerminator()->getOperand(0));
+        Value yielded =
+            map.lookupOrDefault(body->getTerminator()->getOperand(0));
         linalg::YieldOp::create(nb, l, addBias(nb, l, yielded, bias));
       });
   return plane.getResult(0);

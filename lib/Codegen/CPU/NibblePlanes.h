@@ -1,4 +1,4 @@
-//===- NibblePlanes.h - B's decoder evaluated one nibble plane at a time -*-===//
+//===- NibblePlanes.h - B's decoder one nibble plane at a time -*- C++ -*-===//
 //
 // A decoder that reads its codes two to a byte (k / 2, nibble k % 2) yields,
 // per K step in natural order, half a vector of bytes that each feed two
