@@ -87,7 +87,8 @@ bool mlir::comfyquant::detail::decodesNibblePlanes(linalg::GenericOp producer,
                                                    int64_t kv) {
   if (!producer || producer.getNumDpsInputs() != 0 ||
       producer.getNumResults() != 1 || producer.getNumLoops() != 2 ||
-      producer.getNumReductionLoops() != 0 || kv <= 0)
+      producer.getNumReductionLoops() != 0 || kv <= 0 ||
+      !producer.getIndexingMapsArray()[0].isIdentity())
     return false;
   Block *body = producer.getBody();
   bool halves = false;

@@ -17,8 +17,8 @@
 
 namespace mlir::comfyquant::detail {
 
-/// Whether `producer` (B's decoder: elementwise over [N, K], no inputs, one
-/// result) reads the K index (loop 1) only as k / 2 (at least once), k % 2,
+/// Whether `producer` (B's decoder: elementwise over [N, K], its loops the
+/// result's dimensions in order, no inputs, one result) reads the K index (loop 1) only as k / 2 (at least once), k % 2,
 /// and k / d for d a multiple of 2·kv (the same over both planes of a
 /// step), each in its body's own block.
 bool decodesNibblePlanes(linalg::GenericOp producer, int64_t kv);
