@@ -313,6 +313,11 @@ private:
     return foldSteps(b, std::move(init), kFull, c.kv, m.k % c.kv != 0, step);
   }
 
+  /// VNNI: Σ A[row, k] over the K steps `steps` (their starts, and whether
+  /// each is whole, not a padded tail), as vpdpbusd of ones and A.
+  Value aSumOver(ImplicitLocOpBuilder &b, Value row,
+                 ArrayRef<std::pair<int64_t, bool>> steps) const;
+
   /// Σk A[m, k] for the rows [mb, mEnd) of an M block (VNNI bias
   /// correction), as a tensor<mc x i32> indexed by m - mb.
   Value aRowSums(ImplicitLocOpBuilder &b, Value mb, Value mEnd) const;

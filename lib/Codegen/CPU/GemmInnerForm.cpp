@@ -54,11 +54,27 @@ SmallVector<Value> GemmBuilder::foldSteps(ImplicitLocOpBuilder &b,
   return accs;
 }
 
+/// A kv-vector of i8 ones: vpdpbusd of it and A sums A's bytes.
+static Value onesVector(ImplicitLocOpBuilder &b, int64_t kv) {
+  auto ones = DenseElementsAttr::get(VectorType::get({kv}, b.getI8Type()),
+                                     b.getIntegerAttr(b.getI8Type(), 1));
+  return arith::ConstantOp::create(b, ones.getType(), ones);
+}
+
+Value GemmBuilder::aSumOver(ImplicitLocOpBuilder &b, Value row,
+                            ArrayRef<std::pair<int64_t, bool>> steps) const {
+  Value one = onesVector(b, c.kv);
+  Value acc = zeroAcc(b);
+  for (auto [k, inBounds] : steps) {
+    Value kc = arith::ConstantIndexOp::create(b, k);
+    acc = dpbusd(b, acc, one, readRow(b, A, row, kc, inBounds));
+  }
+  return reduce(b, acc);
+}
+
 Value GemmBuilder::aRowSums(ImplicitLocOpBuilder &b, Value mb,
                             Value mEnd) const {
-  auto ones = DenseElementsAttr::get(VectorType::get({c.kv}, b.getI8Type()),
-                                     b.getIntegerAttr(b.getI8Type(), 1));
-  Value one = arith::ConstantOp::create(b, ones.getType(), ones);
+  Value one = onesVector(b, c.kv);
   Value sums =
       tensor::EmptyOp::create(b, ArrayRef<int64_t>{c.mc}, b.getI32Type());
   auto rows = scf::ForOp::create(
@@ -157,21 +173,14 @@ GemmBuilder::planeSums(ImplicitLocOpBuilder &b, Value m0, Value n0, int64_t mr,
     return sums;
   // Each row's correction: bias · Σ A over the planes + 128 · Σ A over the
   // rest.
-  auto ones = DenseElementsAttr::get(VectorType::get({c.kv}, b.getI8Type()),
-                                     b.getIntegerAttr(b.getI8Type(), 1));
-  Value one = arith::ConstantOp::create(b, ones.getType(), ones);
   Value biasC = arith::ConstantOp::create(b, b.getI32IntegerAttr(bias));
   Value restC = arith::ConstantOp::create(b, b.getI32IntegerAttr(128 - bias));
   for (int64_t i = 0; i < mr; ++i) {
     Value row = plus(b, m0, i);
     Value corr = arith::MulIOp::create(b, biasC, aRowSum(b, row));
     if (!rest.empty()) {
-      Value restSum = zeroAcc(b);
-      for (auto [k, inBounds] : rest) {
-        Value kc = arith::ConstantIndexOp::create(b, k);
-        restSum = dpbusd(b, restSum, one, readRow(b, A, row, kc, inBounds));
-      }
-      Value extra = arith::MulIOp::create(b, restC, reduce(b, restSum));
+      Value restSum = aSumOver(b, row, rest);
+      Value extra = arith::MulIOp::create(b, restC, restSum);
       corr = arith::AddIOp::create(b, corr, extra);
     }
     corrections.push_back(corr);

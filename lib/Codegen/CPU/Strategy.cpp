@@ -420,11 +420,8 @@ struct SelectStrategyPass
     // Integer dots of nibble codes: each packed byte feeds two dot products
     // whole, not an unpack that repeats it into two lanes (W4A4 at M = 1,
     // 3072², 2 threads on Zen 4: see docs/CpuCodegen.md).
-    const bool intDot = c.ukernel == CpuMicroKernel::i8_vnni ||
-                        c.ukernel == CpuMicroKernel::i8_vnni_emulated ||
-                        c.ukernel == CpuMicroKernel::i8_pmaddwd ||
-                        c.ukernel == CpuMicroKernel::i8_generic;
-    if (intDot && inRegisters && decodesNibblePlanes(producer, c.kv))
+    if (isVectorIntegerDot(c.ukernel) && inRegisters &&
+        decodesNibblePlanes(producer, c.kv))
       return CpuRowKernel::i8_planes;
     if (!bf16Kernel && !fmaOnBF16)
       return CpuRowKernel::ukernel;

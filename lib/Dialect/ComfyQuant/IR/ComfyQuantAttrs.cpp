@@ -334,10 +334,7 @@ LogicalResult CpuGemmAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "registers (decode = register or adaptive)";
   // Nibble planes: an exact integer sum taken in another order.
   if (row == CpuRowKernel::i8_planes &&
-      ((ukernel != CpuMicroKernel::i8_vnni &&
-        ukernel != CpuMicroKernel::i8_vnni_emulated &&
-        ukernel != CpuMicroKernel::i8_pmaddwd &&
-        ukernel != CpuMicroKernel::i8_generic) ||
+      (!isVectorIntegerDot(ukernel) ||
        (decode != CpuDecode::reg && decode != CpuDecode::adaptive)))
     return emitError() << "row = i8_planes is for an integer dot product "
                           "(VNNI, pmaddwd or generic) decoding B in registers "

@@ -42,6 +42,15 @@ inline FormatKind fromRegistry(::comfyquant::rt::Format f) {
   return static_cast<FormatKind>(static_cast<uint32_t>(f));
 }
 
+/// Whether `k` multiplies i8 operands on vector registers (VNNI, emulated
+/// VNNI, pmaddwd or widened multiply-adds), not on AMX tiles: the kernels
+/// whose one-row calls may take nibble planes (row = i8_planes).
+inline bool isVectorIntegerDot(CpuMicroKernel k) {
+  return k == CpuMicroKernel::i8_vnni ||
+         k == CpuMicroKernel::i8_vnni_emulated ||
+         k == CpuMicroKernel::i8_pmaddwd || k == CpuMicroKernel::i8_generic;
+}
+
 /// Whether `tune` names a CPU to tune for: generic, host (the compiling
 /// machine) or an LLVM x86-64 CPU name.
 bool isCpuTuneName(llvm::StringRef tune);
